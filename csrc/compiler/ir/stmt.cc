@@ -1,0 +1,68 @@
+#include "ir/stmt.h"
+
+#include "support/error.h"
+
+namespace sparsetir {
+
+const char* ToString(ForKind kind) {
+  switch (kind) {
+    case ForKind::kSerial: return "serial";
+    case ForKind::kParallel: return "parallel";
+    case ForKind::kVectorized: return "vectorized";
+    case ForKind::kUnrolled: return "unroll";
+  }
+  return "?";
+}
+
+Stmt MakeStore(Buffer buffer, std::vector<Expr> indices, Expr value) {
+  ICHECK(buffer && value) << "store without buffer or value";
+  ICHECK(value->dtype == buffer->dtype) << "store of " << ToString(value->dtype) << " into "
+                                        << buffer->name << " of " << ToString(buffer->dtype);
+  for (const Expr& index : indices) ICHECK(index && IsInteger(index->dtype)) << "store index";
+  return std::make_shared<BufferStoreNode>(std::move(buffer), std::move(indices), std::move(value));
+}
+
+Stmt MakeSeq(std::vector<Stmt> stmts) {
+  std::vector<Stmt> flat;
+  for (Stmt& s : stmts) {
+    if (!s) continue;
+    if (const auto* seq = s->as<SeqNode>()) {
+      flat.insert(flat.end(), seq->stmts.begin(), seq->stmts.end());
+    } else {
+      flat.push_back(std::move(s));
+    }
+  }
+  if (flat.size() == 1) return flat[0];
+  return std::make_shared<SeqNode>(std::move(flat));
+}
+
+Stmt MakeIteration(SparseIterationNode node) {
+  ICHECK(node.iterators.size() == node.vars.size()) << "iteration " << node.name << " vars";
+  ICHECK(node.iterators.size() == node.roles.size()) << "iteration " << node.name << " roles";
+  for (char c : node.roles) ICHECK(c == 'S' || c == 'R') << "iteration role " << c;
+  ICHECK(node.body) << "iteration " << node.name << " without body";
+  return std::make_shared<SparseIterationNode>(std::move(node));
+}
+
+Stmt MakeFor(Var var, Expr min, Expr extent, ForKind kind, Stmt body) {
+  ICHECK(var && min && extent && body) << "incomplete for loop";
+  ICHECK(IsInteger(var->dtype) && IsInteger(extent->dtype)) << "for loop over non-integer";
+  return std::make_shared<ForNode>(std::move(var), std::move(min), std::move(extent), kind, std::move(body));
+}
+
+Stmt MakeIf(Expr cond, Stmt then_case, Stmt else_case) {
+  ICHECK(cond && cond->dtype == DataType::kBool && then_case) << "malformed if";
+  return std::make_shared<IfThenElseNode>(std::move(cond), std::move(then_case), std::move(else_case));
+}
+
+Stmt MakeLet(Var var, Expr value, Stmt body) {
+  ICHECK(var && value && body && var->dtype == value->dtype) << "malformed let";
+  return std::make_shared<LetNode>(std::move(var), std::move(value), std::move(body));
+}
+
+Stmt MakeAssume(Buffer buffer, Expr lo, Expr hi) {
+  ICHECK(buffer && lo && hi) << "malformed assume_buffer_domain";
+  return std::make_shared<AssumeNode>(std::move(buffer), std::move(lo), std::move(hi));
+}
+
+}  // namespace sparsetir

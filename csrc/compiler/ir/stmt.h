@@ -1,0 +1,114 @@
+// Statements. Same rules as expressions: immutable, shared, built by factories.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/attr.h"
+#include "ir/buffer.h"
+#include "ir/expr.h"
+
+namespace sparsetir {
+
+enum class StmtKind {
+#define SPARSETIR_STMT_KIND(name) k##name,
+#include "ir/stmt_kinds.def"
+#undef SPARSETIR_STMT_KIND
+};
+
+struct StmtNode {
+  explicit StmtNode(StmtKind kind) : kind(kind) {}
+  virtual ~StmtNode() = default;
+  const StmtKind kind;
+  Span span;
+
+  template <typename T>
+  const T* as() const {
+    return kind == T::kKind ? static_cast<const T*>(this) : nullptr;
+  }
+};
+using Stmt = std::shared_ptr<const StmtNode>;
+
+struct BufferStoreNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kBufferStore;
+  BufferStoreNode(Buffer buffer, std::vector<Expr> indices, Expr value)
+      : StmtNode(kKind), buffer(std::move(buffer)), indices(std::move(indices)), value(std::move(value)) {}
+  const Buffer buffer;
+  const std::vector<Expr> indices;
+  const Expr value;
+};
+
+struct SeqNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kSeq;
+  explicit SeqNode(std::vector<Stmt> stmts) : StmtNode(kKind), stmts(std::move(stmts)) {}
+  const std::vector<Stmt> stmts;
+};
+
+enum class IterationRole { kSpatial, kReduction };
+
+// Stage I: `with T.sp.iteration([I, J, K], "SRS", "name") as [i, j, k]:`.
+// vars[t] ranges over the coordinates of iterators[t].
+struct SparseIterationNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kSparseIteration;
+  SparseIterationNode() : StmtNode(kKind) {}
+  std::string name;
+  std::vector<SparseIterator> iterators;
+  std::string roles;  // one 'S' or 'R' per iterator
+  std::vector<Var> vars;
+  Stmt init;          // may be null
+  Stmt body;
+  AttrMap attrs;
+};
+
+enum class ForKind { kSerial, kParallel, kVectorized, kUnrolled };
+const char* ToString(ForKind kind);  // "serial", "parallel", "vectorized", "unroll"
+
+struct ForNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kFor;
+  ForNode(Var var, Expr min, Expr extent, ForKind for_kind, Stmt body)
+      : StmtNode(kKind), var(std::move(var)), min(std::move(min)), extent(std::move(extent)),
+        for_kind(for_kind), body(std::move(body)) {}
+  const Var var;
+  const Expr min, extent;
+  const ForKind for_kind;
+  const Stmt body;
+};
+
+struct IfThenElseNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kIfThenElse;
+  IfThenElseNode(Expr cond, Stmt then_case, Stmt else_case)
+      : StmtNode(kKind), cond(std::move(cond)), then_case(std::move(then_case)), else_case(std::move(else_case)) {}
+  const Expr cond;
+  const Stmt then_case, else_case;  // else_case may be null
+};
+
+struct LetNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kLet;
+  LetNode(Var var, Expr value, Stmt body)
+      : StmtNode(kKind), var(std::move(var)), value(std::move(value)), body(std::move(body)) {}
+  const Var var;
+  const Expr value;
+  const Stmt body;
+};
+
+// T.assume_buffer_domain(buf, [lo, hi]): every element of buf lies in [lo, hi].
+// A fact for simplification; the runtime checks it on structure arrays.
+struct AssumeNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kAssume;
+  AssumeNode(Buffer buffer, Expr lo, Expr hi)
+      : StmtNode(kKind), buffer(std::move(buffer)), lo(std::move(lo)), hi(std::move(hi)) {}
+  const Buffer buffer;
+  const Expr lo, hi;
+};
+
+Stmt MakeStore(Buffer buffer, std::vector<Expr> indices, Expr value);
+// Flattens nested sequences; a single statement is returned as is.
+Stmt MakeSeq(std::vector<Stmt> stmts);
+Stmt MakeIteration(SparseIterationNode node);
+Stmt MakeFor(Var var, Expr min, Expr extent, ForKind kind, Stmt body);
+Stmt MakeIf(Expr cond, Stmt then_case, Stmt else_case = nullptr);
+Stmt MakeLet(Var var, Expr value, Stmt body);
+Stmt MakeAssume(Buffer buffer, Expr lo, Expr hi);
+
+}  // namespace sparsetir

@@ -1,0 +1,243 @@
+#include "runtime/kernel.h"
+
+#include <map>
+#include <sstream>
+
+#include "codegen/codegen_c.h"
+#include "ir/functor.h"
+#include "lower.h"
+#include "runtime/kernel_cache.h"
+#include "support/error.h"
+#include "transforms/lower_sparse_iter.h"
+
+namespace sparsetir {
+namespace {
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::ostringstream s;
+  s << "(";
+  for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
+  s << (shape.size() == 1 ? ",)" : ")");
+  return s.str();
+}
+
+// Evaluates the integer expressions of a kernel's contract: scalar parameters
+// and loads from structure arrays that were already validated.
+class ContractEvaluator {
+ public:
+  std::map<const VarNode*, int64_t> scalars;
+  std::map<const BufferNode*, const KernelArg*> arrays;
+
+  int64_t Eval(const Expr& e) const {
+    switch (e->kind) {
+      case ExprKind::kIntImm: return e->as<IntImmNode>()->value;
+      case ExprKind::kVar: {
+        auto found = scalars.find(e->as<VarNode>());
+        ICHECK(found != scalars.end()) << "contract mentions unbound " << e->as<VarNode>()->name;
+        return found->second;
+      }
+      case ExprKind::kCast: return Eval(e->as<CastNode>()->value);
+      case ExprKind::kBinary: {
+        const auto* n = e->as<BinaryNode>();
+        int64_t a = Eval(n->a), b = Eval(n->b);
+        switch (n->op) {
+          case BinaryOp::kAdd: return a + b;
+          case BinaryOp::kSub: return a - b;
+          case BinaryOp::kMul: return a * b;
+          case BinaryOp::kMin: return a < b ? a : b;
+          case BinaryOp::kMax: return a > b ? a : b;
+          case BinaryOp::kDiv:
+          case BinaryOp::kFloorDiv:
+            if (b == 0) ThrowArgumentError("a size in the kernel's contract divides by zero");
+            return n->op == BinaryOp::kDiv ? a / b : (a / b - ((a % b != 0) && ((a < 0) != (b < 0))));
+          case BinaryOp::kFloorMod:
+            if (b == 0) ThrowArgumentError("a size in the kernel's contract divides by zero");
+            return ((a % b) + b) % b;
+          default: break;
+        }
+        break;
+      }
+      case ExprKind::kBufferLoad: {
+        const auto* n = e->as<BufferLoadNode>();
+        auto found = arrays.find(n->buffer.get());
+        ICHECK(found != arrays.end() && n->indices.size() == 1) << "contract reads unchecked " << n->buffer->name;
+        int64_t index = Eval(n->indices[0]);
+        const KernelArg& arg = *found->second;
+        if (index < 0 || arg.shape.empty() || index >= arg.shape[0]) {
+          ThrowArgumentError("structure array of '" + n->buffer->name + "' is too short");
+        }
+        return Element(arg, index);
+      }
+      default: break;
+    }
+    ICHECK(false) << "cannot evaluate contract expression";
+    return 0;
+  }
+
+  static int64_t Element(const KernelArg& arg, int64_t index) {
+    if (arg.dtype == DataType::kInt64) return static_cast<const int64_t*>(arg.data)[index];
+    return static_cast<const int32_t*>(arg.data)[index];
+  }
+};
+
+struct HandleBinding {
+  size_t param;
+  Buffer buffer;
+};
+
+}  // namespace
+
+std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const std::string& target) {
+  if (target != "cpu") {
+    throw UserError(UserErrorKind::kArgument, "unknown target '" + target + "'; this build supports \"cpu\"");
+  }
+  auto kernel = std::shared_ptr<Kernel>(new Kernel());
+  kernel->name_ = f->name;
+  PrimFunc stage_ii = f->stage == Stage::kI ? LowerSparseIter(f) : f;
+  for (const SparseIterator& it : stage_ii->iterators) {
+    if (IsVaried(it->kind)) kernel->indptr_rules_.push_back({it->indptr, it->nnz});
+  }
+  kernel->lowered_ = LowerToStageIII(f);
+  kernel->source_ = CodegenCpu(kernel->lowered_);
+  kernel->module_ = GetOrBuildCpuModule(kernel->source_);
+  return kernel;
+}
+
+std::vector<std::string> Kernel::param_names() const {
+  std::vector<std::string> names;
+  for (const Var& p : lowered_->params) names.push_back(p->name);
+  return names;
+}
+
+void Kernel::Check(const std::vector<KernelArg>& args) const {
+  const auto& params = lowered_->params;
+  if (args.size() != params.size()) {
+    ThrowArgumentError(name_ + "() takes " + std::to_string(params.size()) + " arguments but got " +
+                       std::to_string(args.size()));
+  }
+  ContractEvaluator eval;
+  // 1. Kinds and scalars.
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Var& p = params[i];
+    const KernelArg& a = args[i];
+    const std::string where = name_ + "(): argument '" + p->name + "'";
+    if (a.kind == KernelArg::Kind::kMissing) ThrowArgumentError(name_ + "(): missing argument '" + p->name + "'");
+    if (p->dtype == DataType::kHandle) {
+      if (a.kind != KernelArg::Kind::kTensor) ThrowArgumentError(where + " must be a tensor, got " + a.type_name);
+      continue;
+    }
+    if (a.kind != KernelArg::Kind::kInt) ThrowArgumentError(where + " must be an int, got " + a.type_name);
+    if (p->dtype == DataType::kInt32 && (a.int_value > INT32_MAX || a.int_value < INT32_MIN)) {
+      ThrowArgumentError(where + " = " + std::to_string(a.int_value) + " does not fit its type int32");
+    }
+    eval.scalars[p.get()] = a.int_value;
+  }
+  // 2. Tensors: device, dtype, layout; then shapes and contents, structure arrays
+  // first (other shapes may read them).
+  std::map<const VarNode*, size_t> index_of;
+  for (size_t i = 0; i < params.size(); ++i) index_of[params[i].get()] = i;
+  std::vector<HandleBinding> bindings;
+  for (const Buffer& b : lowered_->buffers) {
+    if (b->kind != BufferKind::kMatch) continue;
+    size_t i = index_of.at(b->data.get());
+    const KernelArg& a = args[i];
+    const std::string where = name_ + "(): argument '" + params[i]->name + "'";
+    if (a.device != "cpu") ThrowArgumentError(where + " is on " + a.device + " but the kernel was compiled for cpu");
+    if (a.dtype != b->dtype) {
+      ThrowArgumentError(where + " must have dtype " + ToString(b->dtype) + " (buffer '" + b->name + "'), got " +
+                         a.type_name);
+    }
+    if (!a.contiguous) ThrowArgumentError(where + " must be contiguous (call .contiguous() on it)");
+    bindings.push_back({i, b});
+  }
+  std::map<const VarNode*, const IndptrRule*> indptr_of;
+  for (const IndptrRule& rule : indptr_rules_) indptr_of[rule.handle.get()] = &rule;
+  std::map<const BufferNode*, std::pair<Expr, Expr>> domain;
+  if (lowered_->body) {
+    struct Facts : IRVisitor {
+      std::map<const BufferNode*, std::pair<Expr, Expr>>* out;
+      void Visit(const AssumeNode* n) override { (*out)[n->buffer.get()] = {n->lo, n->hi}; }
+    } facts;
+    facts.out = &domain;
+    facts.VisitStmt(lowered_->body);
+  }
+  auto is_structure = [&](const HandleBinding& h) {
+    return domain.count(h.buffer.get()) > 0 || indptr_of.count(h.buffer->data.get()) > 0;
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const HandleBinding& h : bindings) {
+      if (is_structure(h) != (pass == 0)) continue;
+      const KernelArg& a = args[h.param];
+      const std::string where = name_ + "(): argument '" + params[h.param]->name + "'";
+      std::vector<int64_t> expected;
+      for (const Expr& dim : h.buffer->shape) expected.push_back(eval.Eval(dim));
+      for (int64_t d : expected) {
+        if (d < 0) {
+          ThrowArgumentError(where + ": the scalar arguments give it the negative shape " + ShapeText(expected));
+        }
+      }
+      if (a.shape != expected) {
+        ThrowArgumentError(where + " must have shape " + ShapeText(expected) + " (buffer '" + h.buffer->name +
+                           "', from the scalar arguments), got " + ShapeText(a.shape));
+      }
+      if (pass != 0) continue;
+      int64_t length = expected.empty() ? 1 : expected[0];
+      auto rule = indptr_of.find(h.buffer->data.get());
+      if (rule != indptr_of.end() && length > 0) {
+        if (ContractEvaluator::Element(a, 0) != 0) ThrowArgumentError(where + " (indptr) must start at 0, got " + std::to_string(ContractEvaluator::Element(a, 0)));
+        for (int64_t k = 1; k < length; ++k) {
+          if (ContractEvaluator::Element(a, k) < ContractEvaluator::Element(a, k - 1)) {
+            ThrowArgumentError(where + " (indptr) must be non-decreasing, but element " + std::to_string(k) + " (" +
+                               std::to_string(ContractEvaluator::Element(a, k)) + ") is smaller than element " +
+                               std::to_string(k - 1) + " (" + std::to_string(ContractEvaluator::Element(a, k - 1)) + ")");
+          }
+        }
+        if (rule->second->nnz) {
+          int64_t nnz = eval.Eval(rule->second->nnz);
+          int64_t last = ContractEvaluator::Element(a, length - 1);
+          if (last != nnz) {
+            ThrowArgumentError(where + " (indptr) must end at nnz = " + std::to_string(nnz) + ", got " + std::to_string(last));
+          }
+        }
+      }
+      auto range = domain.find(h.buffer.get());
+      if (range != domain.end()) {
+        int64_t lo = eval.Eval(range->second.first), hi = eval.Eval(range->second.second);
+        int64_t count = 1;
+        for (int64_t d : expected) count *= d;
+        for (int64_t k = 0; k < count; ++k) {
+          int64_t v = ContractEvaluator::Element(a, k);
+          if (v < lo || v > hi) {
+            ThrowArgumentError(where + ": element " + std::to_string(k) + " is " + std::to_string(v) +
+                               ", outside the valid range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+          }
+        }
+      }
+      eval.arrays[h.buffer.get()] = &a;
+    }
+  }
+}
+
+void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* launcher) const {
+  Check(args);
+  std::vector<SparsetirArg> packed(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind == KernelArg::Kind::kTensor) {
+      packed[i].ptr = args[i].data;
+    } else {
+      packed[i].i64 = args[i].int_value;
+    }
+  }
+  int32_t status = module_->entry()(packed.data(), launcher ? launcher : SerialLauncher());
+  ICHECK(status == 0) << "kernel " << name_ << " returned " << status;
+}
+
+const SparsetirLauncher* SerialLauncher() {
+  static const SparsetirLauncher launcher = {
+      nullptr, [](void*, int64_t begin, int64_t end, int64_t, SparsetirTask task, void* closure) {
+        if (begin < end) task(closure, begin, end);
+      }};
+  return &launcher;
+}
+
+}  // namespace sparsetir

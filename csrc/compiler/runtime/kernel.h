@@ -1,0 +1,68 @@
+// A compiled kernel and the contract of its arguments.
+//
+// The contract comes from the compiled function itself: each handle parameter
+// is bound to a stage-III buffer whose shape is an expression of the scalar
+// parameters (and, for ragged formats, of indptr values); structure arrays carry
+// the facts the kernel relies on (T.assume_buffer_domain), and indptr arrays must
+// also start at 0, never decrease and end at nnz. Every call is checked against
+// it before the kernel runs, so a bad call is a ValueError naming the argument,
+// never an out-of-bounds access.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/abi.h"
+#include "ir/function.h"
+#include "runtime/module.h"
+
+namespace sparsetir {
+
+// One call argument, described without torch (the extension fills it in).
+struct KernelArg {
+  enum class Kind { kMissing, kTensor, kInt, kOther };
+  Kind kind = Kind::kMissing;
+  std::string type_name;         // for messages: "str", "float", "torch.int64", ...
+  // kTensor
+  void* data = nullptr;
+  DataType dtype = DataType::kVoid;  // kVoid: a dtype the compiler has no name for
+  std::vector<int64_t> shape;
+  bool contiguous = true;
+  std::string device = "cpu";
+  // kInt
+  int64_t int_value = 0;
+};
+
+class Kernel {
+ public:
+  // Lowers `f` (any stage) to stage III, generates code and builds it for
+  // `target` ("cpu"). Compiles at most once per content (see kernel_cache.h).
+  static std::shared_ptr<Kernel> Build(const PrimFunc& f, const std::string& target);
+
+  const std::string& name() const { return name_; }
+  const std::string& source() const { return source_; }
+  const PrimFunc& lowered() const { return lowered_; }
+  std::vector<std::string> param_names() const;
+
+  // Throws an ArgumentError (ValueError in Python) naming the parameter.
+  void Check(const std::vector<KernelArg>& args) const;
+  // Checks, then runs. `launcher` runs parallel loops.
+  void Run(const std::vector<KernelArg>& args, const SparsetirLauncher* launcher) const;
+
+ private:
+  struct IndptrRule {
+    Var handle;
+    Expr nnz;  // may be null
+  };
+  std::string name_;
+  std::string source_;
+  PrimFunc lowered_;                 // stage III
+  std::vector<IndptrRule> indptr_rules_;
+  std::shared_ptr<Module> module_;
+};
+
+// A serial launcher: runs every parallel loop on the calling thread.
+const SparsetirLauncher* SerialLauncher();
+
+}  // namespace sparsetir

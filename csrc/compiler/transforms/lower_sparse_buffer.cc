@@ -1,0 +1,124 @@
+#include "transforms/lower_sparse_buffer.h"
+
+#include <map>
+
+#include "ir/functor.h"
+#include "support/error.h"
+
+namespace sparsetir {
+namespace {
+
+class BufferFlattener : public IRMutator {
+ public:
+  explicit BufferFlattener(const PrimFunc& f) : func_(f) {
+    for (const SparseIterator& it : f->iterators) {
+      if (!IsVaried(it->kind)) continue;
+      for (const Buffer& b : f->buffers) {
+        if (b->data == it->indptr) indptr_of_[it.get()] = b;
+      }
+    }
+  }
+
+  // The stage-III twin of a stage-II buffer (made on first use).
+  Buffer Flat(const Buffer& b) {
+    auto found = flat_.find(b.get());
+    if (found != flat_.end()) return found->second;
+    BufferNode node;
+    node.name = b->name;
+    node.kind = b->kind;
+    node.data = b->data;
+    node.dtype = b->dtype;
+    node.scope = b->scope;
+    node.span = b->span;
+    std::vector<std::vector<SparseIterator>> chains = Chains(b);
+    for (size_t c = 0; c < chains.size(); ++c) {
+      Expr size = Positions(chains[c].back());
+      if (c + 1 == chains.size() && b->extra_storage) size = Add(size, IntLike(b->extra_storage, size));
+      node.shape.push_back(size);
+    }
+    Buffer made = MakeBuffer(std::move(node));
+    flat_[b.get()] = made;
+    return made;
+  }
+
+ protected:
+  Expr Mutate(const BufferLoadNode* node, const Expr&) override {
+    return MakeLoad(Flat(node->buffer), Flatten(node->buffer, node->indices));
+  }
+  Stmt Mutate(const BufferStoreNode* node, const Stmt&) override {
+    return MakeStore(Flat(node->buffer), Flatten(node->buffer, node->indices), VisitExpr(node->value));
+  }
+  Stmt Mutate(const AssumeNode* node, const Stmt&) override {
+    return MakeAssume(Flat(node->buffer), VisitExpr(node->lo), VisitExpr(node->hi));
+  }
+
+ private:
+  // Splits the axes into chains: each starts at an axis without a parent.
+  static std::vector<std::vector<SparseIterator>> Chains(const Buffer& b) {
+    std::vector<std::vector<SparseIterator>> chains;
+    for (const SparseIterator& axis : b->axes) {
+      if (!axis->parent || chains.empty()) chains.emplace_back();
+      chains.back().push_back(axis);
+    }
+    return chains;
+  }
+
+  // Number of positions of a level: the size of its flattened dimension.
+  Expr Positions(const SparseIterator& x) {
+    if (Expr total = TotalPositions(x)) return total;
+    // dense_varied written without nnz: the last offset of its indptr.
+    Buffer indptr = IndptrOf(x);
+    Expr parent_total = Positions(x->parent);
+    return MakeLoad(indptr, {parent_total});
+  }
+
+  Buffer IndptrOf(const SparseIterator& x) {
+    auto found = indptr_of_.find(x.get());
+    ICHECK(found != indptr_of_.end()) << "no indptr buffer for iterator " << x->name;
+    return Flat(found->second);
+  }
+
+  std::vector<Expr> Flatten(const Buffer& b, const std::vector<Expr>& indices) {
+    std::vector<Expr> visited;
+    for (const Expr& index : indices) visited.push_back(VisitExpr(index));
+    std::vector<Expr> out;
+    size_t k = 0;
+    for (const auto& chain : Chains(b)) {
+      Expr offset = visited[k++];
+      for (size_t level = 1; level < chain.size(); ++level, ++k) {
+        const SparseIterator& x = chain[level];
+        if (IsVaried(x->kind)) {
+          Expr start = MakeLoad(IndptrOf(x), {offset});
+          Expr pos = visited[k];
+          UnifyIntegers(&start, &pos);
+          offset = Add(start, pos);
+        } else {
+          ICHECK(x->kind == IteratorKind::kCompressedFixed) << "level " << x->name << " under a parent";
+          offset = Add(Mul(offset, x->length), visited[k]);
+        }
+      }
+      out.push_back(offset);
+    }
+    return out;
+  }
+
+  PrimFunc func_;
+  std::map<const BufferNode*, Buffer> flat_;
+  std::map<const SparseIteratorNode*, Buffer> indptr_of_;
+};
+
+}  // namespace
+
+PrimFunc LowerSparseBuffer(const PrimFunc& f) {
+  ICHECK(f->stage == Stage::kII) << "lower_sparse_buffer expects a stage II function, got " << ToString(f->stage);
+  BufferFlattener flattener(f);
+  PrimFuncNode out = *f;
+  out.stage = Stage::kIII;
+  out.iterators.clear();
+  out.buffers.clear();
+  for (const Buffer& b : f->buffers) out.buffers.push_back(flattener.Flat(b));
+  out.body = f->body ? flattener.VisitStmt(f->body) : nullptr;
+  return MakePrimFunc(std::move(out));
+}
+
+}  // namespace sparsetir

@@ -1,0 +1,268 @@
+#include "transforms/lower_sparse_iter.h"
+
+#include <algorithm>
+#include <map>
+
+#include "ir/functor.h"
+#include "support/error.h"
+
+namespace sparsetir {
+namespace {
+
+// The stage-II structure buffers of a function: one per indptr / indices handle.
+class StructureBuffers {
+ public:
+  explicit StructureBuffers(PrimFuncNode* func) : func_(func) {}
+
+  // X_indptr over the ancestor chain of X's parent, with one extra element.
+  Buffer Indptr(const SparseIterator& x) {
+    auto found = by_handle_.find(x->indptr.get());
+    if (found != by_handle_.end()) return found->second;
+    BufferNode b;
+    b.name = Unique(x->name + "_indptr");
+    b.data = x->indptr;
+    b.axes = AncestorChain(x->parent);
+    b.dtype = x->idtype;
+    b.extra_storage = 1;
+    return Add(x->indptr, std::move(b));
+  }
+
+  // X_indices over the ancestors of X followed by X's dense twin (positions are
+  // the same; the twin says the array itself is not searched).
+  Buffer Indices(const SparseIterator& x) {
+    auto found = by_handle_.find(x->indices.get());
+    if (found != by_handle_.end()) return found->second;
+    BufferNode b;
+    b.name = Unique(x->name + "_indices");
+    b.data = x->indices;
+    b.axes = AncestorChain(x->parent);
+    b.axes.push_back(DenseTwin(x));
+    b.dtype = x->idtype;
+    return Add(x->indices, std::move(b));
+  }
+
+  std::vector<Stmt> Facts() const { return facts_; }
+
+ private:
+  SparseIterator DenseTwin(const SparseIterator& x) {
+    if (x->kind != IteratorKind::kCompressedVaried) return x;
+    SparseIteratorNode twin;
+    twin.name = Unique(x->name + "_dense");
+    twin.kind = IteratorKind::kDenseVaried;
+    twin.parent = x->parent;
+    twin.extent = x->extent;
+    twin.nnz = x->nnz;
+    twin.indptr = x->indptr;
+    twin.idtype = x->idtype;
+    SparseIterator made = MakeIterator(std::move(twin));
+    func_->iterators.push_back(made);
+    return made;
+  }
+
+  Buffer Add(const Var& handle, BufferNode node) {
+    Buffer made = MakeBuffer(std::move(node));
+    func_->buffers.push_back(made);
+    by_handle_[handle.get()] = made;
+    return made;
+  }
+
+  std::string Unique(const std::string& base) {
+    auto taken = [&](const std::string& n) {
+      for (const auto& b : func_->buffers) if (b->name == n) return true;
+      for (const auto& it : func_->iterators) if (it->name == n) return true;
+      for (const auto& p : func_->params) if (p->name == n) return true;
+      return false;
+    };
+    std::string name = base;
+    for (int i = 1; taken(name); ++i) name = base + "_" + std::to_string(i);
+    return name;
+  }
+
+  PrimFuncNode* func_;
+  std::map<const VarNode*, Buffer> by_handle_;
+  std::vector<Stmt> facts_;
+};
+
+// Lowers one sparse iteration.
+class IterationLowerer : public IRMutator {
+ public:
+  IterationLowerer(const SparseIterationNode* it, StructureBuffers* structure)
+      : it_(it), structure_(structure) {
+    for (size_t t = 0; t < it->vars.size(); ++t) {
+      positions_.push_back(MakeVar(it->vars[t]->name, it->vars[t]->dtype));
+      index_of_[it->iterators[t].get()] = t;
+      var_index_[it->vars[t].get()] = t;
+    }
+  }
+
+  Stmt Lower() {
+    const size_t n = it_->iterators.size();
+    // The init runs right before the loop of the first reduction iterator (or
+    // right before the body when nothing reduces).
+    size_t level = std::min(it_->roles.find('R'), n);
+    Stmt body = VisitStmt(it_->body);
+    Stmt init = it_->init ? InitLoops(VisitStmt(it_->init), level) : nullptr;
+    if (init && level == n) body = MakeSeq({init, body});
+    for (size_t t = n; t-- > 0;) {
+      body = Loop(t, body);
+      if (init && t == level) body = MakeSeq({init, body});
+    }
+    return body;
+  }
+
+ protected:
+  Expr Mutate(const VarNode* node, const Expr& self) override {
+    auto found = var_index_.find(node);
+    if (found == var_index_.end()) return self;
+    return Coordinate(found->second);
+  }
+
+  Expr Mutate(const BufferLoadNode* node, const Expr& self) override {
+    return MakeLoad(node->buffer, Positions(node->buffer, node->indices));
+  }
+
+  Stmt Mutate(const BufferStoreNode* node, const Stmt& self) override {
+    return MakeStore(node->buffer, Positions(node->buffer, node->indices), VisitExpr(node->value));
+  }
+
+ private:
+  // Positions of the ancestors of iterator t, root first, ending with t itself.
+  std::vector<Expr> ChainPositions(const SparseIterator& x) {
+    std::vector<Expr> out;
+    for (const SparseIterator& a : AncestorChain(x)) out.push_back(positions_[IndexOf(a)]);
+    return out;
+  }
+
+  size_t IndexOf(const SparseIterator& x) {
+    auto found = index_of_.find(x.get());
+    ICHECK(found != index_of_.end()) << "iterator " << x->name << " is not in iteration " << it_->name;
+    return found->second;
+  }
+
+  // The coordinate that iteration variable t stands for.
+  Expr Coordinate(size_t t) {
+    const SparseIterator& x = it_->iterators[t];
+    if (!IsCompressed(x->kind)) return positions_[t];
+    return MakeLoad(structure_->Indices(x), ChainPositions(x));
+  }
+
+  std::vector<Expr> Positions(const Buffer& buffer, const std::vector<Expr>& indices) {
+    std::vector<Expr> out;
+    for (size_t k = 0; k < indices.size(); ++k) {
+      const SparseIterator& axis = buffer->axes[k];
+      if (const auto* v = indices[k]->as<VarNode>()) {
+        auto found = var_index_.find(v);
+        if (found != var_index_.end() && it_->iterators[found->second] == axis) {
+          out.push_back(positions_[found->second]);
+          continue;
+        }
+      }
+      Expr coordinate = VisitExpr(indices[k]);
+      if (IsCompressed(axis->kind)) {
+        ThrowScriptError("buffer '" + buffer->name + "': locating a coordinate in the compressed iterator '" +
+                             axis->name + "' (a search) is not supported yet; index it with its own variable",
+                         indices[k]->span.defined() ? indices[k]->span : it_->span);
+      }
+      out.push_back(coordinate);
+    }
+    return out;
+  }
+
+  Expr Extent(size_t t) {
+    const SparseIterator& x = it_->iterators[t];
+    switch (x->kind) {
+      case IteratorKind::kDenseFixed: return x->extent;
+      case IteratorKind::kCompressedFixed: return x->length;
+      case IteratorKind::kDenseVaried:
+      case IteratorKind::kCompressedVaried: {
+        Buffer indptr = structure_->Indptr(x);
+        std::vector<Expr> begin = ChainPositions(x->parent);
+        std::vector<Expr> end = begin;
+        end.back() = Add(end.back(), IntLike(1, end.back()));
+        return Sub(MakeLoad(indptr, end), MakeLoad(indptr, begin));
+      }
+      case IteratorKind::kFused: break;
+    }
+    ThrowScriptError("iteration '" + it_->name + "': fused iterator '" + x->name + "' is not supported yet", it_->span);
+  }
+
+  Stmt Loop(size_t t, Stmt body) {
+    Expr extent = Extent(t);
+    Expr zero = IntLike(0, extent);
+    Var var = positions_[t];
+    if (var->dtype != extent->dtype) {
+      extent = MakeCast(var->dtype, extent);
+      zero = IntLike(0, extent);
+    }
+    return MakeFor(var, zero, extent, ForKind::kSerial, body);
+  }
+
+  // The init runs once per spatial point before the reduction: loops over the
+  // spatial iterators after `level` surround it.
+  Stmt InitLoops(Stmt init, size_t level) {
+    for (size_t t = it_->iterators.size(); t-- > level + 1;) {
+      if (it_->roles[t] != 'S') continue;
+      for (SparseIterator a = it_->iterators[t]->parent; a; a = a->parent) {
+        if (it_->roles[IndexOf(a)] == 'R') {
+          ThrowScriptError("iteration '" + it_->name + "': spatial iterator '" + it_->iterators[t]->name +
+                               "' lies under reduction iterator '" + a->name + "', so T.init() has no place to run",
+                           it_->span);
+        }
+      }
+      init = Loop(t, init);
+    }
+    return init;
+  }
+
+  const SparseIterationNode* it_;
+  StructureBuffers* structure_;
+  std::vector<Var> positions_;
+  std::map<const SparseIteratorNode*, size_t> index_of_;
+  std::map<const VarNode*, size_t> var_index_;
+};
+
+class IterationRewriter : public IRMutator {
+ public:
+  explicit IterationRewriter(StructureBuffers* structure) : structure_(structure) {}
+
+ protected:
+  Stmt Mutate(const SparseIterationNode* node, const Stmt&) override {
+    return IterationLowerer(node, structure_).Lower();
+  }
+
+ private:
+  StructureBuffers* structure_;
+};
+
+}  // namespace
+
+PrimFunc LowerSparseIter(const PrimFunc& f) {
+  ICHECK(f->stage == Stage::kI) << "lower_sparse_iter expects a stage I function, got " << ToString(f->stage);
+  PrimFuncNode out = *f;
+  out.stage = Stage::kII;
+  StructureBuffers structure(&out);
+  // Every indptr / indices array gets its buffer, used or not, so the runtime
+  // can check each one against the facts the kernel relies on.
+  for (const SparseIterator& it : f->iterators) {
+    if (IsVaried(it->kind)) structure.Indptr(it);
+    if (IsCompressed(it->kind)) structure.Indices(it);
+  }
+  Stmt body = f->body ? IterationRewriter(&structure).VisitStmt(f->body) : nullptr;
+  std::vector<Stmt> facts;
+  for (const SparseIterator& it : f->iterators) {
+    if (IsVaried(it->kind) && it->nnz) {
+      facts.push_back(MakeAssume(structure.Indptr(it), IntLike(0, it->nnz), it->nnz));
+    }
+    if (IsCompressed(it->kind)) {
+      facts.push_back(MakeAssume(structure.Indices(it), IntLike(0, it->extent), Sub(it->extent, IntLike(1, it->extent))));
+    }
+  }
+  if (body) {
+    facts.push_back(body);
+    body = MakeSeq(std::move(facts));
+  }
+  out.body = body;
+  return MakePrimFunc(std::move(out));
+}
+
+}  // namespace sparsetir
