@@ -777,6 +777,15 @@ class Builder {
   }
 
   Expr BuildExpr(const AstExprPtr& e) {
+    // Long operator chains (a + a + ... + a) nest without brackets; bound them
+    // here so every later recursive walk of the IR stays shallow.
+    struct Depth {
+      explicit Depth(int* d, const Span& span) : depth(d) {
+        if (++*depth > 1000) ThrowScriptError("expression nested too deeply (more than 1000 levels)", span);
+      }
+      ~Depth() { --*depth; }
+      int* depth;
+    } depth(&expr_depth_, e->span);
     switch (e->kind) {
       case Kind::kInt: {
         bool wide = e->int_value > INT32_MAX || e->int_value < INT32_MIN;
@@ -997,6 +1006,7 @@ class Builder {
   std::map<std::string, Span> later_iterators_;
   PrimFuncNode func_;
   std::optional<std::string> enclosing_iteration_;  // set while building an iteration
+  int expr_depth_ = 0;                               // nesting of BuildExpr calls
 };
 
 }  // namespace

@@ -241,7 +241,19 @@ class SyntaxParser {
     return tuple;
   }
 
+  // Bounds recursion so that absurdly nested input is an error, not a stack
+  // overflow (Python itself stops at 200 nested brackets).
+  struct DepthGuard {
+    explicit DepthGuard(SyntaxParser* p) : parser(p) {
+      if (++parser->depth_ > kMaxDepth) parser->Fail("expression nested too deeply");
+    }
+    ~DepthGuard() { --parser->depth_; }
+    SyntaxParser* parser;
+  };
+  static constexpr int kMaxDepth = 200;
+
   AstExprPtr Expression() {
+    DepthGuard guard(this);
     if (AtName("lambda")) return Lambda();
     AstExprPtr value = OrTest();
     if (AtName("if")) {
@@ -302,6 +314,7 @@ class SyntaxParser {
   }
 
   AstExprPtr NotTest() {
+    DepthGuard guard(this);
     if (AtName("not")) {
       auto e = NewExpr(Kind::kUnary, Next().span);
       e->text = "not";
@@ -350,6 +363,7 @@ class SyntaxParser {
   }
 
   AstExprPtr Factor() {
+    DepthGuard guard(this);
     if (AtOp("-") || AtOp("+")) {
       auto e = NewExpr(Kind::kUnary, Cur().span);
       e->text = Next().text;
@@ -435,7 +449,11 @@ class SyntaxParser {
       }
       case TokenKind::kFloat: {
         auto e = NewExpr(Kind::kFloat, t.span);
-        e->float_value = std::stod(t.text);
+        try {
+          e->float_value = std::stod(t.text);
+        } catch (const std::exception&) {
+          Fail("float literal " + t.text + " is out of range");
+        }
         Next();
         return e;
       }
@@ -494,6 +512,7 @@ class SyntaxParser {
 
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

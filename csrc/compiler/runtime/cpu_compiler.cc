@@ -1,6 +1,9 @@
 #include "runtime/cpu_compiler.h"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <filesystem>
 
 #include "support/error.h"
 #include "support/process.h"
@@ -19,9 +22,15 @@ CpuCompiler::CpuCompiler() {
   // use every vector extension it has (AVX-512 where present).
   flags_ = {"-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-fno-plt", "-w"};
   if (path_.empty()) return;
-  ProcessResult version = RunProcess({path_, "--version"});
-  std::string first_line = version.output.substr(0, version.output.find('\n'));
-  identity_ = path_ + "|" + first_line + "|";
+  // The resolved binary's path, size and modification time identify it: an
+  // upgrade changes them. (Asking `--version` would cost a process spawn on
+  // every cold start, which dominates loading a cached kernel.)
+  std::error_code ec;
+  std::filesystem::path real = std::filesystem::canonical(path_, ec);
+  struct stat st {};
+  std::string resolved = ec ? path_ : real.string();
+  stat(resolved.c_str(), &st);
+  identity_ = resolved + "|" + std::to_string(st.st_size) + "|" + std::to_string(st.st_mtime) + "|";
   for (const std::string& f : flags_) identity_ += f + " ";
 }
 

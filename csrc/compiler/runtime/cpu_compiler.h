@@ -14,7 +14,7 @@ class CpuCompiler {
   static const CpuCompiler& Get();
 
   const std::string& path() const { return path_; }
-  // "<path>|<first line of --version>|<flags>": part of every cache key, so a
+  // "<resolved path>|<size>|<mtime>|<flags>": part of every cache key, so a
   // compiler upgrade or a flag change never reuses a stale object.
   const std::string& identity() const { return identity_; }
 

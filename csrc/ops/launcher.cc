@@ -1,0 +1,20 @@
+#include "launcher.h"
+
+#include <ATen/Parallel.h>
+
+namespace sparsetir::ops {
+namespace {
+
+void ParallelFor(void*, int64_t begin, int64_t end, int64_t grain, SparsetirTask task, void* closure) {
+  if (begin >= end) return;
+  at::parallel_for(begin, end, grain, [&](int64_t b, int64_t e) { task(closure, b, e); });
+}
+
+}  // namespace
+
+const SparsetirLauncher* TorchLauncher() {
+  static const SparsetirLauncher launcher = {nullptr, ParallelFor};
+  return &launcher;
+}
+
+}  // namespace sparsetir::ops

@@ -1,0 +1,124 @@
+// Python bindings of the compiler: parse / print / lower / build, and kernels
+// called with torch tensors. Errors map to Python exceptions: a script error to
+// sparsetir_torch.ScriptError, a bad argument to ValueError, a compiler failure to
+// sparsetir_torch.CompileError, a compiler bug to RuntimeError.
+#include <torch/extension.h>
+
+#include "ir/equal.h"
+#include "ir/printer.h"
+#include "launcher.h"
+#include "parser/parser.h"
+#include "runtime/kernel.h"
+#include "runtime/kernel_cache.h"
+#include "support/error.h"
+#include "tensor_args.h"
+#include "transforms/lower_sparse_buffer.h"
+#include "transforms/lower_sparse_iter.h"
+
+namespace py = pybind11;
+
+namespace sparsetir::ops {
+namespace {
+
+// pybind11 holds objects by non-const shared_ptr; a PrimFunc is immutable.
+struct PyPrimFunc {
+  PrimFunc func;
+};
+
+PyPrimFunc Lower(const PyPrimFunc& f, Stage expected, const char* pass, PrimFunc (*run)(const PrimFunc&)) {
+  if (f.func->stage != expected) {
+    throw UserError(UserErrorKind::kArgument, std::string(pass) + " expects a " + ToString(expected) +
+                                                  " function, but '" + f.func->name + "' is at " +
+                                                  ToString(f.func->stage));
+  }
+  return PyPrimFunc{run(f.func)};
+}
+
+void RunKernel(const Kernel& kernel, const py::list& values) {
+  std::vector<KernelArg> args;
+  args.reserve(values.size());
+  for (const py::handle& v : values) args.push_back(ToKernelArg(v));
+  // Tensors stay alive: the caller's list holds them while the GIL is released.
+  py::gil_scoped_release release;
+  kernel.Run(args, TorchLauncher());
+}
+
+}  // namespace
+}  // namespace sparsetir::ops
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  using namespace sparsetir;
+  using namespace sparsetir::ops;
+  m.doc() = "sparsetir compiler core";
+
+  // The exception classes live in Python (sparsetir_torch/errors.py); looked up
+  // when needed, so no Python object outlives the interpreter in a C++ static.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const UserError& e) {
+      auto raise = [&](const char* cls) {
+        py::object type = py::module_::import("sparsetir_torch.errors").attr(cls);
+        PyErr_SetString(type.ptr(), e.what());
+      };
+      switch (e.kind()) {
+        case UserErrorKind::kScript: raise("ScriptError"); return;
+        case UserErrorKind::kCompile: raise("CompileError"); return;
+        case UserErrorKind::kArgument:
+        case UserErrorKind::kSchedule: PyErr_SetString(PyExc_ValueError, e.what()); return;
+      }
+    } catch (const InternalError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  py::class_<PyPrimFunc>(m, "PrimFunc")
+      .def("script", [](const PyPrimFunc& f) { return Print(f.func); }, "The function in the script language.")
+      .def_property_readonly("name", [](const PyPrimFunc& f) { return f.func->name; })
+      .def_property_readonly("stage", [](const PyPrimFunc& f) { return 3 - static_cast<int>(f.func->stage); },
+                             "1, 2 or 3 (stage I, II or III).")
+      .def_property_readonly("params", [](const PyPrimFunc& f) {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const Var& p : f.func->params) out.emplace_back(p->name, ToString(p->dtype));
+        return out;
+      })
+      .def("__eq__", [](const PyPrimFunc& a, const PyPrimFunc& b) { return StructuralEqual(a.func, b.func); })
+      .def("__hash__", [](const PyPrimFunc& f) { return StructuralHash(f.func); })
+      .def("__str__", [](const PyPrimFunc& f) { return Print(f.func); })
+      .def("__repr__", [](const PyPrimFunc& f) {
+        return "<PrimFunc " + f.func->name + " (" + ToString(f.func->stage) + ")>";
+      });
+
+  m.def("parse", [](const std::string& text, const std::string& name) { return PyPrimFunc{Parse(text, name)}; },
+        py::arg("text"), py::arg("source_name") = "<script>");
+  m.def("lower_sparse_iter",
+        [](const PyPrimFunc& f) { return Lower(f, Stage::kI, "lower_sparse_iter", LowerSparseIter); });
+  m.def("lower_sparse_buffer",
+        [](const PyPrimFunc& f) { return Lower(f, Stage::kII, "lower_sparse_buffer", LowerSparseBuffer); });
+
+  py::class_<Kernel, std::shared_ptr<Kernel>>(m, "Kernel")
+      .def_property_readonly("name", &Kernel::name)
+      .def_property_readonly("source", &Kernel::source)
+      .def_property_readonly("param_names", &Kernel::param_names)
+      .def_property_readonly("lowered", [](const Kernel& k) { return PyPrimFunc{k.lowered()}; })
+      .def("run", &RunKernel, "Runs with arguments in parameter order.");
+
+  m.def(
+      "build",
+      [](const PyPrimFunc& f, const std::string& target) {
+        py::gil_scoped_release release;
+        return Kernel::Build(f.func, target);
+      },
+      py::arg("func"), py::arg("target") = "cpu");
+
+  m.def("cache_dir", &CacheDirectory);
+  m.def("cache_stats", [] {
+    CacheStats& s = GetCacheStats();
+    py::dict d;
+    d["compiles"] = s.compiles.load();
+    d["disk_hits"] = s.disk_hits.load();
+    d["memory_hits"] = s.memory_hits.load();
+    return d;
+  });
+  m.def("clear_memory_cache", &ClearMemoryCache);
+}

@@ -1,0 +1,104 @@
+"""The compiler's Python API: parse, lower, compile, and call kernels."""
+from __future__ import annotations
+
+import os
+from typing import Any, Union
+
+from . import _C
+
+PrimFunc = _C.PrimFunc
+
+
+def parse(text: str, source_name: str = "<script>") -> PrimFunc:
+    """Parses a script (the SparseTIR TVMScript spelling) into a PrimFunc.
+
+    Stage-I functions are verified; errors raise ScriptError with line:column.
+    ``text`` may also be a path to a ``.py`` file.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse() takes the script text, got {type(text).__name__}")
+    if "\n" not in text and text.endswith(".py") and os.path.isfile(text):
+        with open(text, encoding="utf-8") as f:
+            return _C.parse(f.read(), text)
+    return _C.parse(text, source_name)
+
+
+def lower_sparse_iter(f: PrimFunc) -> PrimFunc:
+    """Stage I -> stage II: sparse iterations become loops over positions."""
+    return _C.lower_sparse_iter(f)
+
+
+def lower_sparse_buffer(f: PrimFunc) -> PrimFunc:
+    """Stage II -> stage III: sparse buffers become flat buffers."""
+    return _C.lower_sparse_buffer(f)
+
+
+class Kernel:
+    """A compiled kernel. Call it with torch tensors for the script's handle
+    parameters and Python ints for its scalar parameters, by name or in
+    parameter order; outputs are written in place. Every call is checked
+    against the script: a wrong dtype, device, shape or a malformed structure
+    array raises ValueError naming the parameter."""
+
+    def __init__(self, native: "_C.Kernel"):
+        self._native = native
+        self._params = tuple(native.param_names)
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    @property
+    def source(self) -> str:
+        """The generated C++ source."""
+        return self._native.source
+
+    @property
+    def params(self) -> tuple:
+        return self._params
+
+    @property
+    def lowered(self) -> PrimFunc:
+        """The stage-III function the source was generated from."""
+        return self._native.lowered
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        name = self.name
+        if len(args) > len(self._params):
+            raise ValueError(f"{name}() takes {len(self._params)} arguments but {len(args)} were given")
+        values = list(args) + [_MISSING] * (len(self._params) - len(args))
+        for key, value in kwargs.items():
+            if key not in self._params:
+                raise ValueError(f"{name}() got an unexpected argument '{key}'; its parameters are {', '.join(self._params)}")
+            index = self._params.index(key)
+            if values[index] is not _MISSING:
+                raise ValueError(f"{name}() got multiple values for argument '{key}'")
+            values[index] = value
+        missing = [p for p, v in zip(self._params, values) if v is _MISSING]
+        if missing:
+            raise ValueError(f"{name}() is missing argument{'s' if len(missing) > 1 else ''} " + ", ".join(f"'{m}'" for m in missing))
+        self._native.run(values)
+
+    def __repr__(self) -> str:
+        return f"<Kernel {self.name}({', '.join(self._params)})>"
+
+
+_MISSING = object()
+
+
+def compile(f: Union[PrimFunc, str], target: str = "cpu") -> Kernel:  # noqa: A001 - the public name
+    """Lowers a script or PrimFunc to stage III, generates code for ``target``
+    and builds it (once per content: kernels are cached in memory and on disk
+    under $SPARSETIR_CACHE_DIR)."""
+    if isinstance(f, str):
+        f = parse(f)
+    if not isinstance(f, PrimFunc):
+        raise TypeError(f"compile() takes a PrimFunc or script text, got {type(f).__name__}")
+    return Kernel(_C.build(f, target))
+
+
+def cache_info() -> dict:
+    """The kernel cache directory and this process's compile / hit counters."""
+    info = dict(_C.cache_stats())
+    info["directory"] = _C.cache_dir()
+    return info

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: the C++ core's GoogleTest suite through CMake/ctest
+# (no torch involved), then the Python suite through pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Kernels compiled by the tests go to a private cache, not the user's.
+export SPARSETIR_CACHE_DIR="${SPARSETIR_CACHE_DIR:-$PWD/build/test-kernel-cache}"
+rm -rf "$SPARSETIR_CACHE_DIR"
+
+cmake -S . -B build/cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARSETIR_BUILD_TESTS=ON >/dev/null
+cmake --build build/cmake -j "$(nproc)"
+ctest --test-dir build/cmake --output-on-failure -j "$(nproc)"
+python3 -m pytest tests/python -q "$@"
