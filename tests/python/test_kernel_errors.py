@@ -1,0 +1,207 @@
+"""A bad kernel call raises ValueError naming the offending parameter, has no
+side effect on the output, and leaves the process able to run correct calls."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import make_csr
+
+M, N, F = 4, 5, 3
+INDPTR = [0, 2, 2, 3, 5]
+INDICES = [0, 4, 1, 2, 3]
+NNZ = 5
+
+
+def good_args(dtype=torch.float32, idtype=torch.int32):
+    g = torch.Generator().manual_seed(0)
+    return dict(
+        a=torch.rand(NNZ, generator=g, dtype=torch.float64).to(dtype),
+        b=torch.rand(N, F, generator=g, dtype=torch.float64).to(dtype),
+        c=torch.full((M, F), -7.0, dtype=dtype),
+        indptr=torch.tensor(INDPTR, dtype=idtype),
+        indices=torch.tensor(INDICES, dtype=idtype),
+        m=M,
+        n=N,
+        feat_size=F,
+        nnz=NNZ,
+    )
+
+
+def reference(args):
+    dense = torch.zeros(M, N, dtype=torch.float64)
+    for r in range(M):
+        for e in range(INDPTR[r], INDPTR[r + 1]):
+            dense[r, INDICES[e]] += args["a"][e].double()
+    return dense @ args["b"].double()
+
+
+def i32(values):
+    return torch.tensor(values, dtype=torch.int32)
+
+
+def _sparse_csr(dense):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Sparse CSR tensor support is in beta state"
+        return dense.to_sparse_csr()
+
+
+# name -> (replacements for good_args(); None removes the argument, parameter named in the message)
+BAD_CALLS = {
+    "int64_indptr_for_int32_kernel": (dict(indptr=torch.tensor(INDPTR, dtype=torch.int64)), "indptr"),
+    "int64_indices_for_int32_kernel": (dict(indices=torch.tensor(INDICES, dtype=torch.int64)), "indices"),
+    "float64_values": (dict(a=torch.rand(NNZ, dtype=torch.float64)), "a"),
+    "float16_dense": (dict(b=torch.rand(N, F).half()), "b"),
+    "int_output": (dict(c=torch.zeros(M, F, dtype=torch.int32)), "c"),
+    "meta_device": (dict(b=torch.empty(N, F, device="meta")), "b"),
+    "missing_argument": (dict(c=None), "c"),
+    "unexpected_argument": (dict(bogus=1), "bogus"),
+    "values_shorter_than_nnz": (dict(a=torch.rand(NNZ - 2)), "a"),
+    "values_longer_than_nnz": (dict(a=torch.rand(NNZ + 1)), "a"),
+    "values_2d": (dict(a=torch.rand(NNZ, 1)), "a"),
+    "indptr_too_short": (dict(indptr=i32([0, 2, 3, 5])), "indptr"),
+    "indptr_too_long": (dict(indptr=i32([0, 2, 2, 3, 5, 5])), "indptr"),
+    "dense_wrong_rows": (dict(b=torch.rand(N + 1, F)), "b"),
+    "dense_wrong_cols": (dict(b=torch.rand(N, F + 1)), "b"),
+    "dense_transposed": (dict(b=torch.rand(F, N)), "b"),
+    "output_wrong_shape": (dict(c=torch.zeros(M, F + 1)), "c"),
+    "indptr_not_monotone": (dict(indptr=i32([0, 3, 2, 3, 5])), "indptr"),
+    "indptr_not_starting_at_0": (dict(indptr=i32([1, 2, 2, 3, 5])), "indptr"),
+    "indptr_not_ending_at_nnz": (dict(indptr=i32([0, 2, 2, 3, 4])), "indptr"),
+    "index_negative": (dict(indices=i32([0, -1, 1, 2, 3])), "indices"),
+    "index_equal_to_n": (dict(indices=i32([0, 4, 1, 2, N])), "indices"),
+    "index_far_out_of_range": (dict(indices=i32([0, 4, 1, 2**30, 3])), "indices"),
+    "non_contiguous_dense": (dict(b=torch.rand(F, N).t()), "b"),
+    "non_contiguous_indices": (dict(indices=i32([x for v in INDICES for x in (v, 0)])[::2]), "indices"),
+    "float_for_int_scalar": (dict(m=float(M)), "m"),
+    "bool_for_int_scalar": (dict(feat_size=True), "feat_size"),
+    "str_for_int_scalar": (dict(n="5"), "n"),
+    "tensor_for_int_scalar": (dict(nnz=torch.tensor(NNZ)), "nnz"),
+    "scalar_overflows_int32": (dict(m=2**40), "m"),
+    "scalar_overflows_int64": (dict(m=2**70), "m"),
+    "negative_extent": (dict(feat_size=-3), "b"),  # the scalar gives 'b' a negative shape
+    "sparse_coo_tensor_as_handle": (dict(b=torch.rand(N, F).to_sparse()), "b"),
+    "sparse_csr_tensor_as_handle": (dict(b=_sparse_csr(torch.rand(N, F))), "b"),
+    "int_for_handle": (dict(a=3), "a"),
+    "none_for_handle": (dict(a=None, _keep_none=True), "a"),
+    "list_for_handle": (dict(a=[0.0] * NNZ), "a"),
+}
+
+
+def apply(args, changes):
+    args = dict(args)
+    keep_none = changes.get("_keep_none", False)
+    for key, value in changes.items():
+        if key == "_keep_none":
+            continue
+        if value is None and not keep_none:
+            args.pop(key)
+        else:
+            args[key] = value
+    return args
+
+
+def check_still_works(kernel):
+    args = good_args()
+    kernel("csrmm")(**args)
+    torch.testing.assert_close(args["c"].double(), reference(args), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CALLS))
+def test_bad_call_raises_value_error_naming_the_parameter(kernel, case):
+    k = kernel("csrmm")
+    changes, param = BAD_CALLS[case]
+    args = apply(good_args(), changes)
+    output = args.get("c")
+    output_before = output.clone() if isinstance(output, torch.Tensor) and output.device.type == "cpu" else None
+    with pytest.raises(ValueError) as info:
+        k(**args)
+    message = str(info.value)
+    assert f"'{param}'" in message, f"parameter '{param}' is not named in: {message}"
+    if output_before is not None and output.layout == torch.strided:
+        assert torch.equal(output, output_before), "a rejected call wrote into the output"
+    check_still_works(kernel)
+
+
+def test_too_many_positional_arguments(kernel):
+    k = kernel("csrmm")
+    args = good_args()
+    positional = [args[p] for p in k.params]
+    with pytest.raises(ValueError) as info:
+        k(*positional, 1)
+    message = str(info.value)
+    assert "csrmm" in message and str(len(k.params)) in message and str(len(k.params) + 1) in message, message
+    check_still_works(kernel)
+
+
+def test_argument_given_twice(kernel):
+    k = kernel("csrmm")
+    args = good_args()
+    positional = [args[p] for p in k.params]
+    with pytest.raises(ValueError, match="'a'"):
+        k(*positional[:1], a=args["a"], **{p: args[p] for p in k.params[1:]})
+    check_still_works(kernel)
+
+
+def test_wrong_index_dtype_for_int64_kernel(kernel):
+    """The int64 variant rejects int32 structure arrays, naming them."""
+    k = kernel("csrmm", "float32", "int64")
+    args = good_args(idtype=torch.int64)
+    args["indices"] = args["indices"].to(torch.int32)
+    with pytest.raises(ValueError, match="'indices'"):
+        k(**args)
+    args = good_args(idtype=torch.int64)
+    k(**args)
+    torch.testing.assert_close(args["c"].double(), reference(args), rtol=1e-5, atol=1e-6)
+
+
+def test_sddmm_malformed_structure_names_parameter(kernel):
+    k = kernel("sddmm")
+    csr = make_csr(6, 7, density=0.4, seed=1)
+    indptr, indices = csr.torch_structure("int32")
+    args = dict(
+        a=torch.rand(6, 2), b=torch.rand(7, 2), x=torch.rand(csr.nnz), y=torch.zeros(csr.nnz),
+        indptr=indptr, indices=indices, m=6, n=7, feat_size=2, nnz=csr.nnz,
+    )
+    bad = dict(args, indices=indices.clone())
+    bad["indices"][0] = 7
+    with pytest.raises(ValueError, match="'indices'"):
+        k(**bad)
+    with pytest.raises(ValueError, match="'y'"):
+        k(**dict(args, y=torch.zeros(csr.nnz + 1)))
+    with pytest.raises(ValueError, match="'x'"):
+        k(**dict(args, x=torch.zeros(csr.nnz, dtype=torch.float64)))
+    k(**args)
+    assert torch.isfinite(args["y"]).all()
+
+
+def test_numpy_integer_scalar_is_accepted(kernel):
+    args = good_args()
+    args["m"] = np.int64(M)
+    kernel("csrmm")(**args)
+    torch.testing.assert_close(args["c"].double(), reference(args), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a numpy array passed for a T.handle parameter raises SystemError "
+    "('... returned a result with an exception set') instead of ValueError naming the parameter: "
+    "ToKernelArg (csrc/ops/tensor_args.cc) takes the PyIndex_Check branch for ndarrays and does not check "
+    "PyNumber_Index() for NULL, leaving a Python exception pending",
+)
+def test_numpy_array_as_handle_names_parameter(kernel):
+    args = good_args()
+    args["a"] = args["a"].numpy()
+    with pytest.raises(ValueError, match="'a'"):
+        kernel("csrmm")(**args)
+
+
+def test_many_bad_calls_then_good_call(kernel):
+    """Hammering the checks does not corrupt the process."""
+    k = kernel("csrmm")
+    for _ in range(50):
+        for changes, _param in BAD_CALLS.values():
+            with pytest.raises(ValueError):
+                k(**apply(good_args(), changes))
+    check_still_works(kernel)
