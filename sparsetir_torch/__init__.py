@@ -9,7 +9,8 @@ import torch  # noqa: F401  (loads libtorch before the extension)
 
 from . import _C
 from .compiler import Kernel, PrimFunc, cache_info, compile, lower_sparse_buffer, lower_sparse_iter, parse
-from .errors import CompileError, ScriptError
+from .errors import CompileError, ScheduleError, ScriptError
+from .schedule import Schedule
 
 __version__ = "0.1.0"
 
@@ -17,6 +18,8 @@ __all__ = [
     "CompileError",
     "Kernel",
     "PrimFunc",
+    "Schedule",
+    "ScheduleError",
     "ScriptError",
     "cache_info",
     "compile",

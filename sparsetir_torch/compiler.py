@@ -86,14 +86,18 @@ class Kernel:
 _MISSING = object()
 
 
-def compile(f: Union[PrimFunc, str], target: str = "cpu") -> Kernel:  # noqa: A001 - the public name
+def compile(f, target: str = "cpu") -> Kernel:  # noqa: A001 - the public name
     """Lowers a script or PrimFunc to stage III, generates code for ``target``
     and builds it (once per content: kernels are cached in memory and on disk
     under $SPARSETIR_CACHE_DIR)."""
+    from .schedule import Schedule
+
+    if isinstance(f, Schedule):
+        f = f.mod
     if isinstance(f, str):
         f = parse(f)
     if not isinstance(f, PrimFunc):
-        raise TypeError(f"compile() takes a PrimFunc or script text, got {type(f).__name__}")
+        raise TypeError(f"compile() takes a PrimFunc, a Schedule or script text, got {type(f).__name__}")
     return Kernel(_C.build(f, target))
 
 

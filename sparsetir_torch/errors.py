@@ -13,3 +13,8 @@ class ScriptError(ValueError):
 class CompileError(RuntimeError):
     """The system compiler is missing or failed on generated code; the message
     carries the compiler's log and the path of the generated source."""
+
+
+class ScheduleError(ValueError):
+    """A schedule primitive applied where it cannot be; the message names the
+    loop or iteration and shows the IR around it."""

@@ -10,6 +10,7 @@
 #include "parser/parser.h"
 #include "runtime/kernel.h"
 #include "runtime/kernel_cache.h"
+#include "schedule/schedule.h"
 #include "support/error.h"
 #include "tensor_args.h"
 #include "transforms/lower_sparse_buffer.h"
@@ -64,8 +65,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       switch (e.kind()) {
         case UserErrorKind::kScript: raise("ScriptError"); return;
         case UserErrorKind::kCompile: raise("CompileError"); return;
-        case UserErrorKind::kArgument:
-        case UserErrorKind::kSchedule: PyErr_SetString(PyExc_ValueError, e.what()); return;
+        case UserErrorKind::kSchedule: raise("ScheduleError"); return;
+        case UserErrorKind::kArgument: PyErr_SetString(PyExc_ValueError, e.what()); return;
       }
     } catch (const InternalError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
@@ -82,7 +83,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         for (const Var& p : f.func->params) out.emplace_back(p->name, ToString(p->dtype));
         return out;
       })
-      .def("__eq__", [](const PyPrimFunc& a, const PyPrimFunc& b) { return StructuralEqual(a.func, b.func); })
+      .def("__eq__",
+           [](const PyPrimFunc& a, const py::object& b) -> py::object {
+             if (!py::isinstance<PyPrimFunc>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+             return py::bool_(StructuralEqual(a.func, b.cast<const PyPrimFunc&>().func));
+           })
       .def("__hash__", [](const PyPrimFunc& f) { return StructuralHash(f.func); })
       .def("__str__", [](const PyPrimFunc& f) { return Print(f.func); })
       .def("__repr__", [](const PyPrimFunc& f) {
@@ -110,6 +115,41 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return Kernel::Build(f.func, target);
       },
       py::arg("func"), py::arg("target") = "cpu");
+
+  py::class_<Schedule>(m, "Schedule")
+      .def(py::init([](const PyPrimFunc& f) { return Schedule(f.func); }))
+      .def_property_readonly("mod", [](const Schedule& s) { return PyPrimFunc{s.mod()}; })
+      .def_property_readonly("trace", &Schedule::TraceText)
+      .def("sparse_reorder", &Schedule::SparseReorder)
+      .def("annotate", [](Schedule& s, const std::string& iteration, const std::string& key, const py::object& value) {
+        auto attr = std::make_shared<AttrValue>();
+        if (py::isinstance<py::bool_>(value)) {
+          attr->kind = AttrValue::Kind::kBool;
+          attr->bool_value = value.cast<bool>();
+        } else if (py::isinstance<py::int_>(value)) {
+          attr->kind = AttrValue::Kind::kInt;
+          attr->int_value = value.cast<int64_t>();
+        } else if (py::isinstance<py::float_>(value)) {
+          attr->kind = AttrValue::Kind::kFloat;
+          attr->float_value = value.cast<double>();
+        } else if (py::isinstance<py::str>(value)) {
+          attr->kind = AttrValue::Kind::kString;
+          attr->string_value = value.cast<std::string>();
+        } else {
+          throw UserError(UserErrorKind::kSchedule, "annotate: the value must be a bool, int, float or str");
+        }
+        s.Annotate(iteration, key, attr);
+      })
+      .def("lower_sparse_iter", &Schedule::LowerSparseIter)
+      .def("get_blocks", &Schedule::GetBlocks)
+      .def("get_loops", &Schedule::GetLoops)
+      .def("split", &Schedule::Split, py::arg("loop"), py::arg("factors"))
+      .def("fuse", &Schedule::Fuse)
+      .def("reorder", &Schedule::Reorder)
+      .def("parallel", &Schedule::Parallel)
+      .def("vectorize", &Schedule::Vectorize)
+      .def("unroll", &Schedule::Unroll)
+      .def("bind", &Schedule::Bind);
 
   m.def("cache_dir", &CacheDirectory);
   m.def("cache_stats", [] {

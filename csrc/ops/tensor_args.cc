@@ -53,7 +53,14 @@ KernelArg ToKernelArg(const pybind11::handle& value) {
     return arg;
   }
   if (PyIndex_Check(obj)) {
-    pybind11::int_ as_int = pybind11::reinterpret_steal<pybind11::int_>(PyNumber_Index(obj));
+    PyObject* index = PyNumber_Index(obj);
+    if (index == nullptr) {  // e.g. a numpy array: index-like type, but not an integer
+      PyErr_Clear();
+      arg.kind = KernelArg::Kind::kOther;
+      arg.type_name = Py_TYPE(obj)->tp_name;
+      return arg;
+    }
+    pybind11::int_ as_int = pybind11::reinterpret_steal<pybind11::int_>(index);
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
     if (overflow) {

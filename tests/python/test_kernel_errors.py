@@ -183,13 +183,6 @@ def test_numpy_integer_scalar_is_accepted(kernel):
     torch.testing.assert_close(args["c"].double(), reference(args), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a numpy array passed for a T.handle parameter raises SystemError "
-    "('... returned a result with an exception set') instead of ValueError naming the parameter: "
-    "ToKernelArg (csrc/ops/tensor_args.cc) takes the PyIndex_Check branch for ndarrays and does not check "
-    "PyNumber_Index() for NULL, leaving a Python exception pending",
-)
 def test_numpy_array_as_handle_names_parameter(kernel):
     args = good_args()
     args["a"] = args["a"].numpy()

@@ -10,14 +10,6 @@ from conftest import MUST_FAIL_DIR, SCRIPTS_DIR, all_script_names, read_script
 
 SCRIPTS = all_script_names()
 
-# Stage III of scripts whose flattened buffer size depends on an indptr array.
-STAGE_III_PRINT_ORDER_BUG = (
-    "BUG: the stage-III printer emits a buffer whose flat size is data dependent, e.g. "
-    "'A = T.match_buffer(a, (J_indptr[m],), ...)' (or 'B = T.alloc_buffer((J2_indptr[m],), ...)'), "
-    "before the 'J_indptr = T.match_buffer(indptr, ...)' line that defines J_indptr, so the printed "
-    "stage III does not parse back (ScriptError: undefined name 'J_indptr')"
-)
-STAGE_III_XFAIL = {"iterators_ragged.py", "iterators_section.py"}
 
 
 def read(name):
@@ -55,7 +47,7 @@ def test_stage_ii_round_trip(name):
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=STAGE_III_PRINT_ORDER_BUG)) if n in STAGE_III_XFAIL else n for n in SCRIPTS],
+    SCRIPTS,
 )
 def test_stage_iii_round_trip(name):
     f3 = st.lower_sparse_buffer(st.lower_sparse_iter(st.parse(read(name))))
@@ -95,11 +87,6 @@ def test_structural_equality():
     assert csrmm == st.parse("# a comment\n" + read("csrmm.py").replace("C[i, k] + A", "C[i, k]  +  A"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: PrimFunc.__eq__ raises TypeError ('incompatible function arguments') when compared with a "
-    "non-PrimFunc instead of returning NotImplemented/False, so 'f == None' or 'f in [None, f]' raise",
-)
 def test_equality_with_other_types_is_false():
     f = st.parse(read("csrmm.py"))
     assert not (f == None)  # noqa: E711

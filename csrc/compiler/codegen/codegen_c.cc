@@ -168,6 +168,10 @@ void CodegenC::EmitStmt(const Stmt& s) {
       Line("// assume " + n->buffer->name + " in [" + Print(n->lo) + ", " + Print(n->hi) + "] (checked by the host)");
       return;
     }
+    case StmtKind::kBlock:
+      Line("// block " + s->as<BlockNode>()->name);
+      EmitStmt(s->as<BlockNode>()->body);
+      return;
     case StmtKind::kSparseIteration:
       ICHECK(false) << "sparse iteration reached code generation";
   }
@@ -179,6 +183,10 @@ void CodegenC::EmitFor(const ForNode* loop) {
   std::string begin = Expr2C(loop->min);
   std::string end = "(" + begin + " + " + Expr2C(loop->extent) + ")";
   if (const int64_t* zero = AsConstInt(loop->min); zero && *zero == 0) end = Expr2C(loop->extent);
+  if (loop->for_kind == ForKind::kThreadBinding) {
+    throw UserError(UserErrorKind::kSchedule, "loop '" + loop->var->name + "' is bound to " + loop->thread_tag +
+                                                  ", which only a GPU target has; the cpu target cannot run it");
+  }
   if (loop->for_kind == ForKind::kParallel) {
     // The body becomes a task over a sub-range; the host's launcher runs it.
     std::string task = Name(loop, var + "_task");

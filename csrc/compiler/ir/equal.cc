@@ -171,7 +171,7 @@ class Comparator {
       }
       case StmtKind::kFor: {
         const auto *x = a->as<ForNode>(), *y = b->as<ForNode>();
-        return x->for_kind == y->for_kind && E(x->min, y->min) && E(x->extent, y->extent) && Bind(x->var, y->var) &&
+        return x->for_kind == y->for_kind && x->thread_tag == y->thread_tag && E(x->min, y->min) && E(x->extent, y->extent) && Bind(x->var, y->var) &&
                S(x->body, y->body);
       }
       case StmtKind::kIfThenElse: {
@@ -181,6 +181,10 @@ class Comparator {
       case StmtKind::kLet: {
         const auto *x = a->as<LetNode>(), *y = b->as<LetNode>();
         return E(x->value, y->value) && Bind(x->var, y->var) && S(x->body, y->body);
+      }
+      case StmtKind::kBlock: {
+        const auto *x = a->as<BlockNode>(), *y = b->as<BlockNode>();
+        return x->name == y->name && S(x->body, y->body);
       }
       case StmtKind::kAssume: {
         const auto *x = a->as<AssumeNode>(), *y = b->as<AssumeNode>();
@@ -248,6 +252,7 @@ class Hasher : public IRVisitor {
     IRVisitor::Visit(n);
   }
   void Visit(const LetNode* n) override { VisitExpr(n->var); IRVisitor::Visit(n); }
+  void Visit(const BlockNode* n) override { Mix(std::hash<std::string>()(n->name)); IRVisitor::Visit(n); }
   void Visit(const AssumeNode* n) override { BufferId(n->buffer); IRVisitor::Visit(n); }
 
  private:

@@ -49,6 +49,7 @@ void IRVisitor::Visit(const IfThenElseNode* n) {
 }
 void IRVisitor::Visit(const LetNode* n) { VisitExpr(n->value); VisitStmt(n->body); }
 void IRVisitor::Visit(const AssumeNode* n) { VisitExpr(n->lo); VisitExpr(n->hi); }
+void IRVisitor::Visit(const BlockNode* n) { VisitStmt(n->body); }
 
 Expr IRMutator::VisitExpr(const Expr& e) {
   if (!e) return e;
@@ -161,7 +162,7 @@ Stmt IRMutator::Mutate(const ForNode* n, const Stmt& self) {
   Expr min = VisitExpr(n->min), extent = VisitExpr(n->extent);
   Stmt body = VisitStmt(n->body);
   if (min == n->min && extent == n->extent && body == n->body) return self;
-  return WithSpan(MakeFor(n->var, min, extent, n->for_kind, body), n->span);
+  return WithSpan(MakeFor(n->var, min, extent, n->for_kind, body, n->thread_tag), n->span);
 }
 Stmt IRMutator::Mutate(const IfThenElseNode* n, const Stmt& self) {
   Expr cond = VisitExpr(n->cond);
@@ -174,6 +175,11 @@ Stmt IRMutator::Mutate(const LetNode* n, const Stmt& self) {
   Stmt body = VisitStmt(n->body);
   if (value == n->value && body == n->body) return self;
   return WithSpan(MakeLet(n->var, value, body), n->span);
+}
+Stmt IRMutator::Mutate(const BlockNode* n, const Stmt& self) {
+  Stmt body = VisitStmt(n->body);
+  if (body == n->body) return self;
+  return MakeBlock(n->name, body);
 }
 Stmt IRMutator::Mutate(const AssumeNode* n, const Stmt& self) {
   Expr lo = VisitExpr(n->lo), hi = VisitExpr(n->hi);

@@ -309,6 +309,7 @@ class FunctionPrinter {
         std::string range = E(n->extent);
         const int64_t* min = AsConstInt(n->min);
         if (!min || *min != 0) range = E(n->min) + ", " + E(Add(n->min, n->extent));
+        if (n->for_kind == ForKind::kThreadBinding) range += ", thread=" + Quote(n->thread_tag);
         Line("for " + n->var->name + " in T." + ToString(n->for_kind) + "(" + range + "):");
         ++indent_;
         PrintStmt(n->body);
@@ -333,6 +334,14 @@ class FunctionPrinter {
         const auto* n = s->as<LetNode>();
         Line(n->var->name + ": T." + ToString(n->var->dtype) + " = " + E(n->value));
         PrintStmt(n->body);
+        return;
+      }
+      case StmtKind::kBlock: {
+        const auto* n = s->as<BlockNode>();
+        Line("with T.block(" + Quote(n->name) + "):");
+        ++indent_;
+        PrintStmt(n->body);
+        --indent_;
         return;
       }
       case StmtKind::kAssume: {

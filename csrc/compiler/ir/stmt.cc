@@ -10,6 +10,7 @@ const char* ToString(ForKind kind) {
     case ForKind::kParallel: return "parallel";
     case ForKind::kVectorized: return "vectorized";
     case ForKind::kUnrolled: return "unroll";
+    case ForKind::kThreadBinding: return "thread_binding";
   }
   return "?";
 }
@@ -44,10 +45,17 @@ Stmt MakeIteration(SparseIterationNode node) {
   return std::make_shared<SparseIterationNode>(std::move(node));
 }
 
-Stmt MakeFor(Var var, Expr min, Expr extent, ForKind kind, Stmt body) {
+Stmt MakeFor(Var var, Expr min, Expr extent, ForKind kind, Stmt body, std::string thread_tag) {
   ICHECK(var && min && extent && body) << "incomplete for loop";
   ICHECK(IsInteger(var->dtype) && IsInteger(extent->dtype)) << "for loop over non-integer";
-  return std::make_shared<ForNode>(std::move(var), std::move(min), std::move(extent), kind, std::move(body));
+  ICHECK((kind == ForKind::kThreadBinding) == !thread_tag.empty()) << "thread tag of loop " << var->name;
+  return std::make_shared<ForNode>(std::move(var), std::move(min), std::move(extent), kind, std::move(body),
+                                   std::move(thread_tag));
+}
+
+Stmt MakeBlock(std::string name, Stmt body) {
+  ICHECK(!name.empty() && body) << "malformed block";
+  return std::make_shared<BlockNode>(std::move(name), std::move(body));
 }
 
 Stmt MakeIf(Expr cond, Stmt then_case, Stmt else_case) {

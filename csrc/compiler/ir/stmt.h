@@ -61,17 +61,29 @@ struct SparseIterationNode : StmtNode {
   AttrMap attrs;
 };
 
-enum class ForKind { kSerial, kParallel, kVectorized, kUnrolled };
-const char* ToString(ForKind kind);  // "serial", "parallel", "vectorized", "unroll"
+enum class ForKind { kSerial, kParallel, kVectorized, kUnrolled, kThreadBinding };
+// "serial", "parallel", "vectorized", "unroll", "thread_binding"
+const char* ToString(ForKind kind);
 
 struct ForNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kFor;
-  ForNode(Var var, Expr min, Expr extent, ForKind for_kind, Stmt body)
+  ForNode(Var var, Expr min, Expr extent, ForKind for_kind, Stmt body, std::string thread_tag)
       : StmtNode(kKind), var(std::move(var)), min(std::move(min)), extent(std::move(extent)),
-        for_kind(for_kind), body(std::move(body)) {}
+        for_kind(for_kind), body(std::move(body)), thread_tag(std::move(thread_tag)) {}
   const Var var;
   const Expr min, extent;
   const ForKind for_kind;
+  const Stmt body;
+  const std::string thread_tag;  // kThreadBinding: "blockIdx.x", "threadIdx.x", ...
+};
+
+// A named region: the statement(s) one sparse iteration (or its init) lowered
+// to. Schedules find loops through it ("the loops around block csrmm");
+// code generation emits its body as is.
+struct BlockNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kBlock;
+  BlockNode(std::string name, Stmt body) : StmtNode(kKind), name(std::move(name)), body(std::move(body)) {}
+  const std::string name;
   const Stmt body;
 };
 
@@ -106,7 +118,8 @@ Stmt MakeStore(Buffer buffer, std::vector<Expr> indices, Expr value);
 // Flattens nested sequences; a single statement is returned as is.
 Stmt MakeSeq(std::vector<Stmt> stmts);
 Stmt MakeIteration(SparseIterationNode node);
-Stmt MakeFor(Var var, Expr min, Expr extent, ForKind kind, Stmt body);
+Stmt MakeFor(Var var, Expr min, Expr extent, ForKind kind, Stmt body, std::string thread_tag = "");
+Stmt MakeBlock(std::string name, Stmt body);
 Stmt MakeIf(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt MakeLet(Var var, Expr value, Stmt body);
 Stmt MakeAssume(Buffer buffer, Expr lo, Expr hi);

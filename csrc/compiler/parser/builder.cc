@@ -565,6 +565,18 @@ class Builder {
     std::string callee = CallName(s.value);
     if (callee == "T.sp.iteration") return BuildIteration(s);
     if (callee == "T.init") ThrowScriptError("'with T.init()' is only allowed directly inside a T.sp.iteration", s.span);
+    if (callee == "T.block") {
+      if (func_.stage == Stage::kI) ThrowScriptError("T.block belongs to stages II and III", s.span);
+      const AstExprPtr& call = s.value;
+      if (call->children.size() != 2 || call->children[1]->kind != Kind::kString) {
+        ThrowScriptError("T.block takes the block's name as a string", call->span);
+      }
+      PushScope();
+      Stmt body = BuildBlock(s.body, 0);
+      PopScope();
+      if (!body) ThrowScriptError("block '" + call->children[1]->text + "' is empty", s.span);
+      return MakeBlock(call->children[1]->text, body);
+    }
     ThrowScriptError("unsupported 'with' statement; expected 'with T.sp.iteration(...)'", s.value->span);
   }
 
@@ -664,12 +676,21 @@ class Builder {
     std::string callee = CallName(s.value);
     static const std::map<std::string, ForKind> kKinds = {
         {"T.serial", ForKind::kSerial}, {"range", ForKind::kSerial}, {"T.parallel", ForKind::kParallel},
-        {"T.vectorized", ForKind::kVectorized}, {"T.unroll", ForKind::kUnrolled}, {"T.grid", ForKind::kSerial}};
+        {"T.vectorized", ForKind::kVectorized}, {"T.unroll", ForKind::kUnrolled}, {"T.grid", ForKind::kSerial},
+        {"T.thread_binding", ForKind::kThreadBinding}};
     auto kind = kKinds.find(callee);
-    if (kind == kKinds.end()) ThrowScriptError("unsupported loop; use T.serial, T.parallel, T.vectorized, T.unroll or T.grid", s.value->span);
+    if (kind == kKinds.end()) ThrowScriptError("unsupported loop; use T.serial, T.parallel, T.vectorized, T.unroll, T.thread_binding or T.grid", s.value->span);
     std::vector<AstExprPtr> targets = s.target->kind == Kind::kTuple ? s.target->children : std::vector<AstExprPtr>{s.target};
     std::vector<std::pair<Expr, Expr>> ranges;  // (min, extent)
     const auto& args = s.value->children;
+    std::string thread_tag;
+    for (const auto& [key, value] : s.value->keywords) {
+      if (key != "thread" || callee != "T.thread_binding" || value->kind != Kind::kString) {
+        ThrowScriptError(callee + " got an unexpected keyword argument '" + key + "'", value->span);
+      }
+      thread_tag = value->text;
+    }
+    if (callee == "T.thread_binding" && thread_tag.empty()) ThrowScriptError("T.thread_binding needs thread=\"...\"", s.value->span);
     if (callee == "T.grid") {
       for (size_t i = 1; i < args.size(); ++i) ranges.emplace_back(nullptr, BuildIndexScalar(args[i], "a T.grid extent"));
     } else if (args.size() == 2) {
@@ -695,7 +716,7 @@ class Builder {
     if (!body) return nullptr;
     for (size_t i = vars.size(); i-- > 0;) {
       Expr min = ranges[i].first ? ranges[i].first : IntLike(0, ranges[i].second);
-      body = MakeFor(vars[i], min, ranges[i].second, kind->second, body);
+      body = MakeFor(vars[i], min, ranges[i].second, kind->second, body, thread_tag);
     }
     return body;
   }

@@ -172,9 +172,17 @@ void Kernel::Check(const std::vector<KernelArg>& args) const {
       std::vector<int64_t> expected;
       for (const Expr& dim : h.buffer->shape) expected.push_back(eval.Eval(dim));
       for (int64_t d : expected) {
-        if (d < 0) {
-          ThrowArgumentError(where + ": the scalar arguments give it the negative shape " + ShapeText(expected));
+        if (d >= 0) continue;
+        std::string negative;
+        for (size_t i = 0; i < params.size(); ++i) {
+          if (params[i]->dtype != DataType::kHandle && args[i].int_value < 0) {
+            negative += (negative.empty() ? "" : ", ") + std::string("'") + params[i]->name + "' = " +
+                        std::to_string(args[i].int_value);
+          }
         }
+        ThrowArgumentError(name_ + "(): argument" + (negative.empty() ? "s" : " " + negative) +
+                           " give argument '" + params[h.param]->name + "' the negative shape " + ShapeText(expected) +
+                           "; sizes must be non-negative");
       }
       if (a.shape != expected) {
         ThrowArgumentError(where + " must have shape " + ShapeText(expected) + " (buffer '" + h.buffer->name +

@@ -38,8 +38,13 @@ class BufferFlattener : public IRMutator {
     }
     Buffer made = MakeBuffer(std::move(node));
     flat_[b.get()] = made;
+    order_.push_back(made);
     return made;
   }
+
+  // Buffers in creation order: a buffer sized by another's contents (a ragged
+  // level sized by its indptr) comes after it, so the printed form parses.
+  const std::vector<Buffer>& InDependencyOrder() const { return order_; }
 
  protected:
   Expr Mutate(const BufferLoadNode* node, const Expr&) override {
@@ -104,6 +109,7 @@ class BufferFlattener : public IRMutator {
 
   PrimFunc func_;
   std::map<const BufferNode*, Buffer> flat_;
+  std::vector<Buffer> order_;
   std::map<const SparseIteratorNode*, Buffer> indptr_of_;
 };
 
@@ -116,7 +122,8 @@ PrimFunc LowerSparseBuffer(const PrimFunc& f) {
   out.stage = Stage::kIII;
   out.iterators.clear();
   out.buffers.clear();
-  for (const Buffer& b : f->buffers) out.buffers.push_back(flattener.Flat(b));
+  for (const Buffer& b : f->buffers) flattener.Flat(b);
+  out.buffers = flattener.InDependencyOrder();
   out.body = f->body ? flattener.VisitStmt(f->body) : nullptr;
   return MakePrimFunc(std::move(out));
 }

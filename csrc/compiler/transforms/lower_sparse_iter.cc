@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "ir/functor.h"
+#include "ir/substitute.h"
 #include "support/error.h"
 
 namespace sparsetir {
@@ -83,13 +85,33 @@ class StructureBuffers {
   std::vector<Stmt> facts_;
 };
 
+// Hands out names not yet used in the function: loop variables must be unique
+// so that schedules can name loops.
+class NameSupply {
+ public:
+  explicit NameSupply(const PrimFuncNode& f) {
+    for (const Var& p : f.params) used_.insert(p->name);
+    for (const SparseIterator& it : f.iterators) used_.insert(it->name);
+    for (const Buffer& b : f.buffers) used_.insert(b->name);
+  }
+  std::string Fresh(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; used_.count(name); ++i) name = base + "_" + std::to_string(i);
+    used_.insert(name);
+    return name;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
+
 // Lowers one sparse iteration.
 class IterationLowerer : public IRMutator {
  public:
-  IterationLowerer(const SparseIterationNode* it, StructureBuffers* structure)
-      : it_(it), structure_(structure) {
+  IterationLowerer(const SparseIterationNode* it, StructureBuffers* structure, NameSupply* names)
+      : it_(it), structure_(structure), names_(names) {
     for (size_t t = 0; t < it->vars.size(); ++t) {
-      positions_.push_back(MakeVar(it->vars[t]->name, it->vars[t]->dtype));
+      positions_.push_back(MakeVar(names->Fresh(it->vars[t]->name), it->vars[t]->dtype));
       index_of_[it->iterators[t].get()] = t;
       var_index_[it->vars[t].get()] = t;
     }
@@ -100,8 +122,8 @@ class IterationLowerer : public IRMutator {
     // The init runs right before the loop of the first reduction iterator (or
     // right before the body when nothing reduces).
     size_t level = std::min(it_->roles.find('R'), n);
-    Stmt body = VisitStmt(it_->body);
-    Stmt init = it_->init ? InitLoops(VisitStmt(it_->init), level) : nullptr;
+    Stmt body = MakeBlock(it_->name, VisitStmt(it_->body));
+    Stmt init = it_->init ? InitLoops(MakeBlock(it_->name + "_init", VisitStmt(it_->init)), level) : nullptr;
     if (init && level == n) body = MakeSeq({init, body});
     for (size_t t = n; t-- > 0;) {
       body = Loop(t, body);
@@ -186,10 +208,10 @@ class IterationLowerer : public IRMutator {
     ThrowScriptError("iteration '" + it_->name + "': fused iterator '" + x->name + "' is not supported yet", it_->span);
   }
 
-  Stmt Loop(size_t t, Stmt body) {
+  Stmt Loop(size_t t, Stmt body, Var var = nullptr) {
     Expr extent = Extent(t);
     Expr zero = IntLike(0, extent);
-    Var var = positions_[t];
+    if (!var) var = positions_[t];
     if (var->dtype != extent->dtype) {
       extent = MakeCast(var->dtype, extent);
       zero = IntLike(0, extent);
@@ -209,13 +231,16 @@ class IterationLowerer : public IRMutator {
                            it_->span);
         }
       }
-      init = Loop(t, init);
+      // The init's loops bind variables of their own ("k_init").
+      Var fresh = MakeVar(names_->Fresh(positions_[t]->name + "_init"), positions_[t]->dtype);
+      init = Loop(t, Substitute(init, {{positions_[t].get(), fresh}}), fresh);
     }
     return init;
   }
 
   const SparseIterationNode* it_;
   StructureBuffers* structure_;
+  NameSupply* names_;
   std::vector<Var> positions_;
   std::map<const SparseIteratorNode*, size_t> index_of_;
   std::map<const VarNode*, size_t> var_index_;
@@ -223,15 +248,16 @@ class IterationLowerer : public IRMutator {
 
 class IterationRewriter : public IRMutator {
  public:
-  explicit IterationRewriter(StructureBuffers* structure) : structure_(structure) {}
+  IterationRewriter(StructureBuffers* structure, NameSupply* names) : structure_(structure), names_(names) {}
 
  protected:
   Stmt Mutate(const SparseIterationNode* node, const Stmt&) override {
-    return IterationLowerer(node, structure_).Lower();
+    return IterationLowerer(node, structure_, names_).Lower();
   }
 
  private:
   StructureBuffers* structure_;
+  NameSupply* names_;
 };
 
 }  // namespace
@@ -247,7 +273,8 @@ PrimFunc LowerSparseIter(const PrimFunc& f) {
     if (IsVaried(it->kind)) structure.Indptr(it);
     if (IsCompressed(it->kind)) structure.Indices(it);
   }
-  Stmt body = f->body ? IterationRewriter(&structure).VisitStmt(f->body) : nullptr;
+  NameSupply names(out);
+  Stmt body = f->body ? IterationRewriter(&structure, &names).VisitStmt(f->body) : nullptr;
   std::vector<Stmt> facts;
   for (const SparseIterator& it : f->iterators) {
     if (IsVaried(it->kind) && it->nnz) {

@@ -1,0 +1,51 @@
+#include "ir/substitute.h"
+
+#include "ir/functor.h"
+
+namespace sparsetir {
+namespace {
+
+class Substituter : public IRMutator {
+ public:
+  explicit Substituter(const VarMap& map) : map_(map) {}
+
+ protected:
+  Expr Mutate(const VarNode* node, const Expr& self) override {
+    auto found = map_.find(node);
+    return found == map_.end() ? self : found->second;
+  }
+
+ private:
+  const VarMap& map_;
+};
+
+class UseFinder : public IRVisitor {
+ public:
+  explicit UseFinder(const VarNode* var) : var_(var) {}
+  bool found = false;
+
+ protected:
+  void Visit(const VarNode* node) override { found |= node == var_; }
+
+ private:
+  const VarNode* var_;
+};
+
+}  // namespace
+
+Expr Substitute(const Expr& e, const VarMap& map) { return Substituter(map).VisitExpr(e); }
+Stmt Substitute(const Stmt& s, const VarMap& map) { return Substituter(map).VisitStmt(s); }
+
+bool Uses(const Expr& e, const VarNode* var) {
+  UseFinder finder(var);
+  finder.VisitExpr(e);
+  return finder.found;
+}
+
+bool Uses(const Stmt& s, const VarNode* var) {
+  UseFinder finder(var);
+  finder.VisitStmt(s);
+  return finder.found;
+}
+
+}  // namespace sparsetir

@@ -1,0 +1,86 @@
+// parallel / vectorize / unroll / bind: change how one loop runs.
+//
+//   sch.parallel("i")      for i in T.parallel(m):       (host threads)
+//   sch.vectorize("k_1")   for k_1 in T.vectorized(16):  (SIMD)
+//   sch.unroll("k_0")      for k_0 in T.unroll(8):
+//   sch.bind("i", "blockIdx.x")  for i in T.thread_binding(m, thread="blockIdx.x"):  (GPU)
+// parallel refuses a loop whose iterations store to the same elements (a
+// reduction loop): its stores must depend on the loop variable.
+#include <set>
+
+#include "ir/functor.h"
+#include "ir/substitute.h"
+#include "schedule/loop_utils.h"
+#include "schedule/schedule.h"
+#include "schedule/trace_format.h"
+
+namespace sparsetir {
+namespace {
+
+PrimFunc SetKind(const PrimFunc& f, const ForNode* loop, ForKind kind, const std::string& tag = "") {
+  return ReplaceStmt(f, loop, MakeFor(loop->var, loop->min, loop->extent, kind, loop->body, tag));
+}
+
+// The first buffer stored to without depending on `var`, or null.
+Buffer StoreIndependentOf(const Stmt& body, const VarNode* var) {
+  struct Finder : IRVisitor {
+    const VarNode* var;
+    Buffer found;
+    void Visit(const BufferStoreNode* n) override {
+      bool depends = false;
+      for (const Expr& index : n->indices) depends |= Uses(index, var);
+      if (!depends && !found) found = n->buffer;
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  finder.var = var;
+  finder.VisitStmt(body);
+  return finder.found;
+}
+
+}  // namespace
+
+void Schedule::Parallel(const std::string& name) {
+  EnsureStageII("parallel");
+  const ForNode* loop = FindLoop(func_, name, "parallel");
+  if (Buffer racing = StoreIndependentOf(loop->body, loop->var.get())) {
+    ThrowScheduleError("parallel: loop '" + name + "' carries a reduction: its iterations store to the same elements of '" +
+                           racing->name + "', so running them in parallel would race",
+                       Excerpt(loop));
+  }
+  func_ = SetKind(func_, loop, ForKind::kParallel);
+  Record("sch.parallel(" + PyStr(name) + ")");
+}
+
+void Schedule::Vectorize(const std::string& name) {
+  EnsureStageII("vectorize");
+  const ForNode* loop = FindLoop(func_, name, "vectorize");
+  if (loop->body->as<ForNode>()) {
+    ThrowScheduleError("vectorize: loop '" + name + "' is not innermost; vectorize the innermost loop", Excerpt(loop));
+  }
+  func_ = SetKind(func_, loop, ForKind::kVectorized);
+  Record("sch.vectorize(" + PyStr(name) + ")");
+}
+
+void Schedule::Unroll(const std::string& name) {
+  EnsureStageII("unroll");
+  const ForNode* loop = FindLoop(func_, name, "unroll");
+  func_ = SetKind(func_, loop, ForKind::kUnrolled);
+  Record("sch.unroll(" + PyStr(name) + ")");
+}
+
+void Schedule::Bind(const std::string& name, const std::string& thread_axis) {
+  EnsureStageII("bind");
+  static const std::set<std::string> kAxes = {"blockIdx.x", "blockIdx.y", "blockIdx.z",
+                                             "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+  const ForNode* loop = FindLoop(func_, name, "bind");
+  if (!kAxes.count(thread_axis)) {
+    ThrowScheduleError("bind: unknown thread axis '" + thread_axis +
+                           "' (expected blockIdx.x/y/z or threadIdx.x/y/z)",
+                       Excerpt(loop));
+  }
+  func_ = SetKind(func_, loop, ForKind::kThreadBinding, thread_axis);
+  Record("sch.bind(" + PyStr(name) + ", " + PyStr(thread_axis) + ")");
+}
+
+}  // namespace sparsetir

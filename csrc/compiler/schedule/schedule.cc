@@ -1,0 +1,55 @@
+#include "schedule/schedule.h"
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "schedule/loop_utils.h"
+#include "schedule/trace_format.h"
+#include "support/error.h"
+#include "transforms/lower_sparse_iter.h"
+
+namespace sparsetir {
+
+void ThrowScheduleError(const std::string& message, const std::string& context) {
+  std::string text = message;
+  if (!context.empty()) text += "\nin:\n" + context;
+  throw UserError(UserErrorKind::kSchedule, text);
+}
+
+Schedule::Schedule(PrimFunc f) : func_(std::move(f)) {
+  if (!func_->body) ThrowScheduleError("function '" + func_->name + "' has no body to schedule", "");
+}
+
+std::string Schedule::TraceText() const {
+  std::string out;
+  for (const std::string& line : trace_) out += line + "\n";
+  return out;
+}
+
+void Schedule::LowerSparseIter() {
+  if (func_->stage != Stage::kI) {
+    ThrowScheduleError("lower_sparse_iter: function '" + func_->name + "' is already at " + ToString(func_->stage), "");
+  }
+  func_ = sparsetir::LowerSparseIter(func_);
+  VerifyWellFormed(func_);
+  Record("sch.lower_sparse_iter()");
+}
+
+void Schedule::EnsureStageII(const char* primitive) {
+  if (func_->stage == Stage::kI) LowerSparseIter();
+  (void)primitive;
+}
+
+std::vector<std::string> Schedule::GetBlocks() {
+  EnsureStageII("get_blocks");
+  return BlockNames(func_);
+}
+
+std::vector<std::string> Schedule::GetLoops(const std::string& block) {
+  EnsureStageII("get_loops");
+  std::vector<std::string> names;
+  for (const ForNode* loop : LoopsAround(func_, block, "get_loops")) names.push_back(loop->var->name);
+  Record(PyTuple(names) + " = sch.get_loops(" + PyStr(block) + ")");
+  return names;
+}
+
+}  // namespace sparsetir

@@ -1,0 +1,56 @@
+// Schedule: transforms a function by named primitives. Each primitive returns
+// new IR (the old function is untouched), records itself in the trace, and
+// fails with a ScheduleError that names the loop or iterator and prints the IR
+// around it.
+//
+// Stage-I primitives work on sparse iterations by name (sparse_reorder,
+// sparse_fuse, annotate). Loop primitives work at stages II/III on loops named
+// by their variable; applying one to a stage-I function first lowers it with
+// lower_sparse_iter (recorded in the trace like any primitive).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/function.h"
+
+namespace sparsetir {
+
+[[noreturn]] void ThrowScheduleError(const std::string& message, const std::string& context);
+
+class Schedule {
+ public:
+  explicit Schedule(PrimFunc f);
+
+  const PrimFunc& mod() const { return func_; }
+  // One line of Python per primitive; exec'd with `sch` bound, it replays.
+  const std::vector<std::string>& trace() const { return trace_; }
+  std::string TraceText() const;
+
+  // ---- stage I
+  void SparseReorder(const std::string& iteration, const std::vector<std::string>& order);
+  void Annotate(const std::string& iteration, const std::string& key, const AttrPtr& value);
+  void LowerSparseIter();  // explicit; loop primitives call it when needed
+
+  // ---- stages II / III
+  std::vector<std::string> GetBlocks();
+  std::vector<std::string> GetLoops(const std::string& block);
+  // factors: at most one unknown (nullopt), inferred as ceil(extent / product).
+  std::vector<std::string> Split(const std::string& loop, const std::vector<std::optional<int64_t>>& factors);
+  std::string Fuse(const std::vector<std::string>& loops);
+  void Reorder(const std::vector<std::string>& loops);
+  void Parallel(const std::string& loop);
+  void Vectorize(const std::string& loop);
+  void Unroll(const std::string& loop);
+  void Bind(const std::string& loop, const std::string& thread_axis);
+
+ private:
+  void Record(const std::string& line) { trace_.push_back(line); }
+  void EnsureStageII(const char* primitive);
+
+  PrimFunc func_;
+  std::vector<std::string> trace_;
+};
+
+}  // namespace sparsetir

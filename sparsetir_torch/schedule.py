@@ -1,0 +1,95 @@
+"""Schedules: named transformations of a kernel, recorded in a replayable trace.
+
+    sch = st.Schedule(f)
+    sch.sparse_reorder("csrmm", ["I", "K", "J"])   # stage I: sparse iterations
+    i, j, k = sch.get_loops("csrmm")               # lowers to stage II on first use
+    k_0, k_1 = sch.split(k, factors=[None, 16])
+    sch.vectorize(k_1)
+    sch.parallel(i)
+    kernel = st.compile(sch)
+    print(sch.trace)                               # Python that replays the schedule
+
+Loops are named by their variables (strings), so the trace is plain Python:
+``Schedule.replay(trace, f)`` runs it on a fresh schedule of ``f``.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+from . import _C
+
+PrimFunc = _C.PrimFunc
+
+
+def _names(items) -> list:
+    return [str(x) for x in items]
+
+
+class Schedule:
+    def __init__(self, f: Union[PrimFunc, str]):
+        if isinstance(f, str):
+            from .compiler import parse
+
+            f = parse(f)
+        self._native = _C.Schedule(f)
+
+    @property
+    def mod(self) -> PrimFunc:
+        """The current function."""
+        return self._native.mod
+
+    @property
+    def trace(self) -> str:
+        """The primitives applied so far, as Python that replays them."""
+        return self._native.trace
+
+    @classmethod
+    def replay(cls, trace: str, f: Union[PrimFunc, str]) -> "Schedule":
+        sch = cls(f)
+        exec(compile(trace, "<trace>", "exec"), {"sch": sch})  # noqa: S102 - a trace is our own Python
+        return sch
+
+    # ---- stage I
+    def sparse_reorder(self, iteration: str, order: Sequence[str]) -> None:
+        self._native.sparse_reorder(iteration, _names(order))
+
+    def annotate(self, iteration: str, key: str, value) -> None:
+        self._native.annotate(iteration, key, value)
+
+    def lower_sparse_iter(self) -> None:
+        self._native.lower_sparse_iter()
+
+    # ---- stages II / III
+    def get_blocks(self) -> list:
+        return self._native.get_blocks()
+
+    def get_loops(self, block: str) -> list:
+        return self._native.get_loops(block)
+
+    def split(self, loop: str, factors: Sequence[Optional[int]]) -> list:
+        return self._native.split(str(loop), [None if f is None else int(f) for f in factors])
+
+    def fuse(self, *loops) -> str:
+        if len(loops) == 1 and not isinstance(loops[0], str):
+            loops = tuple(loops[0])
+        return self._native.fuse(_names(loops))
+
+    def reorder(self, *loops) -> None:
+        if len(loops) == 1 and not isinstance(loops[0], str):
+            loops = tuple(loops[0])
+        self._native.reorder(_names(loops))
+
+    def parallel(self, loop: str) -> None:
+        self._native.parallel(str(loop))
+
+    def vectorize(self, loop: str) -> None:
+        self._native.vectorize(str(loop))
+
+    def unroll(self, loop: str) -> None:
+        self._native.unroll(str(loop))
+
+    def bind(self, loop: str, thread_axis: str) -> None:
+        self._native.bind(str(loop), thread_axis)
+
+    def __repr__(self) -> str:
+        return f"<Schedule of {self.mod.name}, {len(self.trace.splitlines())} primitives>"
