@@ -55,7 +55,7 @@ TEST(LowerSparseIterTest, BsrmmMatchesTheDesignsStageII) {
     EXPECT_NE(text.find(expected), std::string::npos) << "missing: " << expected << "\n" << text;
   }
   // The init runs before the first reduction loop (BJ), inside I and BI.
-  size_t init = text.find("C[i, bi, f] = T.float32(0.0)");
+  size_t init = text.find("C[i, bi, f_init] = T.float32(0.0)");
   size_t bj_loop = text.find("for bj in");
   ASSERT_NE(init, std::string::npos);
   EXPECT_LT(init, bj_loop);
