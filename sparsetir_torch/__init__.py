@@ -8,7 +8,7 @@
 import torch  # noqa: F401  (loads libtorch before the extension)
 
 from . import _C
-from .compiler import Kernel, PrimFunc, cache_info, compile, lower_sparse_buffer, lower_sparse_iter, parse
+from .compiler import Kernel, PrimFunc, cache_info, compile, lower_sparse_buffer, lower_sparse_iter, parse, specialize
 from .errors import CompileError, ScheduleError, ScriptError
 from .schedule import Schedule
 
@@ -26,4 +26,5 @@ __all__ = [
     "lower_sparse_buffer",
     "lower_sparse_iter",
     "parse",
+    "specialize",
 ]

@@ -33,6 +33,13 @@ def lower_sparse_buffer(f: PrimFunc) -> PrimFunc:
     return _C.lower_sparse_buffer(f)
 
 
+def specialize(f: PrimFunc, **values: int) -> PrimFunc:
+    """Binds scalar parameters to constants at any stage, e.g.
+    ``st.specialize(f, feat_size=128)``; the parameters stay in the signature and
+    a call must pass exactly those values."""
+    return _C.specialize(f, {k: int(v) for k, v in values.items()})
+
+
 class Kernel:
     """A compiled kernel. Call it with torch tensors for the script's handle
     parameters and Python ints for its scalar parameters, by name or in

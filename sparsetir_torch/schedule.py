@@ -56,6 +56,11 @@ class Schedule:
     def annotate(self, iteration: str, key: str, value) -> None:
         self._native.annotate(iteration, key, value)
 
+    def specialize(self, **values: int) -> None:
+        """Binds scalar parameters to constants (e.g. feat_size=128); calls must
+        then pass exactly those values."""
+        self._native.specialize({k: int(v) for k, v in values.items()})
+
     def lower_sparse_iter(self) -> None:
         self._native.lower_sparse_iter()
 
@@ -90,6 +95,18 @@ class Schedule:
 
     def bind(self, loop: str, thread_axis: str) -> None:
         self._native.bind(str(loop), thread_axis)
+
+    def lower_sparse_buffer(self) -> None:
+        self._native.lower_sparse_buffer()
+
+    def cache_read(self, loop: str, buffer: str, scope: str = "local") -> str:
+        """Inside ``loop``, read ``buffer`` from a copy in ``scope`` (stage III)."""
+        return self._native.cache_read(str(loop), buffer, scope)
+
+    def cache_write(self, loop: str, buffer: str, scope: str = "local") -> str:
+        """Inside ``loop``, accumulate ``buffer`` in a copy in ``scope`` and write it
+        back after each iteration (stage III): register-resident output rows."""
+        return self._native.cache_write(str(loop), buffer, scope)
 
     def __repr__(self) -> str:
         return f"<Schedule of {self.mod.name}, {len(self.trace.splitlines())} primitives>"

@@ -15,6 +15,7 @@
 #include "tensor_args.h"
 #include "transforms/lower_sparse_buffer.h"
 #include "transforms/lower_sparse_iter.h"
+#include "transforms/specialize.h"
 
 namespace py = pybind11;
 
@@ -98,6 +99,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("text"), py::arg("source_name") = "<script>");
   m.def("lower_sparse_iter",
         [](const PyPrimFunc& f) { return Lower(f, Stage::kI, "lower_sparse_iter", LowerSparseIter); });
+  m.def("specialize", [](const PyPrimFunc& f, const std::map<std::string, int64_t>& values) {
+    return PyPrimFunc{Specialize(f.func, values)};
+  });
   m.def("lower_sparse_buffer",
         [](const PyPrimFunc& f) { return Lower(f, Stage::kII, "lower_sparse_buffer", LowerSparseBuffer); });
 
@@ -141,6 +145,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         s.Annotate(iteration, key, attr);
       })
       .def("lower_sparse_iter", &Schedule::LowerSparseIter)
+      .def("specialize", &Schedule::Specialize)
       .def("get_blocks", &Schedule::GetBlocks)
       .def("get_loops", &Schedule::GetLoops)
       .def("split", &Schedule::Split, py::arg("loop"), py::arg("factors"))
@@ -149,7 +154,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("parallel", &Schedule::Parallel)
       .def("vectorize", &Schedule::Vectorize)
       .def("unroll", &Schedule::Unroll)
-      .def("bind", &Schedule::Bind);
+      .def("bind", &Schedule::Bind)
+      .def("lower_sparse_buffer", &Schedule::LowerSparseBuffer)
+      .def("cache_read", &Schedule::CacheRead)
+      .def("cache_write", &Schedule::CacheWrite);
 
   m.def("cache_dir", &CacheDirectory);
   m.def("cache_stats", [] {

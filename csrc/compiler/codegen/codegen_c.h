@@ -30,13 +30,32 @@ class CodegenC {
   virtual void EmitEntry(const PrimFunc& f);
   void EmitStmt(const Stmt& s);
   virtual void EmitFor(const ForNode* loop);
+  // A vectorized loop with a power-of-two constant trip count whose body is one
+  // store of contiguous or loop-invariant operands becomes a single statement
+  // on GCC vector types (explicit SIMD). Returns false to fall back to a scalar
+  // loop the C++ compiler may vectorize.
+  bool TryEmitVectorLoop(const ForNode* loop);
+  std::string VectorExpr(const Expr& e, const VarNode* lane, const std::string& vector_type, bool* ok);
   std::string Expr2C(const Expr& e);
   std::string Index(const Buffer& b, const std::vector<Expr>& indices);
   std::string Name(const void* key, const std::string& wanted);
   void Line(const std::string& text);
 
+  // C declarations visible at the current point: they become the parameters of
+  // an outlined function (a parallel task), restrict-qualified for pointers.
+  struct ScopeEntry {
+    std::string type;  // "float* __restrict__", "const int32_t", ...
+    std::string name;
+  };
+  std::string ParamList(const std::vector<ScopeEntry>& scope) const;
+  std::string ArgList(const std::vector<ScopeEntry>& scope) const;
+  void EmitParallelFor(const ForNode* loop);
+
   std::ostringstream out_;
+  std::vector<std::string> functions_;  // outlined functions, in definition order
+  std::vector<ScopeEntry> scope_;
   int indent_ = 0;
+  int task_count_ = 0;
   std::map<const void*, std::string> names_;  // IR object -> C identifier
   std::set<std::string> taken_;
 };

@@ -64,6 +64,11 @@ template <typename T> static inline T sparsetir_floormod(T a, T b) {
 }
 template <typename T> static inline T sparsetir_iabs(T a) { return a < 0 ? -a : a; }
 
+// All lanes of a GCC vector set to one scalar (a single broadcast instruction).
+// (s - 0 is exactly s for every value, -0.0 and NaN included, so the compiler
+// folds the subtraction away and keeps the broadcast.)
+template <typename V, typename S> static inline V sparsetir_broadcast(S s) { return s - (V){}; }
+
 // Runs a C++ lambda as a launcher task.
 template <typename F> static void sparsetir_task(void* closure, int64_t begin, int64_t end) {
   (*static_cast<F*>(closure))(begin, end);

@@ -182,6 +182,10 @@ class Comparator {
         const auto *x = a->as<LetNode>(), *y = b->as<LetNode>();
         return E(x->value, y->value) && Bind(x->var, y->var) && S(x->body, y->body);
       }
+      case StmtKind::kAllocate: {
+        const auto *x = a->as<AllocateNode>(), *y = b->as<AllocateNode>();
+        return BufferDef(x->buffer, y->buffer) && S(x->body, y->body);
+      }
       case StmtKind::kBlock: {
         const auto *x = a->as<BlockNode>(), *y = b->as<BlockNode>();
         return x->name == y->name && S(x->body, y->body);
@@ -253,6 +257,7 @@ class Hasher : public IRVisitor {
   }
   void Visit(const LetNode* n) override { VisitExpr(n->var); IRVisitor::Visit(n); }
   void Visit(const BlockNode* n) override { Mix(std::hash<std::string>()(n->name)); IRVisitor::Visit(n); }
+  void Visit(const AllocateNode* n) override { BufferId(n->buffer); IRVisitor::Visit(n); }
   void Visit(const AssumeNode* n) override { BufferId(n->buffer); IRVisitor::Visit(n); }
 
  private:

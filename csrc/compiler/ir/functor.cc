@@ -50,6 +50,10 @@ void IRVisitor::Visit(const IfThenElseNode* n) {
 void IRVisitor::Visit(const LetNode* n) { VisitExpr(n->value); VisitStmt(n->body); }
 void IRVisitor::Visit(const AssumeNode* n) { VisitExpr(n->lo); VisitExpr(n->hi); }
 void IRVisitor::Visit(const BlockNode* n) { VisitStmt(n->body); }
+void IRVisitor::Visit(const AllocateNode* n) {
+  for (const Expr& dim : n->buffer->shape) VisitExpr(dim);
+  VisitStmt(n->body);
+}
 
 Expr IRMutator::VisitExpr(const Expr& e) {
   if (!e) return e;
@@ -175,6 +179,11 @@ Stmt IRMutator::Mutate(const LetNode* n, const Stmt& self) {
   Stmt body = VisitStmt(n->body);
   if (value == n->value && body == n->body) return self;
   return WithSpan(MakeLet(n->var, value, body), n->span);
+}
+Stmt IRMutator::Mutate(const AllocateNode* n, const Stmt& self) {
+  Stmt body = VisitStmt(n->body);
+  if (body == n->body) return self;
+  return MakeAllocate(n->buffer, body);
 }
 Stmt IRMutator::Mutate(const BlockNode* n, const Stmt& self) {
   Stmt body = VisitStmt(n->body);

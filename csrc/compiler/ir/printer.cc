@@ -243,8 +243,11 @@ class FunctionPrinter {
   }
 
   std::string PrintBuffer(const Buffer& b) {
+    // A buffer over iterators is a sparse buffer (stages I, II); one with a
+    // shape is a flat buffer (stage III, or a cache inside a loop).
+    const bool flat = b->axes.empty() && (stage_ == Stage::kIII || !b->shape.empty());
     std::string shape = "(";
-    if (stage_ == Stage::kIII) {
+    if (flat) {
       for (size_t i = 0; i < b->shape.size(); ++i) shape += (i ? ", " : "") + E(b->shape[i]);
       if (b->shape.size() == 1) shape += ",";
     } else {
@@ -252,7 +255,7 @@ class FunctionPrinter {
       if (b->axes.size() == 1) shape += ",";
     }
     shape += ")";
-    std::string ns = stage_ == Stage::kIII ? "T." : "T.sp.";
+    std::string ns = flat ? "T." : "T.sp.";
     std::string extra;
     if (b->scope != "global") extra += ", scope=" + Quote(b->scope);
     if (b->extra_storage) extra += ", extra_storage=" + std::to_string(b->extra_storage);
@@ -333,6 +336,12 @@ class FunctionPrinter {
       case StmtKind::kLet: {
         const auto* n = s->as<LetNode>();
         Line(n->var->name + ": T." + ToString(n->var->dtype) + " = " + E(n->value));
+        PrintStmt(n->body);
+        return;
+      }
+      case StmtKind::kAllocate: {
+        const auto* n = s->as<AllocateNode>();
+        Line(n->buffer->name + " = " + PrintBuffer(n->buffer));
         PrintStmt(n->body);
         return;
       }

@@ -53,6 +53,11 @@ Stmt MakeFor(Var var, Expr min, Expr extent, ForKind kind, Stmt body, std::strin
                                    std::move(thread_tag));
 }
 
+Stmt MakeAllocate(Buffer buffer, Stmt body) {
+  ICHECK(buffer && body && buffer->kind == BufferKind::kAlloc) << "malformed allocate";
+  return std::make_shared<AllocateNode>(std::move(buffer), std::move(body));
+}
+
 Stmt MakeBlock(std::string name, Stmt body) {
   ICHECK(!name.empty() && body) << "malformed block";
   return std::make_shared<BlockNode>(std::move(name), std::move(body));

@@ -114,7 +114,18 @@ struct AssumeNode : StmtNode {
   const Expr lo, hi;
 };
 
+// A buffer that lives for the duration of `body` only (a cache in "local" or
+// "shared" scope, made by cache_read / cache_write). Printed as an assignment
+// `X = T.alloc_buffer(shape, dtype, scope=...)` followed by the body.
+struct AllocateNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kAllocate;
+  AllocateNode(Buffer buffer, Stmt body) : StmtNode(kKind), buffer(std::move(buffer)), body(std::move(body)) {}
+  const Buffer buffer;
+  const Stmt body;
+};
+
 Stmt MakeStore(Buffer buffer, std::vector<Expr> indices, Expr value);
+Stmt MakeAllocate(Buffer buffer, Stmt body);
 // Flattens nested sequences; a single statement is returned as is.
 Stmt MakeSeq(std::vector<Stmt> stmts);
 Stmt MakeIteration(SparseIterationNode node);

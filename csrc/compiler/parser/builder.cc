@@ -468,6 +468,20 @@ class Builder {
     std::vector<Stmt> out;
     for (size_t i = start; i < stmts.size(); ++i) {
       const AstStmtPtr& s = stmts[i];
+      if (s->kind == AstStmt::Kind::kAssign && s->target->kind == Kind::kName && IsBufferConstructor(CallName(s->value))) {
+        // A buffer scoped to the rest of the block (a cache).
+        if (CallName(s->value) != "T.alloc_buffer") {
+          ThrowScriptError("inside a body only T.alloc_buffer may declare a buffer (a stage-III cache)", s->span);
+        }
+        size_t before = func_.buffers.size();
+        DefineBuffer(*s);
+        Buffer local = func_.buffers.back();
+        func_.buffers.resize(before);  // scoped to the block, not the function
+        Stmt rest = BuildBlock(stmts, i + 1);
+        if (!rest) ThrowScriptError("buffer '" + local->name + "' is allocated but never used", s->span);
+        out.push_back(MakeAllocate(local, rest));
+        return MakeSeq(std::move(out));
+      }
       if (s->kind == AstStmt::Kind::kAssign && s->target->kind == Kind::kName) {
         // A local binding: the rest of the block is its body.
         Expr value = BuildExpr(s->value);

@@ -9,6 +9,7 @@
 #include "runtime/kernel_cache.h"
 #include "support/error.h"
 #include "transforms/lower_sparse_iter.h"
+#include "transforms/specialize.h"
 
 namespace sparsetir {
 namespace {
@@ -131,6 +132,14 @@ void Kernel::Check(const std::vector<KernelArg>& args) const {
       ThrowArgumentError(where + " = " + std::to_string(a.int_value) + " does not fit its type int32");
     }
     eval.scalars[p.get()] = a.int_value;
+  }
+  for (const auto& [name, value] : SpecializedValues(lowered_)) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i]->name == name && args[i].int_value != value) {
+        ThrowArgumentError(name_ + "(): argument '" + name + "' must be " + std::to_string(value) +
+                           ": the kernel was specialized for it (got " + std::to_string(args[i].int_value) + ")");
+      }
+    }
   }
   // 2. Tensors: device, dtype, layout; then shapes and contents, structure arrays
   // first (other shapes may read them).

@@ -21,13 +21,19 @@ PrimFunc SetKind(const PrimFunc& f, const ForNode* loop, ForKind kind, const std
   return ReplaceStmt(f, loop, MakeFor(loop->var, loop->min, loop->extent, kind, loop->body, tag));
 }
 
-// The first buffer stored to without depending on `var`, or null.
+// The first buffer stored to without depending on `var`, or null. Buffers
+// allocated inside the body are private to each iteration and never race.
 Buffer StoreIndependentOf(const Stmt& body, const VarNode* var) {
   struct Finder : IRVisitor {
     const VarNode* var;
     Buffer found;
+    std::set<const BufferNode*> private_buffers;
+    void Visit(const AllocateNode* n) override {
+      private_buffers.insert(n->buffer.get());
+      IRVisitor::Visit(n);
+    }
     void Visit(const BufferStoreNode* n) override {
-      bool depends = false;
+      bool depends = private_buffers.count(n->buffer.get()) > 0;
       for (const Expr& index : n->indices) depends |= Uses(index, var);
       if (!depends && !found) found = n->buffer;
       IRVisitor::Visit(n);

@@ -5,7 +5,9 @@
 #include "schedule/loop_utils.h"
 #include "schedule/trace_format.h"
 #include "support/error.h"
+#include "transforms/lower_sparse_buffer.h"
 #include "transforms/lower_sparse_iter.h"
+#include "transforms/specialize.h"
 
 namespace sparsetir {
 
@@ -34,9 +36,31 @@ void Schedule::LowerSparseIter() {
   Record("sch.lower_sparse_iter()");
 }
 
+void Schedule::LowerSparseBuffer() {
+  EnsureStageII("lower_sparse_buffer");
+  if (func_->stage != Stage::kII) {
+    ThrowScheduleError("lower_sparse_buffer: function '" + func_->name + "' is already at " + ToString(func_->stage), "");
+  }
+  func_ = sparsetir::LowerSparseBuffer(func_);
+  VerifyWellFormed(func_);
+  Record("sch.lower_sparse_buffer()");
+}
+
+void Schedule::EnsureStageIII(const char* primitive) {
+  if (func_->stage != Stage::kIII) LowerSparseBuffer();
+  (void)primitive;
+}
+
 void Schedule::EnsureStageII(const char* primitive) {
   if (func_->stage == Stage::kI) LowerSparseIter();
   (void)primitive;
+}
+
+void Schedule::Specialize(const std::map<std::string, int64_t>& values) {
+  func_ = sparsetir::Specialize(func_, values);
+  std::string args;
+  for (const auto& [name, value] : values) args += (args.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+  Record("sch.specialize(" + args + ")");
 }
 
 std::vector<std::string> Schedule::GetBlocks() {

@@ -9,6 +9,7 @@
 // lower_sparse_iter (recorded in the trace like any primitive).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ class Schedule {
   void SparseReorder(const std::string& iteration, const std::vector<std::string>& order);
   void Annotate(const std::string& iteration, const std::string& key, const AttrPtr& value);
   void LowerSparseIter();  // explicit; loop primitives call it when needed
+  // Any stage: binds scalar parameters to constants (transforms/specialize.h).
+  void Specialize(const std::map<std::string, int64_t>& values);
 
   // ---- stages II / III
   std::vector<std::string> GetBlocks();
@@ -44,10 +47,17 @@ class Schedule {
   void Vectorize(const std::string& loop);
   void Unroll(const std::string& loop);
   void Bind(const std::string& loop, const std::string& thread_axis);
+  // Stage III. Inside `loop`, `buffer` is read from / written to a copy in
+  // `scope` ("local" or "shared") covering what one iteration of `loop`
+  // touches; returns the cache's name.
+  std::string CacheRead(const std::string& loop, const std::string& buffer, const std::string& scope);
+  std::string CacheWrite(const std::string& loop, const std::string& buffer, const std::string& scope);
+  void LowerSparseBuffer();  // explicit; stage-III primitives call it when needed
 
  private:
   void Record(const std::string& line) { trace_.push_back(line); }
   void EnsureStageII(const char* primitive);
+  void EnsureStageIII(const char* primitive);
 
   PrimFunc func_;
   std::vector<std::string> trace_;

@@ -1,0 +1,203 @@
+#include "schedule/cache.h"
+
+#include "ir/equal.h"
+#include "ir/functor.h"
+#include "ir/substitute.h"
+#include "schedule/loop_utils.h"
+#include "schedule/schedule.h"
+
+namespace sparsetir {
+namespace {
+
+struct Access {
+  std::vector<Expr> indices;
+  bool is_store;
+};
+
+// Variables bound inside a statement (loops, lets).
+class BoundVars : public IRVisitor {
+ public:
+  std::vector<const VarNode*> vars;
+
+ protected:
+  void Visit(const ForNode* n) override {
+    vars.push_back(n->var.get());
+    IRVisitor::Visit(n);
+  }
+  void Visit(const LetNode* n) override {
+    vars.push_back(n->var.get());
+    IRVisitor::Visit(n);
+  }
+};
+
+class AccessCollector : public IRVisitor {
+ public:
+  explicit AccessCollector(const BufferNode* buffer) : buffer_(buffer) {}
+  std::vector<Access> accesses;
+
+ protected:
+  void Visit(const BufferLoadNode* n) override {
+    if (n->buffer.get() == buffer_) accesses.push_back({n->indices, false});
+    IRVisitor::Visit(n);
+  }
+  void Visit(const BufferStoreNode* n) override {
+    if (n->buffer.get() == buffer_) accesses.push_back({n->indices, true});
+    IRVisitor::Visit(n);
+  }
+
+ private:
+  const BufferNode* buffer_;
+};
+
+// Redirects accesses to the cache, keeping only the varying dimensions.
+class Redirector : public IRMutator {
+ public:
+  Redirector(const BufferNode* from, Buffer to, std::vector<bool> varying, bool stores)
+      : from_(from), to_(std::move(to)), varying_(std::move(varying)), stores_(stores) {}
+
+ protected:
+  Expr Mutate(const BufferLoadNode* n, const Expr& self) override {
+    bool changed = false;
+    std::vector<Expr> indices = VisitExprs(n->indices, &changed);
+    if (n->buffer.get() != from_) return changed ? MakeLoad(n->buffer, indices) : self;
+    return MakeLoad(to_, Keep(indices));
+  }
+  Stmt Mutate(const BufferStoreNode* n, const Stmt& self) override {
+    bool changed = false;
+    std::vector<Expr> indices = VisitExprs(n->indices, &changed);
+    Expr value = VisitExpr(n->value);
+    if (n->buffer.get() != from_ || !stores_) return MakeStore(n->buffer, indices, value);
+    return MakeStore(to_, Keep(indices), value);
+  }
+
+ private:
+  std::vector<Expr> Keep(const std::vector<Expr>& indices) const {
+    std::vector<Expr> out;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      if (varying_[d]) out.push_back(indices[d]);
+    }
+    return out;
+  }
+  const BufferNode* from_;
+  Buffer to_;
+  std::vector<bool> varying_;
+  bool stores_;
+};
+
+// A copy loop nest between the cache and the buffer; the innermost dimension is
+// vectorized (and the loop around its vectors unrolled) when it divides evenly.
+Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, const std::vector<Expr>& fixed,
+              const std::vector<bool>& varying, bool to_cache) {
+  std::vector<Var> vars;
+  std::vector<Expr> cache_index, buffer_index;
+  size_t f_index = 0;
+  for (size_t d = 0; d < varying.size(); ++d) {
+    if (!varying[d]) {
+      buffer_index.push_back(fixed[f_index++]);
+      continue;
+    }
+    Var v = MakeVar(FreshName(f, "ax" + std::to_string(vars.size())), DataType::kInt32);
+    vars.push_back(v);
+    cache_index.push_back(v);
+    buffer_index.push_back(v);
+  }
+  Stmt body = to_cache ? MakeStore(cache, cache_index, MakeLoad(buffer, buffer_index))
+                       : MakeStore(buffer, buffer_index, MakeLoad(cache, cache_index));
+  const int lanes = 64 / BytesOf(buffer->dtype);
+  for (size_t t = vars.size(); t-- > 0;) {
+    int64_t extent = *AsConstInt(cache->shape[t]);
+    if (t + 1 == vars.size() && extent % lanes == 0 && extent >= lanes) {
+      Var outer = MakeVar(vars[t]->name + "_o", DataType::kInt32);
+      Var inner = MakeVar(vars[t]->name + "_i", DataType::kInt32);
+      Stmt inner_body = Substitute(body, {{vars[t].get(), Add(Mul(outer, MakeInt(lanes)), inner)}});
+      body = MakeFor(inner, MakeInt(0), MakeInt(lanes), ForKind::kVectorized, inner_body);
+      body = MakeFor(outer, MakeInt(0), MakeInt(extent / lanes), ForKind::kUnrolled, body);
+    } else {
+      body = MakeFor(vars[t], MakeInt(0), MakeInt(extent), ForKind::kSerial, body);
+    }
+  }
+  return body;
+}
+
+}  // namespace
+
+PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std::string& buffer_name,
+                      const std::string& scope, CacheDirection direction, std::string* cache_name) {
+  const char* primitive = direction == CacheDirection::kRead ? "cache_read" : "cache_write";
+  const std::string p = primitive;
+  const ForNode* loop = FindLoop(f, loop_name, primitive);
+  const std::string context = Excerpt(loop);
+  if (scope != "local" && scope != "shared") {
+    ThrowScheduleError(p + ": scope must be \"local\" or \"shared\", got \"" + scope + "\"", context);
+  }
+  Buffer buffer;
+  for (const Buffer& b : f->buffers) {
+    if (b->name == buffer_name) buffer = b;
+  }
+  if (!buffer) ThrowScheduleError(p + ": no buffer named '" + buffer_name + "' in '" + f->name + "'", context);
+  AccessCollector collector(buffer.get());
+  collector.VisitStmt(loop->body);
+  if (collector.accesses.empty()) {
+    ThrowScheduleError(p + ": loop '" + loop_name + "' does not access buffer '" + buffer_name + "'", context);
+  }
+  bool stores = false;
+  for (const Access& a : collector.accesses) stores |= a.is_store;
+  if (direction == CacheDirection::kRead && stores) {
+    ThrowScheduleError(p + ": loop '" + loop_name + "' writes buffer '" + buffer_name + "'; use cache_write", context);
+  }
+  if (direction == CacheDirection::kWrite && !stores) {
+    ThrowScheduleError(p + ": loop '" + loop_name + "' only reads buffer '" + buffer_name + "'; use cache_read", context);
+  }
+  BoundVars bound;
+  bound.VisitStmt(loop->body);
+  auto varies = [&](const Expr& e) {
+    for (const VarNode* v : bound.vars) {
+      if (Uses(e, v)) return true;
+    }
+    return false;
+  };
+  // A dimension either varies inside the loop (the cache keeps it whole) or is
+  // the same expression in every access (the cache drops it).
+  const Access& first = collector.accesses[0];
+  std::vector<bool> varying;
+  std::vector<Expr> fixed;
+  for (const Expr& index : first.indices) {
+    varying.push_back(varies(index));
+    if (!varying.back()) fixed.push_back(index);
+  }
+  for (const Access& a : collector.accesses) {
+    for (size_t d = 0; d < a.indices.size(); ++d) {
+      if (varies(a.indices[d]) != varying[d] ||
+          (!varying[d] && !StructuralEqual(a.indices[d], first.indices[d]))) {
+        ThrowScheduleError(p + ": the accesses to '" + buffer_name + "' inside loop '" + loop_name +
+                               "' disagree on dimension " + std::to_string(d) +
+                               "; a cache needs every access to use the same fixed indices",
+                           context);
+      }
+    }
+  }
+  BufferNode node;
+  node.name = FreshName(f, buffer_name + "_" + scope);
+  node.kind = BufferKind::kAlloc;
+  node.dtype = buffer->dtype;
+  node.scope = scope;
+  for (size_t d = 0; d < varying.size(); ++d) {
+    if (!varying[d]) continue;
+    if (!AsConstInt(buffer->shape[d])) {
+      ThrowScheduleError(p + ": dimension " + std::to_string(d) + " of buffer '" + buffer_name +
+                             "' does not have a constant extent; specialize it first (sch.specialize)",
+                         context);
+    }
+    node.shape.push_back(buffer->shape[d]);
+  }
+  if (node.shape.empty()) node.shape.push_back(MakeInt(1));
+  Buffer cache = MakeBuffer(std::move(node));
+  *cache_name = cache->name;
+  Stmt body = Redirector(buffer.get(), cache, varying, direction == CacheDirection::kWrite).VisitStmt(loop->body);
+  std::vector<Stmt> parts = {CopyNest(f, buffer, cache, fixed, varying, true), body};
+  if (direction == CacheDirection::kWrite) parts.push_back(CopyNest(f, buffer, cache, fixed, varying, false));
+  Stmt new_body = MakeAllocate(cache, MakeSeq(parts));
+  return ReplaceStmt(f, loop, MakeFor(loop->var, loop->min, loop->extent, loop->for_kind, new_body, loop->thread_tag));
+}
+
+}  // namespace sparsetir

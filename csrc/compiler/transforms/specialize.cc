@@ -1,0 +1,123 @@
+#include "transforms/specialize.h"
+
+#include "ir/functor.h"
+#include "ir/substitute.h"
+#include "support/error.h"
+#include "transforms/simplify.h"
+
+namespace sparsetir {
+namespace {
+
+// Substitutes variables and swaps every buffer for its rebuilt twin.
+class Rebuilder : public IRMutator {
+ public:
+  Rebuilder(const VarMap& vars, const std::map<const BufferNode*, Buffer>& buffers,
+            const std::map<const SparseIteratorNode*, SparseIterator>& iterators)
+      : vars_(vars), buffers_(buffers), iterators_(iterators) {}
+
+ protected:
+  Expr Mutate(const VarNode* node, const Expr& self) override {
+    auto found = vars_.find(node);
+    return found == vars_.end() ? self : found->second;
+  }
+  Expr Mutate(const BufferLoadNode* node, const Expr& self) override {
+    bool changed = false;
+    std::vector<Expr> indices = VisitExprs(node->indices, &changed);
+    return MakeLoad(Map(node->buffer), indices);
+  }
+  Stmt Mutate(const BufferStoreNode* node, const Stmt& self) override {
+    bool changed = false;
+    std::vector<Expr> indices = VisitExprs(node->indices, &changed);
+    return MakeStore(Map(node->buffer), indices, VisitExpr(node->value));
+  }
+  Stmt Mutate(const AssumeNode* node, const Stmt& self) override {
+    return MakeAssume(Map(node->buffer), VisitExpr(node->lo), VisitExpr(node->hi));
+  }
+  Stmt Mutate(const SparseIterationNode* node, const Stmt& self) override {
+    SparseIterationNode copy = *node;
+    for (SparseIterator& it : copy.iterators) it = iterators_.at(it.get());
+    copy.init = VisitStmt(node->init);
+    copy.body = VisitStmt(node->body);
+    return MakeIteration(std::move(copy));
+  }
+
+ private:
+  Buffer Map(const Buffer& b) const {
+    auto found = buffers_.find(b.get());
+    ICHECK(found != buffers_.end()) << "buffer " << b->name << " is not declared by the function";
+    return found->second;
+  }
+  const VarMap& vars_;
+  const std::map<const BufferNode*, Buffer>& buffers_;
+  const std::map<const SparseIteratorNode*, SparseIterator>& iterators_;
+};
+
+Expr Sub(const Expr& e, const VarMap& vars) { return e ? Simplify(Substitute(e, vars)) : e; }
+
+}  // namespace
+
+PrimFunc Specialize(const PrimFunc& f, const std::map<std::string, int64_t>& values) {
+  VarMap vars;
+  auto specialized = std::make_shared<AttrValue>();
+  specialized->kind = AttrValue::Kind::kDict;
+  if (AttrPtr previous = FindAttr(f->attrs, "specialized")) specialized->entries = previous->entries;
+  for (const auto& [name, value] : values) {
+    Var param;
+    for (const Var& p : f->params) {
+      if (p->name == name) param = p;
+    }
+    if (!param || param->dtype == DataType::kHandle) {
+      std::string scalars;
+      for (const Var& p : f->params) {
+        if (p->dtype != DataType::kHandle) scalars += (scalars.empty() ? "" : ", ") + p->name;
+      }
+      throw UserError(UserErrorKind::kArgument, "specialize: '" + name + "' is not a scalar parameter of '" + f->name +
+                                                    "' (its scalar parameters: " + scalars + ")");
+    }
+    if (param->dtype == DataType::kInt32 && (value > INT32_MAX || value < INT32_MIN)) {
+      throw UserError(UserErrorKind::kArgument, "specialize: " + name + " = " + std::to_string(value) + " does not fit int32");
+    }
+    vars[param.get()] = MakeInt(value, param->dtype);
+    auto key = std::make_shared<AttrValue>();
+    key->kind = AttrValue::Kind::kString;
+    key->string_value = name;
+    specialized->entries.emplace_back(key, MakeIntAttr(value));
+  }
+  PrimFuncNode out = *f;
+  std::map<const SparseIteratorNode*, SparseIterator> iterators;
+  out.iterators.clear();
+  for (const SparseIterator& it : f->iterators) {
+    SparseIteratorNode copy = *it;
+    if (copy.parent) copy.parent = iterators.at(copy.parent.get());
+    for (SparseIterator& fused : copy.fused) fused = iterators.at(fused.get());
+    copy.extent = Sub(copy.extent, vars);
+    copy.nnz = Sub(copy.nnz, vars);
+    copy.length = Sub(copy.length, vars);
+    SparseIterator made = MakeIterator(std::move(copy));
+    iterators[it.get()] = made;
+    out.iterators.push_back(made);
+  }
+  std::map<const BufferNode*, Buffer> buffers;
+  out.buffers.clear();
+  for (const Buffer& b : f->buffers) {
+    BufferNode copy = *b;
+    for (SparseIterator& axis : copy.axes) axis = iterators.at(axis.get());
+    for (Expr& dim : copy.shape) dim = Sub(dim, vars);
+    Buffer made = MakeBuffer(std::move(copy));
+    buffers[b.get()] = made;
+    out.buffers.push_back(made);
+  }
+  if (f->body) out.body = Rebuilder(vars, buffers, iterators).VisitStmt(f->body);
+  out.attrs = WithAttr(out.attrs, "specialized", specialized);
+  return Simplify(MakePrimFunc(std::move(out)));
+}
+
+std::map<std::string, int64_t> SpecializedValues(const PrimFunc& f) {
+  std::map<std::string, int64_t> values;
+  if (AttrPtr attr = FindAttr(f->attrs, "specialized")) {
+    for (const auto& [key, value] : attr->entries) values[key->string_value] = value->int_value;
+  }
+  return values;
+}
+
+}  // namespace sparsetir
