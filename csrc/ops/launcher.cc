@@ -12,9 +12,6 @@ void ParallelFor(void*, int64_t begin, int64_t end, int64_t grain, SparsetirTask
 
 }  // namespace
 
-const SparsetirLauncher* TorchLauncher() {
-  static const SparsetirLauncher launcher = {nullptr, ParallelFor};
-  return &launcher;
-}
+SparsetirLauncher TorchLauncher() { return SparsetirLauncher{nullptr, ParallelFor, at::get_num_threads()}; }
 
 }  // namespace sparsetir::ops

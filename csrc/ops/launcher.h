@@ -7,6 +7,7 @@
 
 namespace sparsetir::ops {
 
-const SparsetirLauncher* TorchLauncher();
+// A launcher for the current call (it records torch's current thread count).
+SparsetirLauncher TorchLauncher();
 
 }  // namespace sparsetir::ops

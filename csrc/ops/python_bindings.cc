@@ -41,8 +41,9 @@ void RunKernel(const Kernel& kernel, const py::list& values) {
   args.reserve(values.size());
   for (const py::handle& v : values) args.push_back(ToKernelArg(v));
   // Tensors stay alive: the caller's list holds them while the GIL is released.
+  SparsetirLauncher launcher = TorchLauncher();
   py::gil_scoped_release release;
-  kernel.Run(args, TorchLauncher());
+  kernel.Run(args, &launcher);
 }
 
 }  // namespace

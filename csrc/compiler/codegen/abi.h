@@ -18,6 +18,7 @@
     void* ctx;                                                                            \
     void (*parallel_for)(void* ctx, int64_t begin, int64_t end, int64_t grain,            \
                          SparsetirTask task, void* closure);                              \
+    int32_t num_threads; /* how many threads parallel_for uses */                         \
   } SparsetirLauncher;                                                                    \
   /* The entry point of every generated CPU module; returns 0 on success. */              \
   typedef int32_t (*SparsetirEntry)(const SparsetirArg* args, const SparsetirLauncher* launcher);

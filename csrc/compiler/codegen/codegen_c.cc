@@ -5,6 +5,7 @@
 
 #include "codegen/abi.h"
 #include "codegen/prelude_cpu.h"
+#include "ir/functor.h"
 #include "ir/printer.h"
 #include "ir/substitute.h"
 #include "transforms/simplify.h"
@@ -300,13 +301,57 @@ void CodegenC::EmitParallelFor(const ForNode* loop) {
   out_.swap(function);
   functions_.push_back(function.str());
   indent_ = saved_indent;
+  std::string call = task + "(task_begin, task_end" + (captured.empty() ? "" : ", " + ArgList(captured)) + ");";
   Line("{");
   ++indent_;
-  Line("auto body = [&](int64_t task_begin, int64_t task_end) { " + task + "(task_begin, task_end" +
-       (captured.empty() ? "" : ", " + ArgList(captured)) + "); };");
-  Line("launcher->parallel_for(launcher->ctx, " + begin + ", " + end + ", 1, sparsetir_task<decltype(body)>, &body);");
+  if (const BufferNode* indptr = BalancingIndptr(loop)) {
+    // Rows differ in work: one task per thread, each with an equal share of
+    // the non-zeros (sparsetir_balanced_row).
+    std::string p = names_.at(indptr);
+    Line("const int64_t rows_begin = " + begin + ", rows_end = " + end + ";");
+    Line("const int64_t tasks = launcher->num_threads > 1 ? launcher->num_threads : 1;");
+    Line("auto body = [&](int64_t t_begin, int64_t t_end) {");
+    Line("  for (int64_t t = t_begin; t < t_end; ++t) {");
+    Line("    const int64_t task_begin = sparsetir_balanced_row(" + p + ", rows_begin, rows_end, t, tasks);");
+    Line("    const int64_t task_end = sparsetir_balanced_row(" + p + ", rows_begin, rows_end, t + 1, tasks);");
+    Line("    if (task_begin < task_end) " + call);
+    Line("  }");
+    Line("};");
+    Line("launcher->parallel_for(launcher->ctx, 0, tasks, 1, sparsetir_task<decltype(body)>, &body);");
+  } else {
+    Line("auto body = [&](int64_t task_begin, int64_t task_end) { " + call + " };");
+    Line("launcher->parallel_for(launcher->ctx, " + begin + ", " + end + ", 1, sparsetir_task<decltype(body)>, &body);");
+  }
   --indent_;
   Line("}");
+}
+
+// The indptr array whose rows a parallel loop walks, when its body holds a
+// loop of extent P[v + 1] - P[v] over the parallel variable v: then work per
+// iteration follows P and the split balances it.
+const BufferNode* CodegenC::BalancingIndptr(const ForNode* loop) {
+  struct Finder : IRVisitor {
+    const VarNode* var;
+    const BufferNode* found = nullptr;
+    void Visit(const ForNode* n) override {
+      const auto* sub = n->extent->as<BinaryNode>();
+      if (sub && sub->op == BinaryOp::kSub && !found) {
+        const auto* hi = sub->a->as<BufferLoadNode>();
+        const auto* lo = sub->b->as<BufferLoadNode>();
+        if (hi && lo && hi->buffer == lo->buffer && lo->indices.size() == 1 && hi->indices.size() == 1 &&
+            lo->indices[0].get() == var) {
+          const auto* next = hi->indices[0]->as<BinaryNode>();
+          const int64_t* one = next ? AsConstInt(next->b) : nullptr;
+          if (next && next->op == BinaryOp::kAdd && next->a.get() == var && one && *one == 1) found = lo->buffer.get();
+        }
+      }
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  finder.var = loop->var.get();
+  finder.VisitStmt(loop->body);
+  if (finder.found && !names_.count(finder.found)) return nullptr;
+  return finder.found;
 }
 
 namespace {

@@ -50,6 +50,7 @@ class CodegenC {
   std::string ParamList(const std::vector<ScopeEntry>& scope) const;
   std::string ArgList(const std::vector<ScopeEntry>& scope) const;
   void EmitParallelFor(const ForNode* loop);
+  const BufferNode* BalancingIndptr(const ForNode* loop);
 
   std::ostringstream out_;
   std::vector<std::string> functions_;  // outlined functions, in definition order

@@ -69,6 +69,25 @@ template <typename T> static inline T sparsetir_iabs(T a) { return a < 0 ? -a : 
 // folds the subtraction away and keeps the broadcast.)
 template <typename V, typename S> static inline V sparsetir_broadcast(S s) { return s - (V){}; }
 
+// Row `t` of `tasks` boundaries over rows [begin, end) so that every task gets
+// about the same work, counting one unit per non-zero (indptr) plus one per row
+// (a row's own fixed cost): the first row whose cumulative work reaches the
+// task's share. Power-law graphs put most non-zeros in few rows, where an
+// even split of rows leaves threads idle.
+template <typename I> static inline int64_t sparsetir_balanced_row(const I* indptr, int64_t begin, int64_t end,
+                                                                  int64_t t, int64_t tasks) {
+  if (t <= 0) return begin;
+  if (t >= tasks) return end;
+  const double first = (double)indptr[begin] + (double)begin, last = (double)indptr[end] + (double)end;
+  const double target = first + (last - first) * (double)t / (double)tasks;
+  int64_t lo = begin, hi = end;
+  while (lo < hi) {  // first row i with indptr[i] + i >= target
+    int64_t mid = lo + (hi - lo) / 2;
+    if ((double)indptr[mid] + (double)mid < target) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
 // Runs a C++ lambda as a launcher task.
 template <typename F> static void sparsetir_task(void* closure, int64_t begin, int64_t end) {
   (*static_cast<F*>(closure))(begin, end);

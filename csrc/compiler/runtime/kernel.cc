@@ -251,9 +251,11 @@ void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* la
 
 const SparsetirLauncher* SerialLauncher() {
   static const SparsetirLauncher launcher = {
-      nullptr, [](void*, int64_t begin, int64_t end, int64_t, SparsetirTask task, void* closure) {
+      nullptr,
+      [](void*, int64_t begin, int64_t end, int64_t, SparsetirTask task, void* closure) {
         if (begin < end) task(closure, begin, end);
-      }};
+      },
+      1};
   return &launcher;
 }
 
