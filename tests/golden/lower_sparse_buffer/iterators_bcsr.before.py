@@ -1,0 +1,20 @@
+@T.prim_func
+def bcsr(
+    a: T.handle,
+    indptr: T.handle,
+    indices: T.handle,
+    mb: T.int32,
+    nb: T.int32,
+    nnzb: T.int32,
+    block_size: T.int32,
+) -> None:
+    T.func_attr({"sparse_tir_level": 1})
+    IO = T.sp.dense_fixed(mb, "int32")
+    JO = T.sp.compressed_varied(IO, (nb, nnzb), (indptr, indices), "int32")
+    II = T.sp.dense_fixed(block_size, "int32")
+    JI = T.sp.dense_fixed(block_size, "int32")
+    JO_dense = T.sp.dense_varied(IO, (nb, nnzb), indptr, "int32")
+    A = T.sp.match_buffer(a, (IO, JO, II, JI), "float32")
+    JO_indptr = T.sp.match_buffer(indptr, (IO,), "int32", extra_storage=1)
+    JO_indices = T.sp.match_buffer(indices, (IO, JO_dense), "int32")
+    pass
