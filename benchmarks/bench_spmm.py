@@ -12,7 +12,11 @@ and a banded matrix (2^17 rows, 33 non-zeros per row). B is uniform in [-1, 1).
 Every method's result is checked against scipy's float64 result before it is timed: the error of each element,
 divided by (|A| @ |B|) for that element (the scale of a float32 sum's rounding error), must be <= --rtol (1e-4);
 elements of empty rows must be exactly 0. Outputs written in place start as NaN, so an unwritten element fails.
-Times are medians over >= --repeats runs after warm-up (B and A stay warm in cache between runs).
+Times are medians over >= --repeats runs after warm-up (B and A stay warm in cache between runs). The machine
+should be otherwise idle: before each matrix the script waits (--wait-idle) for the other processes to go quiet,
+measures their CPU share while it times (the load% column), and re-measures up to --retries times while that share
+is above --max-load %, all within --patience seconds for the whole run (then rows keep their load% as a flag).
+On an idle machine the run takes about 1.5 minutes for both K.
 
     python benchmarks/bench_spmm.py              # K = 32 and 128
     python benchmarks/bench_spmm.py --k 32       # one K
@@ -298,6 +302,26 @@ def min_traffic_bytes(p: Problem) -> int:
 # --------------------------------------------------------------------------------------------------------------------
 
 
+_PATIENCE_END = math.inf  # set by main(): after this time, no more waiting for idle or re-measuring
+
+
+def _patience_left() -> float:
+    return _PATIENCE_END - time.perf_counter()
+
+
+def wait_for_idle(max_wait_s: float) -> float:
+    """Waits (up to max_wait_s, within the run's --patience) until other processes use < 5% of the CPUs over a
+    0.5 s window; returns the last window's share."""
+    load = ForeignLoad()
+    deadline = time.perf_counter() + max(0.0, min(max_wait_s, _patience_left()))
+    while True:
+        load.start()
+        time.sleep(0.5)
+        share = load.stop()
+        if share < 0.05 or time.perf_counter() >= deadline:
+            return share
+
+
 def bench_k(K: int, matrices: list, args, ours: Dict[str, Callable]) -> list:
     methods = dict(peer_methods())
     methods.update(ours)
@@ -306,32 +330,49 @@ def bench_k(K: int, matrices: list, args, ours: Dict[str, Callable]) -> list:
     for mt in matrices:
         p = make_problem(mt, K, rng)
         assert p.nnz > 0 and torch.count_nonzero(p.values) > 0 and torch.count_nonzero(p.B) > 0, f"{p.name}: zero data"
-        load = ForeignLoad()
-        load.start()
         ref, scale = reference(p)
         assert np.any(ref != 0), f"{p.name}: all-zero reference"
         row = {"matrix": p.name, "rows": p.m, "cols": p.n, "nnz": p.nnz, "K": K,
                "min_traffic_MB": min_traffic_bytes(p) / 1e6}
-        for name, factory in methods.items():
+        runs = {}
+        for name, factory in methods.items():  # check every result before timing anything
             run = factory(p)
             err = check(run(), ref, scale)
             row[f"{name}_err"] = err
-            if not err <= args.rtol:
+            if err <= args.rtol:
+                runs[name] = run
+            else:
                 print(f"  {p.name} K={K} {name}: WRONG RESULT (max scaled error {err:.3g}); not timed", flush=True)
-                row[f"{name}_ms"] = math.nan
-                row[f"{name}_gflops"] = math.nan
-                continue
-            t = time_runs(run, args.repeats, args.budget)
+        del ref, scale
+        best = None
+        for attempt in range(1 + args.retries):  # a busy machine (other processes) distorts times: re-measure
+            wait_for_idle(args.wait_idle)
+            load = ForeignLoad()
+            load.start()
+            times = {name: time_runs(run, args.repeats, args.budget) for name, run in runs.items()}
+            share = load.stop()
+            if best is None or share < best[0]:
+                best = (share, times)
+            if share * 100 <= args.max_load:
+                break
+            again = attempt < args.retries and _patience_left() > 0
+            print(f"  {p.name} K={K}: other processes used {share:.0%} of the CPUs; "
+                  f"{'re-measuring' if again else 'keeping the least loaded attempt'}", file=sys.stderr, flush=True)
+            if not again:
+                break
+        share, times = best
+        for name in methods:
+            t = times.get(name, math.nan)
             row[f"{name}_ms"] = t * 1e3
             row[f"{name}_gflops"] = p.flops / t / 1e9
-            del run
-        row["other_load_pct"] = 100 * load.stop()
+        row["other_load_pct"] = 100 * share
         row["base_GBps_min_traffic"] = row["min_traffic_MB"] / 1e3 / (row["base_ms"] / 1e3)
         for name in ours:
             row[f"{name}/base"] = row[f"{name}_ms"] / row["base_ms"]
             row[f"{name}/torch"] = row[f"{name}_ms"] / row["torch_ms"]
         rows.append(row)
         print(f"  done {p.name} K={K}", file=sys.stderr, flush=True)
+        del runs
     return rows
 
 
@@ -366,12 +407,21 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10, help="minimum timed runs per method (median reported)")
     parser.add_argument("--budget", type=float, default=0.25, help="seconds of extra timed runs for fast methods")
     parser.add_argument("--rtol", type=float, default=1e-4)
+    parser.add_argument("--max-load", type=float, default=10.0,
+                        help="re-measure a matrix if other processes used more than this %% of the CPUs meanwhile")
+    parser.add_argument("--retries", type=int, default=2, help="re-measurements per matrix under --max-load")
+    parser.add_argument("--wait-idle", type=float, default=20.0,
+                        help="seconds to wait at most for an idle machine before timing each matrix")
+    parser.add_argument("--patience", type=float, default=120.0,
+                        help="total seconds the whole run may spend waiting for idle and re-measuring")
     args = parser.parse_args()
     if args.repeats < 10:
         parser.error("--repeats must be >= 10")
 
     torch.set_num_threads(THREADS)
     t0 = time.perf_counter()
+    global _PATIENCE_END
+    _PATIENCE_END = t0 + args.patience
     matrices = all_matrices(args.matrices)
     print(f"loaded {len(matrices)} matrices in {time.perf_counter() - t0:.1f} s; torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads", file=sys.stderr)

@@ -76,6 +76,7 @@ class Redirector : public IRMutator {
     for (size_t d = 0; d < indices.size(); ++d) {
       if (varying_[d]) out.push_back(indices[d]);
     }
+    if (out.empty()) out.push_back(MakeInt(0));  // a one-element cache
     return out;
   }
   const BufferNode* from_;
@@ -101,11 +102,13 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
     cache_index.push_back(v);
     buffer_index.push_back(v);
   }
+  if (cache_index.empty()) cache_index.push_back(MakeInt(0));  // a one-element cache
   Stmt body = to_cache ? MakeStore(cache, cache_index, MakeLoad(buffer, buffer_index))
                        : MakeStore(buffer, buffer_index, MakeLoad(cache, cache_index));
   const int lanes = 64 / BytesOf(buffer->dtype);
   for (size_t t = vars.size(); t-- > 0;) {
     int64_t extent = *AsConstInt(cache->shape[t]);
+
     if (t + 1 == vars.size() && extent % lanes == 0 && extent >= lanes) {
       Var outer = MakeVar(vars[t]->name + "_o", DataType::kInt32);
       Var inner = MakeVar(vars[t]->name + "_i", DataType::kInt32);

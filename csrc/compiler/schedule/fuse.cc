@@ -29,7 +29,7 @@ std::string Schedule::Fuse(const std::vector<std::string>& names) {
     for (size_t outer = 0; outer < t; ++outer) {
       if (Uses(loops[t]->extent, loops[outer]->var.get())) {
         ThrowScheduleError("fuse: the extent of loop '" + names[t] + "' depends on loop '" + names[outer] +
-                               "' (a sparse level); use sparse_fuse at stage I to fuse sparse iterators",
+                               "' (a sparse level under its parent); fuse cannot merge them",
                            context);
       }
     }

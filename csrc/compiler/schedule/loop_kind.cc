@@ -61,8 +61,19 @@ void Schedule::Parallel(const std::string& name) {
 void Schedule::Vectorize(const std::string& name) {
   EnsureStageII("vectorize");
   const ForNode* loop = FindLoop(func_, name, "vectorize");
-  if (loop->body->as<ForNode>()) {
-    ThrowScheduleError("vectorize: loop '" + name + "' is not innermost; vectorize the innermost loop", Excerpt(loop));
+  struct HasLoop : IRVisitor {
+    bool found = false;
+    void Visit(const ForNode*) override { found = true; }
+  } inner;
+  inner.VisitStmt(loop->body);
+  if (inner.found) {
+    ThrowScheduleError("vectorize: loop '" + name + "' is not innermost (it contains other loops); vectorize an innermost loop",
+                       Excerpt(loop));
+  }
+  if (Buffer reduced = StoreIndependentOf(loop->body, loop->var.get())) {
+    ThrowScheduleError("vectorize: loop '" + name + "' carries a reduction into '" + reduced->name +
+                           "' (its stores do not depend on it); vectorizing a reduction loop is not supported",
+                       Excerpt(loop));
   }
   func_ = SetKind(func_, loop, ForKind::kVectorized);
   Record("sch.vectorize(" + PyStr(name) + ")");

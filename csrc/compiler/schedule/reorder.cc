@@ -21,25 +21,21 @@ void Schedule::Reorder(const std::vector<std::string>& names) {
   if (names.size() < 2) ThrowScheduleError("reorder: give at least two loops", "");
   std::vector<const ForNode*> given;
   for (const std::string& name : names) given.push_back(FindLoop(func_, name, "reorder"));
-  // The chain of directly nested loops starting at the outermost given loop.
+  // The outermost given loop: the one whose chain of directly nested loops
+  // reaches all the others.
+  auto chain_from = [](const ForNode* start) {
+    std::vector<const ForNode*> chain;
+    for (const ForNode* cur = start; cur; cur = cur->body->as<ForNode>()) chain.push_back(cur);
+    return chain;
+  };
   const ForNode* top = nullptr;
   for (const ForNode* candidate : given) {
-    bool contains_all = true;
-    for (const ForNode* other : given) {
-      if (other != candidate && !Uses(candidate->body, other->var.get())) {
-        // `other` is inside `candidate` only if candidate's body binds it.
-        bool inside = false;
-        for (const ForNode* cur = candidate; cur;) {
-          if (cur == other) inside = true;
-          cur = cur->body->as<ForNode>();
-        }
-        contains_all &= inside;
-      }
-    }
-    if (contains_all) top = candidate;
+    std::vector<const ForNode*> chain = chain_from(candidate);
+    bool reaches_all = true;
+    for (const ForNode* other : given) reaches_all &= std::find(chain.begin(), chain.end(), other) != chain.end();
+    if (reaches_all) top = candidate;
   }
-  std::vector<const ForNode*> chain;
-  for (const ForNode* cur = top; cur; cur = cur->body->as<ForNode>()) chain.push_back(cur);
+  std::vector<const ForNode*> chain = chain_from(top);
   const std::string context = Excerpt(top ? top : given[0]);
   std::vector<size_t> positions;
   for (size_t t = 0; t < given.size(); ++t) {

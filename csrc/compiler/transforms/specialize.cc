@@ -62,6 +62,18 @@ PrimFunc Specialize(const PrimFunc& f, const std::map<std::string, int64_t>& val
   specialized->kind = AttrValue::Kind::kDict;
   if (AttrPtr previous = FindAttr(f->attrs, "specialized")) specialized->entries = previous->entries;
   for (const auto& [name, value] : values) {
+    bool again = false;  // the same value twice is harmless; another value is an error
+    if (AttrPtr previous = FindAttr(f->attrs, "specialized")) {
+      for (const auto& [key, old] : previous->entries) {
+        if (key->string_value != name) continue;
+        if (old->int_value != value) {
+          throw UserError(UserErrorKind::kArgument, "specialize: '" + name + "' is already specialized to " +
+                                                        std::to_string(old->int_value) + ", not " + std::to_string(value));
+        }
+        again = true;
+      }
+    }
+    if (again) continue;
     Var param;
     for (const Var& p : f->params) {
       if (p->name == name) param = p;
@@ -109,6 +121,23 @@ PrimFunc Specialize(const PrimFunc& f, const std::map<std::string, int64_t>& val
   }
   if (f->body) out.body = Rebuilder(vars, buffers, iterators).VisitStmt(f->body);
   out.attrs = WithAttr(out.attrs, "specialized", specialized);
+  // A size that became a negative constant can never be called.
+  auto check_size = [&](const Expr& e, const std::string& what) {
+    if (const int64_t* c = AsConstInt(e); c && *c < 0) {
+      std::string given;
+      for (const auto& [name, value] : values) given += (given.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+      throw UserError(UserErrorKind::kArgument,
+                      "specialize: " + given + " makes " + what + " negative (" + std::to_string(*c) + ")");
+    }
+  };
+  for (const SparseIterator& it : out.iterators) {
+    check_size(it->extent, "the extent of iterator '" + it->name + "'");
+    check_size(it->nnz, "the nnz of iterator '" + it->name + "'");
+    check_size(it->length, "the length of iterator '" + it->name + "'");
+  }
+  for (const Buffer& b : out.buffers) {
+    for (const Expr& dim : b->shape) check_size(dim, "a dimension of buffer '" + b->name + "'");
+  }
   return Simplify(MakePrimFunc(std::move(out)));
 }
 
