@@ -4,6 +4,7 @@
 
 #include "ir/functor.h"
 #include "support/error.h"
+#include "transforms/simplify.h"
 
 namespace sparsetir {
 namespace {
@@ -34,7 +35,7 @@ class BufferFlattener : public IRMutator {
     for (size_t c = 0; c < chains.size(); ++c) {
       Expr size = Positions(chains[c].back());
       if (c + 1 == chains.size() && b->extra_storage) size = Add(size, IntLike(b->extra_storage, size));
-      node.shape.push_back(size);
+      node.shape.push_back(Simplify(size));
     }
     Buffer made = MakeBuffer(std::move(node));
     flat_[b.get()] = made;

@@ -12,7 +12,7 @@ def dcsr(
 ) -> None:
     T.func_attr({"sparse_tir_level": 0})
     A = T.match_buffer(a, (nnz2,), "float32")
-    I_indptr = T.match_buffer(indptr_i, (1 + 1,), "int32")
+    I_indptr = T.match_buffer(indptr_i, (2,), "int32")
     I_indices = T.match_buffer(indices_i, (nnz1,), "int32")
     J_indptr = T.match_buffer(indptr_j, (nnz1 + 1,), "int32")
     J_indices = T.match_buffer(indices_j, (nnz2,), "int32")
