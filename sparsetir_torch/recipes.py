@@ -1,0 +1,33 @@
+"""Schedules that make the built-in kernels fast on a CPU.
+
+They encode the method of ARCHITECTURE.md's performance notes: specialize the
+feature width at the first call, keep the output row in SIMD registers, walk
+the feature dimension in 16-lane (64-byte) vectors, and split rows across
+threads by non-zeros.
+"""
+from __future__ import annotations
+
+from .compiler import parse
+from .kernels import kernel_script
+from .schedule import Schedule
+
+
+def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True) -> Schedule:
+    """The CSR SpMM (kernels/csrmm.py, or `script` with the same loop names)
+    scheduled for a feature width known at the first call."""
+    sch = Schedule(parse(script if script is not None else kernel_script("csrmm")))
+    sch.specialize(feat_size=feat_size)
+    i, _, k = sch.get_loops("csrmm")
+    lanes = 16
+    while lanes > 1 and feat_size % lanes:
+        lanes //= 2
+    if lanes > 1 and feat_size >= lanes:
+        k_outer, k_inner = sch.split(k, factors=[None, lanes])
+        if feat_size // lanes <= 16:  # beyond that, full unrolling runs out of registers
+            sch.unroll(k_outer)
+        sch.vectorize(k_inner)
+    if feat_size <= 512:
+        sch.cache_write(i, "C", "local")
+    if parallel:
+        sch.parallel(i)
+    return sch
