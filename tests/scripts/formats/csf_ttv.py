@@ -1,0 +1,29 @@
+# 3-D CSF tensor-times-vector: out[i, j] = sum_k T[i, j, k] * v[k], with the
+# output stored in the (I, J) levels of the tensor.
+@T.prim_func
+def csf_ttv(
+    t: T.handle,
+    v: T.handle,
+    out: T.handle,
+    indptr_j: T.handle,
+    indices_j: T.handle,
+    indptr_k: T.handle,
+    indices_k: T.handle,
+    d0: T.int32,
+    d1: T.int32,
+    d2: T.int32,
+    nnz_j: T.int32,
+    nnz_k: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 2})
+    I = T.sp.dense_fixed(d0)
+    J = T.sp.compressed_varied(I, (d1, nnz_j), (indptr_j, indices_j), "int32")
+    K = T.sp.compressed_varied(J, (d2, nnz_k), (indptr_k, indices_k), "int32")
+    K_detach = T.sp.dense_fixed(d2)
+    X = T.sp.match_buffer(t, (I, J, K), "float32")
+    V = T.sp.match_buffer(v, (K_detach,), "float32")
+    Y = T.sp.match_buffer(out, (I, J), "float32")
+    with T.sp.iteration([I, J, K], "SSR", "ttv") as [i, j, k]:
+        with T.init():
+            Y[i, j] = 0.0
+        Y[i, j] = Y[i, j] + X[i, j, k] * V[k]

@@ -1,0 +1,25 @@
+# ELLPACK SpMM: every row stores exactly `length` columns (padding entries
+# carry value 0).
+@T.prim_func
+def ell_spmm(
+    a: T.handle,
+    b: T.handle,
+    c: T.handle,
+    indices: T.handle,
+    m: T.int32,
+    n: T.int32,
+    length: T.int32,
+    feat_size: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 2})
+    I = T.sp.dense_fixed(m)
+    J = T.sp.compressed_fixed(I, (n, length), indices, "int32")
+    J_detach = T.sp.dense_fixed(n)
+    K = T.sp.dense_fixed(feat_size)
+    A = T.sp.match_buffer(a, (I, J), "float32")
+    B = T.sp.match_buffer(b, (J_detach, K), "float32")
+    C = T.sp.match_buffer(c, (I, K), "float32")
+    with T.sp.iteration([I, J, K], "SRS", "ellmm") as [i, j, k]:
+        with T.init():
+            C[i, k] = 0.0
+        C[i, k] = C[i, k] + A[i, j] * B[j, k]

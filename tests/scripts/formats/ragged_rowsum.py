@@ -1,0 +1,19 @@
+# Row sums of a 2-D ragged tensor: y[i] = sum_j A[i, j].
+@T.prim_func
+def ragged_rowsum(
+    a: T.handle,
+    y: T.handle,
+    indptr: T.handle,
+    m: T.int32,
+    n: T.int32,
+    nnz: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 2})
+    I = T.sp.dense_fixed(m)
+    J = T.sp.dense_varied(I, (n, nnz), indptr, "int32")
+    A = T.sp.match_buffer(a, (I, J), "float32")
+    Y = T.sp.match_buffer(y, (I,), "float32")
+    with T.sp.iteration([I, J], "SR", "rowsum") as [i, j]:
+        with T.init():
+            Y[i] = 0.0
+        Y[i] = Y[i] + A[i, j]

@@ -1,0 +1,23 @@
+# Elementwise op with a select and math intrinsics on a 2-D ragged tensor:
+# C[i, j] = (A[i, j] > 0 ? A[i, j] * B[i, j] : S[i]) + log(sqrt(B[i, j] * B[i, j] + 1))
+#           + min(A[i, j], B[i, j]).
+@T.prim_func
+def ragged_select(
+    a: T.handle,
+    b: T.handle,
+    s: T.handle,
+    c: T.handle,
+    indptr: T.handle,
+    m: T.int32,
+    n: T.int32,
+    nnz: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 2})
+    I = T.sp.dense_fixed(m)
+    J = T.sp.dense_varied(I, (n, nnz), indptr, "int32")
+    A = T.sp.match_buffer(a, (I, J), "float32")
+    B = T.sp.match_buffer(b, (I, J), "float32")
+    S = T.sp.match_buffer(s, (I,), "float32")
+    C = T.sp.match_buffer(c, (I, J), "float32")
+    with T.sp.iteration([I, J], "SS", "select") as [i, j]:
+        C[i, j] = T.Select(A[i, j] > T.float32(0.0), A[i, j] * B[i, j], S[i]) + T.log(T.sqrt(B[i, j] * B[i, j] + T.float32(1.0))) + T.min(A[i, j], B[i, j])
