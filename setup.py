@@ -32,7 +32,11 @@ setup(
             name="sparsetir_torch._C",
             sources=sources(),
             include_dirs=[os.path.join(ROOT, "csrc", "compiler"), os.path.join(ROOT, "csrc", "ops")],
-            extra_compile_args=["-O2", "-std=c++20", "-fvisibility=hidden", f'-DSPARSETIR_VERSION="{VERSION}"'],
+            # -fopenmp: at::parallel_for (the kernels' launcher) is an inline OpenMP
+            # template, serial without it. Torch's bundled runtime has the same
+            # SONAME (libgomp.so.1), so the process keeps a single OpenMP runtime.
+            extra_compile_args=["-O2", "-std=c++20", "-fvisibility=hidden", "-fopenmp", f'-DSPARSETIR_VERSION="{VERSION}"'],
+            extra_link_args=["-fopenmp"],
         )
     ],
     cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},

@@ -212,11 +212,29 @@ def _script_kernel_factory(script: str, **replacements: str) -> Callable:
     return factory
 
 
+def _scheduled_spmm_factory(p: Problem) -> Callable:
+    """kernels/csrmm.py scheduled by sparsetir_torch.recipes.spmm_cpu for this K."""
+    import sparsetir_torch as st
+    from sparsetir_torch.recipes import spmm_cpu
+
+    key = ("spmm_cpu", p.K)
+    if key not in _COMPILED:
+        _COMPILED[key] = st.compile(spmm_cpu(p.K))
+    k = _COMPILED[key]
+    C = _nan_output(p)
+
+    def run():
+        k(a=p.values, b=p.B, c=C, indptr=p.indptr, indices=p.indices, m=p.m, n=p.n, feat_size=p.K, nnz=p.nnz)
+        return C
+    return run
+
+
 def ours_kernels() -> Dict[str, Callable]:
     """Our generated kernels to benchmark: name -> factory(Problem) -> run(). Add variants (scheduled kernels, other
     scripts) here; each gets its own columns and ratio columns against base and torch."""
     return {
         "ours": _script_kernel_factory("csrmm"),
+        "sched": _scheduled_spmm_factory,
     }
 
 

@@ -175,6 +175,20 @@ Pool& pool() {
 
 extern "C" {
 
+// The nnz-balanced row partition (also exported for reports): writes threads + 1 row boundaries.
+// bounds[t] = first row whose indptr >= t * nnz / threads (binary search); bounds[threads] = m so that trailing
+// empty rows are still written. Monotone in t, so the ranges tile [0, m).
+void spmm_avx512_partition(const int32_t* indptr, int64_t m, int threads, int64_t* bounds) {
+  const int64_t nnz = indptr[m];
+  bounds[0] = 0;
+  bounds[threads] = m;
+  for (int t = 1; t < threads; ++t) {
+    const int64_t target = nnz * t / threads;
+    bounds[t] = std::lower_bound(indptr, indptr + m + 1, static_cast<int32_t>(target)) - indptr;
+    bounds[t] = std::min(std::max(bounds[t], bounds[t - 1]), m);
+  }
+}
+
 // Returns 0 on success, 1 for an unsupported K, 2 for bad sizes.
 int spmm_avx512(const int32_t* indptr, const int32_t* indices, const float* values, const float* B, float* C,
                 int64_t m, int64_t n, int64_t K, int num_threads) {
@@ -188,35 +202,15 @@ int spmm_avx512(const int32_t* indptr, const int32_t* indices, const float* valu
   const int64_t nnz = indptr[m];
   int threads = std::max(1, num_threads);
   // Too little work to pay for waking a worker (~tens of microseconds): run on the caller.
-  if (nnz * K < (int64_t{1} << 16) || m < threads) threads = 1;
+  if (nnz * K < (int64_t{1} << 20) || m < threads) threads = 1;
   if (threads == 1) {
     fn(indptr, indices, values, B, C, 0, m);
     return 0;
   }
-  // Boundaries: bounds[t] = first row whose indptr >= t * nnz / threads; bounds[threads] = m so that trailing
-  // empty rows are still written. Monotone in t, so the ranges tile [0, m).
   std::vector<int64_t> bounds(threads + 1);
-  bounds[0] = 0;
-  bounds[threads] = m;
-  for (int t = 1; t < threads; ++t) {
-    const int64_t target = nnz * t / threads;
-    bounds[t] = std::lower_bound(indptr, indptr + m + 1, static_cast<int32_t>(target)) - indptr;
-    bounds[t] = std::min(std::max(bounds[t], bounds[t - 1]), m);
-  }
+  spmm_avx512_partition(indptr, m, threads, bounds.data());
   pool().run(threads, [&](int t) { fn(indptr, indices, values, B, C, bounds[t], bounds[t + 1]); });
   return 0;
-}
-
-// The partition the kernel would use (for tests and reports): writes threads + 1 row boundaries.
-void spmm_avx512_partition(const int32_t* indptr, int64_t m, int threads, int64_t* bounds) {
-  const int64_t nnz = indptr[m];
-  bounds[0] = 0;
-  bounds[threads] = m;
-  for (int t = 1; t < threads; ++t) {
-    const int64_t target = nnz * t / threads;
-    bounds[t] = std::lower_bound(indptr, indptr + m + 1, static_cast<int32_t>(target)) - indptr;
-    bounds[t] = std::min(std::max(bounds[t], bounds[t - 1]), m);
-  }
 }
 
 }  // extern "C"
