@@ -53,6 +53,11 @@ class Schedule:
     def sparse_reorder(self, iteration: str, order: Sequence[str]) -> None:
         self._native.sparse_reorder(iteration, _names(order))
 
+    def sparse_fuse(self, iteration: str, iterators: Sequence[str]) -> None:
+        """Iterate a dense_fixed parent and its varied child (e.g. ["I", "J"]) as
+        one loop over the child's non-zeros; the parent is found by binary search."""
+        self._native.sparse_fuse(iteration, _names(iterators))
+
     def annotate(self, iteration: str, key: str, value) -> None:
         self._native.annotate(iteration, key, value)
 

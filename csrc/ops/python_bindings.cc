@@ -126,6 +126,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def_property_readonly("mod", [](const Schedule& s) { return PyPrimFunc{s.mod()}; })
       .def_property_readonly("trace", &Schedule::TraceText)
       .def("sparse_reorder", &Schedule::SparseReorder)
+      .def("sparse_fuse", &Schedule::SparseFuse)
       .def("annotate", [](Schedule& s, const std::string& iteration, const std::string& key, const py::object& value) {
         auto attr = std::make_shared<AttrValue>();
         if (py::isinstance<py::bool_>(value)) {

@@ -1122,3 +1122,37 @@ def test_vectorize_refuses_a_reduction_loop():
     k_0, k_1 = sch.split("k", [None, 4])
     with pytest.raises(st.ScheduleError, match=r"vectorize: loop 'k_1' carries a reduction into 'Y'"):
         sch.vectorize(k_1)
+
+
+def test_sparse_fuse_sddmm_keeps_results_and_replays():
+    """sparse_fuse(I, J) iterates SDDMM's non-zeros in one loop (row found by
+    binary search); in parallel it still matches the unfused kernel."""
+    f = st.parse(kernel_script("sddmm"))
+    sch = st.Schedule(f)
+    sch.sparse_fuse("sddmm", ["I", "J"])
+    (ij, k) = sch.get_loops("sddmm")
+    sch.parallel(ij)
+    assert "T.sp.lower_bound(indptr, 0, m + 1, ij + 1) - 1" in sch.mod.script()
+    assert st.parse(sch.mod.script()) == sch.mod
+    assert st.Schedule.replay(sch.trace, f).mod == sch.mod
+    g = torch.Generator().manual_seed(7)
+    dense = torch.rand(23, 17, generator=g)
+    dense[dense < 0.7] = 0
+    dense[0] = 0
+    dense[5] = 1
+    A = dense.to_sparse_csr()
+    X = torch.randn(23, 6, generator=g, dtype=torch.float64).float()
+    Y = torch.randn(17, 6, generator=g, dtype=torch.float64).float()
+    vals = A.values()
+    out = torch.full_like(vals, float("nan"))
+    st.compile(sch)(a=X, b=Y, x=vals, y=out, indptr=A.crow_indices().int(), indices=A.col_indices().int(),
+                    m=23, n=17, feat_size=6, nnz=vals.numel())
+    rows = torch.repeat_interleave(torch.arange(23), A.crow_indices().diff())
+    expected = (X.double()[rows] * Y.double()[A.col_indices()]).sum(1) * vals.double()
+    torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_sparse_fuse_refuses_a_reduction():
+    sch = st.Schedule(kernel_script("csrmm"))
+    with pytest.raises(st.ScheduleError, match=r"sparse_fuse: iteration 'csrmm': only spatial iterators"):
+        sch.sparse_fuse("csrmm", ["I", "J"])

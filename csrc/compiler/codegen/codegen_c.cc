@@ -129,6 +129,7 @@ void CodegenC::EmitEntry(const PrimFunc& f) {
     std::string type = StorageType(b->dtype);
     std::string name = Name(b.get(), b->name);
     if (b->kind == BufferKind::kMatch) {
+      names_[b->data.get()] = name;  // the handle names its buffer (T.sp.lower_bound)
       scope_.push_back({type + "* __restrict__", name});
       unpack.push_back("(" + type + "*)args[" + std::to_string(param_index.at(b->data.get())) + "].ptr");
     } else {
@@ -531,7 +532,9 @@ std::string CodegenC::Expr2C(const Expr& e) {
         case Intrinsic::kAbs:
           if (IsInteger(e->dtype)) return "sparsetir_iabs(" + Expr2C(n->args[0]) + ")";
           return "fabs" + suffix + "(" + Expr2C(n->args[0]) + ")";
-        case Intrinsic::kLowerBound: break;
+        case Intrinsic::kLowerBound:
+          return "(" + std::string(StorageType(e->dtype)) + ")sparsetir_lower_bound(" + Expr2C(n->args[0]) + ", " +
+                 Expr2C(n->args[1]) + ", " + Expr2C(n->args[2]) + ", " + Expr2C(n->args[3]) + ")";
       }
       ICHECK(false) << "intrinsic " << ToString(n->op) << " has no CPU lowering";
       return "";

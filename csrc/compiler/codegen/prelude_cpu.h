@@ -88,6 +88,16 @@ template <typename I> static inline int64_t sparsetir_balanced_row(const I* indp
   return lo;
 }
 
+// The first position in [begin, end) whose element is >= value (end if none).
+template <typename I, typename V> static inline int64_t sparsetir_lower_bound(const I* a, int64_t begin, int64_t end,
+                                                                             V value) {
+  while (begin < end) {
+    int64_t mid = begin + (end - begin) / 2;
+    if (a[mid] < value) begin = mid + 1; else end = mid;
+  }
+  return begin;
+}
+
 // Runs a C++ lambda as a launcher task.
 template <typename F> static void sparsetir_task(void* closure, int64_t begin, int64_t end) {
   (*static_cast<F*>(closure))(begin, end);

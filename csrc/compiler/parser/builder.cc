@@ -974,16 +974,11 @@ class Builder {
     }
     if (callee == "T.inf") ThrowScriptError("T.inf is a constant, not a function", e->span);
     if (callee == "T.sp.lower_bound") {
+      // T.sp.lower_bound(array_handle, begin, end, value): the first position in
+      // [begin, end) whose element is >= value (end if none).
       arity(4);
-      std::vector<Expr> values;
-      for (const auto& a : args) {
-        if (a->kind == Kind::kName && Lookup(a->text) && Lookup(a->text)->kind == Symbol::Kind::kParam &&
-            Lookup(a->text)->var->dtype == DataType::kHandle) {
-          values.push_back(Lookup(a->text)->var);
-        } else {
-          values.push_back(BuildIndexScalar(a, "an argument of T.sp.lower_bound"));
-        }
-      }
+      std::vector<Expr> values = {ResolveHandle(args[0], "the array of T.sp.lower_bound")};
+      for (size_t k = 1; k < 4; ++k) values.push_back(BuildIndexScalar(args[k], "an argument of T.sp.lower_bound"));
       return MakeCall(Intrinsic::kLowerBound, values, values[1]->dtype);
     }
     ThrowScriptError("unknown function '" + (callee.empty() ? std::string("<expression>") : callee) + "'", e->children[0]->span);

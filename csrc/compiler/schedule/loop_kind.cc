@@ -28,13 +28,25 @@ Buffer StoreIndependentOf(const Stmt& body, const VarNode* var) {
     const VarNode* var;
     Buffer found;
     std::set<const BufferNode*> private_buffers;
+    std::set<const VarNode*> dependent;  // let variables computed from `var`
+    bool DependsOn(const Expr& e) const {
+      if (Uses(e, var)) return true;
+      for (const VarNode* d : dependent) {
+        if (Uses(e, d)) return true;
+      }
+      return false;
+    }
+    void Visit(const LetNode* n) override {
+      if (DependsOn(n->value)) dependent.insert(n->var.get());
+      IRVisitor::Visit(n);
+    }
     void Visit(const AllocateNode* n) override {
       private_buffers.insert(n->buffer.get());
       IRVisitor::Visit(n);
     }
     void Visit(const BufferStoreNode* n) override {
       bool depends = private_buffers.count(n->buffer.get()) > 0;
-      for (const Expr& index : n->indices) depends |= Uses(index, var);
+      for (const Expr& index : n->indices) depends |= DependsOn(index);
       if (!depends && !found) found = n->buffer;
       IRVisitor::Visit(n);
     }

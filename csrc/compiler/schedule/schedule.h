@@ -32,6 +32,8 @@ class Schedule {
   // ---- stage I
   void SparseReorder(const std::string& iteration, const std::vector<std::string>& order);
   void Annotate(const std::string& iteration, const std::string& key, const AttrPtr& value);
+  // Fuses a dense_fixed parent and its varied child into one loop over non-zeros.
+  void SparseFuse(const std::string& iteration, const std::vector<std::string>& iterators);
   void LowerSparseIter();  // explicit; loop primitives call it when needed
   // Any stage: binds scalar parameters to constants (transforms/specialize.h).
   void Specialize(const std::map<std::string, int64_t>& values);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/functor.h"
@@ -125,11 +126,62 @@ class IterationLowerer : public IRMutator {
     Stmt body = MakeBlock(it_->name, VisitStmt(it_->body));
     Stmt init = it_->init ? InitLoops(MakeBlock(it_->name + "_init", VisitStmt(it_->init)), level) : nullptr;
     if (init && level == n) body = MakeSeq({init, body});
+    auto fused = FusedPair();
+    if (fused && init && level <= fused->second) {
+      ThrowScriptError("iteration '" + it_->name + "': a reduction before the fused iterators leaves T.init() no place",
+                       it_->span);
+    }
     for (size_t t = n; t-- > 0;) {
-      body = Loop(t, body);
+      if (fused && t == fused->second) {
+        body = FusedLoop(fused->first, fused->second, body);
+        --t;  // the parent's loop is part of the fused one
+      } else {
+        body = Loop(t, body);
+      }
       if (init && t == level) body = MakeSeq({init, body});
     }
     return body;
+  }
+
+  // The (parent, child) iterator indices named by the "sparse_fuse" attribute.
+  std::optional<std::pair<size_t, size_t>> FusedPair() {
+    AttrPtr attr = FindAttr(it_->attrs, "sparse_fuse");
+    if (!attr) return std::nullopt;
+    std::vector<size_t> at;
+    for (const AttrPtr& item : attr->items) {
+      for (size_t t = 0; t < it_->iterators.size(); ++t) {
+        if (item->kind == AttrValue::Kind::kString && it_->iterators[t]->name == item->string_value) at.push_back(t);
+      }
+    }
+    if (at.size() != 2 || at[1] != at[0] + 1 || it_->iterators[at[1]]->parent != it_->iterators[at[0]] ||
+        !IsVaried(it_->iterators[at[1]]->kind) || !it_->iterators[at[1]]->nnz ||
+        it_->iterators[at[0]]->kind != IteratorKind::kDenseFixed) {
+      ThrowScriptError("iteration '" + it_->name +
+                           "': \"sparse_fuse\" must name a dense_fixed iterator and its varied child, in order",
+                       it_->span);
+    }
+    return std::make_pair(at[0], at[1]);
+  }
+
+  // One loop over the child's non-zeros; the parent's position is found by
+  // binary search in indptr, the child's is the offset within that row.
+  Stmt FusedLoop(size_t parent, size_t child, Stmt body) {
+    const SparseIterator& x = it_->iterators[child];
+    Buffer indptr = structure_->Indptr(x);
+    Var fused = MakeVar(names_->Fresh(positions_[parent]->name + positions_[child]->name), positions_[child]->dtype);
+    Expr rows = it_->iterators[parent]->extent;
+    Expr one = IntLike(1, fused);
+    Expr row = Sub(MakeCall(Intrinsic::kLowerBound, {x->indptr, IntLike(0, fused), Add(rows, one), Add(fused, one)},
+                            fused->dtype),
+                   one);
+    Expr offset = MakeLoad(indptr, {positions_[parent]});
+    Expr within = fused;
+    UnifyIntegers(&within, &offset);
+    body = MakeLet(positions_[child], MakeCast(positions_[child]->dtype, Sub(within, offset)), body);
+    body = MakeLet(positions_[parent], MakeCast(positions_[parent]->dtype, row), body);
+    Expr nnz = x->nnz;
+    if (nnz->dtype != fused->dtype) nnz = MakeCast(fused->dtype, nnz);
+    return MakeFor(fused, IntLike(0, nnz), nnz, ForKind::kSerial, body);
   }
 
  protected:
