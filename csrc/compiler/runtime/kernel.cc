@@ -8,7 +8,6 @@
 #include "lower.h"
 #include "runtime/kernel_cache.h"
 #include "support/error.h"
-#include "transforms/lower_sparse_iter.h"
 #include "transforms/specialize.h"
 
 namespace sparsetir {
@@ -94,8 +93,9 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const std::string& targ
   }
   auto kernel = std::shared_ptr<Kernel>(new Kernel());
   kernel->name_ = f->name;
-  PrimFunc stage_ii = f->stage == Stage::kI ? LowerSparseIter(f) : f;
-  for (const SparseIterator& it : stage_ii->iterators) {
+  // Stage-I and stage-II functions list their iterators (stage III has none,
+  // and then only the assume_buffer_domain facts are checked).
+  for (const SparseIterator& it : f->iterators) {
     if (IsVaried(it->kind)) kernel->indptr_rules_.push_back({it->indptr, it->nnz});
   }
   kernel->lowered_ = LowerToStageIII(f);

@@ -50,7 +50,6 @@ std::string Schedule::Fuse(const std::vector<std::string>& names) {
   }
   Stmt body = Substitute(loops.back()->body, map);
   func_ = ReplaceStmt(func_, loops[0], MakeFor(fused, IntLike(0, extent), Simplify(extent), ForKind::kSerial, body));
-  std::vector<std::string> quoted;
   Record(fused_name + " = sch.fuse(" + PyList(names) + ")");
   return fused_name;
 }

@@ -20,7 +20,7 @@ namespace sparsetir {
 
 void Schedule::SparseFuse(const std::string& iteration, const std::vector<std::string>& names) {
   func_ = EditIteration(func_, iteration, "sparse_fuse", [&](const SparseIterationNode* it) {
-    const std::string context = Excerpt(Stmt(std::shared_ptr<const StmtNode>{}, it));
+    const std::string context = Excerpt(it);
     const std::string where = "sparse_fuse: iteration '" + iteration + "'";
     if (names.size() != 2) {
       ThrowScheduleError(where + ": give a parent iterator and its child, e.g. [\"I\", \"J\"]", context);

@@ -16,7 +16,7 @@
 namespace sparsetir {
 void Schedule::SparseReorder(const std::string& iteration, const std::vector<std::string>& order) {
   func_ = EditIteration(func_, iteration, "sparse_reorder", [&](const SparseIterationNode* it) {
-    const std::string context = Excerpt(Stmt(std::shared_ptr<const StmtNode>{}, it));
+    const std::string context = Excerpt(it);
     if (order.size() != it->iterators.size()) {
       ThrowScheduleError("sparse_reorder: iteration '" + iteration + "' has " + std::to_string(it->iterators.size()) +
                              " iterators but the new order names " + std::to_string(order.size()),

@@ -44,8 +44,6 @@ class StructureBuffers {
     return Add(x->indices, std::move(b));
   }
 
-  std::vector<Stmt> Facts() const { return facts_; }
-
  private:
   SparseIterator DenseTwin(const SparseIterator& x) {
     if (x->kind != IteratorKind::kCompressedVaried) return x;
@@ -83,7 +81,6 @@ class StructureBuffers {
 
   PrimFuncNode* func_;
   std::map<const VarNode*, Buffer> by_handle_;
-  std::vector<Stmt> facts_;
 };
 
 // Hands out names not yet used in the function: loop variables must be unique
