@@ -4,6 +4,8 @@
     f = st.parse(script)              # the SparseTIR script language
     kernel = st.compile(f)            # generated C++, compiled once and cached
     kernel(a=values, b=dense, ...)    # torch tensors and ints, by parameter name
+
+    st.spmm(A, B)                     # the operators (torch.ops.sparsetir.*), with autograd
 """
 import torch  # noqa: F401  (loads libtorch before the extension)
 
@@ -11,6 +13,9 @@ from . import _C
 from .compiler import Kernel, PrimFunc, cache_info, compile, lower_sparse_buffer, lower_sparse_iter, parse, specialize
 from .errors import CompileError, ScheduleError, ScriptError
 from .schedule import Schedule
+from .ops import clear_graph_cache, graph_cache_info
+from .sparse_matrix import SparseMatrix
+from .api import bsrmm, sddmm, sparse_attention, spmm
 
 __version__ = "0.1.0"
 
@@ -21,6 +26,13 @@ __all__ = [
     "Schedule",
     "ScheduleError",
     "ScriptError",
+    "SparseMatrix",
+    "bsrmm",
+    "clear_graph_cache",
+    "graph_cache_info",
+    "sddmm",
+    "sparse_attention",
+    "spmm",
     "cache_info",
     "compile",
     "lower_sparse_buffer",

@@ -4,7 +4,9 @@
 // sparsetir_torch.CompileError, a compiler bug to RuntimeError.
 #include <torch/extension.h>
 
+#include "graph_cache.h"
 #include "ir/equal.h"
+#include "kernel_library.h"
 #include "ir/printer.h"
 #include "launcher.h"
 #include "parser/parser.h"
@@ -171,4 +173,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     return d;
   });
   m.def("clear_memory_cache", &ClearMemoryCache);
+
+  m.def("set_kernel_directory", &SetKernelDirectory, "Where the operators find the built-in scripts (kernels/).");
+  m.def("graph_cache_info", [] {
+    GraphCacheStats s = GetGraphCacheStats();
+    py::dict d;
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["entries"] = s.entries;
+    return d;
+  });
+  m.def("clear_graph_cache", &ClearGraphCache);
+  m.def("set_graph_cache_capacity", &SetGraphCacheCapacity);
 }

@@ -34,6 +34,7 @@ std::string FormatDouble(double v) {
   std::string s(buf, result.ptr);
   if (s.find_first_of(".en") == std::string::npos) s += ".0";  // keep it a float literal
   if (s == "inf") return "T.inf";
+  if (s == "-inf") return "-T.inf";
   return s;
 }
 

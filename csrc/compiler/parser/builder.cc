@@ -2,6 +2,7 @@
 // buffers, variables), gives literals their types from context, and reports
 // every user mistake as a ScriptError at the offending span.
 #include <climits>
+#include <limits>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -829,6 +830,11 @@ class Builder {
       case Kind::kFloat: return Weak(MakeFloat(e->float_value, DataType::kFloat32));
       case Kind::kBool: return MakeBool(e->bool_value);
       case Kind::kName: return BuildName(e);
+      case Kind::kAttribute:
+        // T.inf: the identity of max/min reductions; it takes its dtype from
+        // context like any other literal (C[i, k] = -T.inf).
+        if (DottedName(e) == "T.inf") return Weak(MakeFloat(std::numeric_limits<double>::infinity(), DataType::kFloat32));
+        ThrowScriptError("unknown name '" + DottedName(e) + "'", e->span);
       case Kind::kSubscript: return BuildLoad(e);
       case Kind::kBinary: return Binary(e->text, BuildExpr(e->children[0]), BuildExpr(e->children[1]), e->span);
       case Kind::kCompare: return Binary(e->text, BuildExpr(e->children[0]), BuildExpr(e->children[1]), e->span);

@@ -245,7 +245,11 @@ void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* la
       packed[i].i64 = args[i].int_value;
     }
   }
-  int32_t status = module_->entry()(packed.data(), launcher ? launcher : SerialLauncher());
+  RunUnchecked(packed.data(), launcher);
+}
+
+void Kernel::RunUnchecked(const SparsetirArg* args, const SparsetirLauncher* launcher) const {
+  int32_t status = module_->entry()(args, launcher ? launcher : SerialLauncher());
   ICHECK(status == 0) << "kernel " << name_ << " returned " << status;
 }
 

@@ -49,6 +49,10 @@ class Kernel {
   void Check(const std::vector<KernelArg>& args) const;
   // Checks, then runs. `launcher` runs parallel loops.
   void Run(const std::vector<KernelArg>& args, const SparsetirLauncher* launcher) const;
+  // Runs packed arguments (parameter order) without the checks: for callers
+  // that validated the same contract themselves, such as the operators, which
+  // validate a structure once per graph rather than on every call.
+  void RunUnchecked(const SparsetirArg* args, const SparsetirLauncher* launcher) const;
 
  private:
   struct IndptrRule {

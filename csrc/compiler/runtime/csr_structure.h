@@ -1,0 +1,36 @@
+// Runtime classes over a CSR structure (indptr, indices), torch-free: the
+// one-time validation an operator runs per graph, and the transpose (CSR ->
+// CSC) that backward passes use. Both work on int32 and int64 indices.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sparsetir {
+
+// What validation learned about a structure. `max_index` is -1 without
+// non-zeros; an operator then checks `max_index < columns` in O(1) per call.
+struct CsrSummary {
+  int64_t rows = 0;
+  int64_t nnz = 0;
+  int64_t max_index = -1;
+  int64_t empty_rows = 0;
+  int64_t max_row_length = 0;
+};
+
+// Checks indptr[0] == 0, indptr never decreasing, indptr[rows] == nnz and
+// every index >= 0. Throws a UserError (ValueError in Python) that starts with
+// `op` and names the argument ("indptr" / "indices") and the first bad element.
+template <typename Index>
+CsrSummary ValidateCsr(const std::string& op, const Index* indptr, int64_t rows, const Index* indices, int64_t nnz);
+
+// The transpose of a rows x columns CSR structure: out_indptr (columns + 1),
+// out_indices (nnz, the row of each non-zero) and perm (nnz): the position in
+// the original of each non-zero of the transpose, so values_t = values[perm].
+// Within a column the rows stay in ascending order (a stable counting sort).
+// The structure must be valid (ValidateCsr) with every index < columns.
+template <typename Index>
+void TransposeCsr(const Index* indptr, const Index* indices, int64_t rows, int64_t columns, Index* out_indptr,
+                  Index* out_indices, Index* perm);
+
+}  // namespace sparsetir

@@ -1,0 +1,47 @@
+#include "csr_kernels.h"
+
+#include "kernel_library.h"
+
+namespace sparsetir::ops {
+
+void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Tensor& indices,
+              const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out) {
+  const int64_t rows = indptr.numel() - 1, feat = dense.size(1), nnz = indices.numel();
+  if (rows == 0 || feat == 0) return;
+  auto kernel = GetOpKernel({script, "csrmm", values.scalar_type(), indptr.scalar_type(), {{"feat_size", feat}}});
+  KernelCall(*kernel)
+      .Set("a", values)
+      .Set("b", dense)
+      .Set("c", out)
+      .Set("indptr", indptr)
+      .Set("indices", indices)
+      .Set("m", rows)
+      .Set("n", dense.size(0))
+      .Set("feat_size", feat)
+      .Set("nnz", nnz)
+      .Run(2 * nnz * feat + rows * feat);
+}
+
+void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
+                 const at::Tensor& out) {
+  const int64_t rows = indptr.numel() - 1, feat = x.size(1), nnz = indices.numel();
+  if (nnz == 0) return;
+  if (feat == 0) {
+    out.zero_();
+    return;
+  }
+  auto kernel = GetOpKernel({"sddmm_dot", "sddmm", x.scalar_type(), indptr.scalar_type(), {{"feat_size", feat}}});
+  KernelCall(*kernel)
+      .Set("x", x)
+      .Set("y", y)
+      .Set("out", out)
+      .Set("indptr", indptr)
+      .Set("indices", indices)
+      .Set("m", rows)
+      .Set("n", y.size(0))
+      .Set("feat_size", feat)
+      .Set("nnz", nnz)
+      .Run(2 * nnz * feat);
+}
+
+}  // namespace sparsetir::ops

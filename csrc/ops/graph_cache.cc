@@ -1,0 +1,178 @@
+#include "graph_cache.h"
+
+#include <c10/util/intrusive_ptr.h>
+
+#include <list>
+#include <unordered_map>
+
+#include "support/error.h"
+
+namespace sparsetir::ops {
+namespace {
+
+using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
+
+// Identity plus everything that changes when a tensor is modified or replaced.
+struct Fingerprint {
+  WeakImpl impl;
+  uint32_t version;
+  const void* data;
+  int64_t numel;
+
+  explicit Fingerprint(const at::Tensor& t)
+      : impl(t.getIntrusivePtr()), version(t.unsafeGetTensorImpl()->version_counter().current_version()),
+        data(t.data_ptr()), numel(t.numel()) {}
+
+  bool Matches(const at::Tensor& t) const {
+    auto alive = impl.lock();
+    return alive.get() == t.unsafeGetTensorImpl() && data == t.data_ptr() && numel == t.numel() &&
+           version == t.unsafeGetTensorImpl()->version_counter().current_version();
+  }
+  bool Expired() const { return impl.expired(); }
+};
+
+struct Entry {
+  Fingerprint indptr, indices;
+  std::shared_ptr<GraphInfo> info;
+  std::list<std::pair<const void*, const void*>>::iterator lru;  // position in the recency list
+};
+
+struct PairHash {
+  size_t operator()(const std::pair<const void*, const void*>& k) const {
+    return std::hash<const void*>()(k.first) * 31 + std::hash<const void*>()(k.second);
+  }
+};
+
+class GraphCache {
+ public:
+  std::shared_ptr<GraphInfo> Lookup(const at::Tensor& indptr, const at::Tensor& indices) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = entries_.find(KeyOf(indptr, indices));
+    if (found == entries_.end() || !found->second.indptr.Matches(indptr) || !found->second.indices.Matches(indices)) {
+      ++stats_.misses;
+      return nullptr;
+    }
+    ++stats_.hits;
+    lru_.splice(lru_.begin(), lru_, found->second.lru);  // now the most recent
+    return found->second.info;
+  }
+
+  void Insert(const at::Tensor& indptr, const at::Tensor& indices, std::shared_ptr<GraphInfo> info) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto key = KeyOf(indptr, indices);
+    Erase(key);
+    DropExpired();
+    while (!lru_.empty() && static_cast<int64_t>(entries_.size()) >= capacity_) {
+      Key oldest = lru_.back();
+      Erase(oldest);
+    }
+    lru_.push_front(key);
+    entries_.emplace(key, Entry{Fingerprint(indptr), Fingerprint(indices), std::move(info), lru_.begin()});
+  }
+
+  GraphCacheStats Stats() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    GraphCacheStats s = stats_;
+    s.entries = static_cast<int64_t>(entries_.size());
+    return s;
+  }
+
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.clear();
+    lru_.clear();
+    stats_ = GraphCacheStats();
+  }
+
+  void SetCapacity(int64_t capacity) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    capacity_ = capacity < 1 ? 1 : capacity;
+  }
+
+ private:
+  using Key = std::pair<const void*, const void*>;
+  static Key KeyOf(const at::Tensor& a, const at::Tensor& b) {
+    return {a.unsafeGetTensorImpl(), b.unsafeGetTensorImpl()};
+  }
+
+  void Erase(const Key& key) {
+    auto found = entries_.find(key);
+    if (found == entries_.end()) return;
+    lru_.erase(found->second.lru);
+    entries_.erase(found);
+  }
+
+  void DropExpired() {
+    std::vector<Key> expired;
+    for (const auto& [key, entry] : entries_) {
+      if (entry.indptr.Expired() || entry.indices.Expired()) expired.push_back(key);
+    }
+    for (const Key& key : expired) Erase(key);
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<Key, Entry, PairHash> entries_;
+  std::list<Key> lru_;  // most recently used first
+  int64_t capacity_ = 128;
+  GraphCacheStats stats_;
+};
+
+GraphCache& Cache() {
+  static GraphCache* cache = new GraphCache();  // never destroyed: ops may run during interpreter exit
+  return *cache;
+}
+
+CsrSummary Validate(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices) {
+  const int64_t rows = indptr.numel() - 1, nnz = indices.numel();
+  try {
+    if (indptr.scalar_type() == at::kInt) {
+      return ValidateCsr<int32_t>(op, indptr.data_ptr<int32_t>(), rows, indices.data_ptr<int32_t>(), nnz);
+    }
+    return ValidateCsr<int64_t>(op, indptr.data_ptr<int64_t>(), rows, indices.data_ptr<int64_t>(), nnz);
+  } catch (const UserError& e) {
+    TORCH_CHECK_VALUE(false, e.what());
+  }
+}
+
+}  // namespace
+
+GraphInfo::GraphInfo(const at::Tensor& indptr, CsrSummary summary) : summary_(summary) {
+  row_lengths_ = (indptr.slice(0, 1) - indptr.slice(0, 0, -1)).to(at::kLong).unsqueeze(1);
+}
+
+CsrTranspose GraphInfo::Transpose(const at::Tensor& indptr_, const at::Tensor& indices_, int64_t columns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = transposes_.find(columns);
+  if (found != transposes_.end()) return found->second;
+  ICHECK(summary_.max_index < columns) << "transpose with too few columns";
+  auto options = indptr_.options();
+  CsrTranspose t{at::empty({columns + 1}, options), at::empty({summary_.nnz}, options),
+                 at::empty({summary_.nnz}, options)};
+  if (indptr_.scalar_type() == at::kInt) {
+    TransposeCsr<int32_t>(indptr_.data_ptr<int32_t>(), indices_.data_ptr<int32_t>(), summary_.rows, columns,
+                          t.indptr.data_ptr<int32_t>(), t.indices.data_ptr<int32_t>(), t.perm.data_ptr<int32_t>());
+  } else {
+    TransposeCsr<int64_t>(indptr_.data_ptr<int64_t>(), indices_.data_ptr<int64_t>(), summary_.rows, columns,
+                          t.indptr.data_ptr<int64_t>(), t.indices.data_ptr<int64_t>(), t.perm.data_ptr<int64_t>());
+  }
+  transposes_.emplace(columns, t);
+  return t;
+}
+
+std::shared_ptr<GraphInfo> ValidatedGraph(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices) {
+  // Inference tensors have no version counter, so nothing can tell whether
+  // they changed: validate them on every call.
+  const bool cacheable = !indptr.is_inference() && !indices.is_inference();
+  if (cacheable) {
+    if (auto info = Cache().Lookup(indptr, indices)) return info;
+  }
+  auto info = std::make_shared<GraphInfo>(indptr, Validate(op, indptr, indices));
+  if (cacheable) Cache().Insert(indptr, indices, info);
+  return info;
+}
+
+GraphCacheStats GetGraphCacheStats() { return Cache().Stats(); }
+void ClearGraphCache() { Cache().Clear(); }
+void SetGraphCacheCapacity(int64_t capacity) { Cache().SetCapacity(capacity); }
+
+}  // namespace sparsetir::ops

@@ -1,0 +1,68 @@
+// The per-graph cache: what the operators learn about a sparse structure
+// (indptr, indices) once and reuse on every later call with the same tensors:
+// the validation summary, row lengths, transposes for backward passes.
+//
+// Entries are keyed by the identity of the two index tensors and checked
+// against their version counters, data pointers and sizes, so an in-place
+// change of either tensor invalidates the entry. Entries hold the tensors
+// weakly: a freed structure's entry is dropped at the next insertion. The
+// table is bounded (least recently used entries go first) and thread-safe.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "runtime/csr_structure.h"
+
+namespace sparsetir::ops {
+
+// A transposed structure: t_indptr (columns + 1), t_indices (nnz) and perm
+// (nnz), with values_t = values[perm].
+struct CsrTranspose {
+  at::Tensor indptr;
+  at::Tensor indices;
+  at::Tensor perm;
+};
+
+// What is known about one validated structure.
+class GraphInfo {
+ public:
+  GraphInfo(const at::Tensor& indptr, CsrSummary summary);
+
+  const CsrSummary& summary() const { return summary_; }
+  // Row lengths as an int64 column (rows, 1), for mean and for empty rows.
+  const at::Tensor& row_lengths() const { return row_lengths_; }
+  // The transpose for `columns` columns (built once per column count) of the
+  // structure this entry describes, passed again by the caller: the entry
+  // itself holds no reference to it, so freeing the structure frees the entry.
+  CsrTranspose Transpose(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns);
+
+ private:
+  CsrSummary summary_;
+  at::Tensor row_lengths_;
+  std::mutex mutex_;
+  std::map<int64_t, CsrTranspose> transposes_;
+};
+
+struct GraphCacheStats {
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t entries = 0;
+};
+
+// Validates (indptr, indices) for `op` on first sight and returns what is
+// known about them. `op` prefixes every error. Tensors must already be
+// contiguous, on the CPU, 1-D, of one index dtype.
+std::shared_ptr<GraphInfo> ValidatedGraph(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices);
+
+GraphCacheStats GetGraphCacheStats();
+void ClearGraphCache();
+// The most entries kept (default 128).
+void SetGraphCacheCapacity(int64_t capacity);
+
+}  // namespace sparsetir::ops

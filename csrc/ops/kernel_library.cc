@@ -1,0 +1,139 @@
+#include "kernel_library.h"
+
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "launcher.h"
+#include "parser/parser.h"
+#include "recipes/cpu_recipes.h"
+#include "support/error.h"
+#include "tensor_args.h"
+
+namespace sparsetir::ops {
+namespace {
+
+// Below this many flops a call runs serially: forking the thread team costs
+// several microseconds, the work a fraction of that.
+constexpr int64_t kParallelWork = 1 << 16;
+
+std::mutex& DirectoryMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::string& Directory() {
+  static std::string directory;
+  return directory;
+}
+
+std::string ReadScript(const std::string& name) {
+  std::string directory;
+  {
+    std::lock_guard<std::mutex> lock(DirectoryMutex());
+    directory = Directory();
+  }
+  if (directory.empty()) {
+    throw std::runtime_error("sparsetir: the kernel scripts' folder is not set; import sparsetir_torch first");
+  }
+  std::string path = directory + "/" + name + ".py";
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("sparsetir: cannot read the kernel script " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void ReplaceQuoted(std::string* text, const std::string& from, const std::string& to) {
+  const std::string a = "\"" + from + "\"", b = "\"" + to + "\"";
+  for (size_t at = text->find(a); at != std::string::npos; at = text->find(a, at + b.size())) {
+    text->replace(at, a.size(), b);
+  }
+}
+
+std::string KeyOf(const KernelRequest& r) {
+  std::string key = r.script + "|" + r.recipe + "|" + c10::toString(r.value_dtype) + "|" + c10::toString(r.index_dtype);
+  for (const auto& [name, value] : r.sizes) key += "|" + name + "=" + std::to_string(value);
+  return key;
+}
+
+std::shared_ptr<const OpKernel> Build(const KernelRequest& r) {
+  std::string text = ReadScript(r.script);
+  ReplaceQuoted(&text, "float32", ToString(FromTorch(r.value_dtype)));
+  ReplaceQuoted(&text, "int32", ToString(FromTorch(r.index_dtype)));
+  PrimFunc f = Parse(text, r.script + ".py");
+  Schedule sch = ScheduleForCpu(f, r.recipe, r.sizes);
+  return std::make_shared<OpKernel>(Kernel::Build(sch.mod(), "cpu"));
+}
+
+// One table entry: built once under its own mutex, so a slow compile of one
+// kernel does not stall lookups of the others.
+struct Slot {
+  std::mutex mutex;
+  std::shared_ptr<const OpKernel> kernel;
+};
+
+}  // namespace
+
+void SetKernelDirectory(const std::string& directory) {
+  std::lock_guard<std::mutex> lock(DirectoryMutex());
+  Directory() = directory;
+}
+
+OpKernel::OpKernel(std::shared_ptr<Kernel> kernel) : kernel_(std::move(kernel)) {
+  auto names = kernel_->param_names();
+  for (size_t i = 0; i < names.size(); ++i) slots_[names[i]] = i;
+}
+
+size_t OpKernel::slot(const std::string& param) const {
+  auto found = slots_.find(param);
+  ICHECK(found != slots_.end()) << "kernel " << kernel_->name() << " has no parameter " << param;
+  return found->second;
+}
+
+std::shared_ptr<const OpKernel> GetOpKernel(const KernelRequest& request) {
+  static std::mutex table_mutex;
+  static std::map<std::string, std::shared_ptr<Slot>> table;
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard<std::mutex> lock(table_mutex);
+    auto& entry = table[KeyOf(request)];
+    if (!entry) entry = std::make_shared<Slot>();
+    slot = entry;
+  }
+  std::lock_guard<std::mutex> lock(slot->mutex);
+  if (!slot->kernel) slot->kernel = Build(request);
+  return slot->kernel;
+}
+
+KernelCall::KernelCall(const OpKernel& kernel)
+    : kernel_(kernel), args_(kernel.arity()), set_(kernel.arity(), false) {}
+
+KernelCall& KernelCall::Set(const std::string& param, const at::Tensor& tensor) {
+  size_t i = kernel_.slot(param);
+  ICHECK(tensor.is_contiguous() && tensor.device().is_cpu()) << "operator passed a bad tensor for " << param;
+  args_[i].ptr = tensor.data_ptr();
+  set_[i] = true;
+  return *this;
+}
+
+KernelCall& KernelCall::Set(const std::string& param, int64_t value) {
+  size_t i = kernel_.slot(param);
+  args_[i].i64 = value;
+  set_[i] = true;
+  return *this;
+}
+
+void KernelCall::Run(int64_t work) const {
+  for (size_t i = 0; i < set_.size(); ++i) {
+    ICHECK(set_[i]) << "operator left parameter " << kernel_.kernel().param_names()[i] << " of "
+                    << kernel_.kernel().name() << " unset";
+  }
+  if (work < kParallelWork) {
+    kernel_.kernel().RunUnchecked(args_.data(), SerialLauncher());
+    return;
+  }
+  SparsetirLauncher launcher = TorchLauncher();
+  kernel_.kernel().RunUnchecked(args_.data(), &launcher);
+}
+
+}  // namespace sparsetir::ops

@@ -1,0 +1,32 @@
+// The torch.ops.sparsetir library: schemas (the public API: names and
+// argument orders are fixed; optional arguments may only be appended) and the
+// CPU implementations. register_fake and autograd live in Python
+// (sparsetir_torch/ops.py); both are built from these same operators.
+#include <torch/library.h>
+
+#include "ops.h"
+
+TORCH_LIBRARY(sparsetir, m) {
+  const std::vector<at::Tag> tags = {at::Tag::pt2_compliant_tag};
+  m.def("spmm(Tensor indptr, Tensor indices, Tensor values, Tensor dense, str reduce=\"sum\") -> Tensor", tags);
+  m.def("sddmm(Tensor indptr, Tensor indices, Tensor? values, Tensor x, Tensor y) -> Tensor", tags);
+  m.def("bsrmm(Tensor indptr, Tensor indices, Tensor blocks, Tensor dense) -> Tensor", tags);
+  m.def("sparse_attention(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, float? scale=None) -> Tensor",
+        tags);
+  // Helpers of the backward passes.
+  m.def("_csr_transpose(Tensor indptr, Tensor indices, int columns) -> (Tensor, Tensor, Tensor)", tags);
+  m.def(
+      "_sparse_attention_backward(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, Tensor out, "
+      "Tensor grad_out, float? scale=None) -> (Tensor, Tensor, Tensor)",
+      tags);
+}
+
+TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
+  using namespace sparsetir::ops;
+  m.impl("spmm", &Spmm);
+  m.impl("sddmm", &Sddmm);
+  m.impl("bsrmm", &Bsrmm);
+  m.impl("sparse_attention", &SparseAttention);
+  m.impl("_csr_transpose", &CsrTransposeOp);
+  m.impl("_sparse_attention_backward", &SparseAttentionBackward);
+}

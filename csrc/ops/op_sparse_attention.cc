@@ -1,0 +1,149 @@
+// torch.ops.sparsetir.sparse_attention: for each row i of a CSR pattern,
+// softmax(scale * q_i . k_j) over the allowed j, times v. Leading dimensions of
+// q (..., L, D), k and v (..., S, D / Dv) are batch and heads; every head runs
+// the kernels of kernels/sparse_attention.py. float16 and bfloat16 inputs are
+// computed in float32 (the probabilities and row sums need the range).
+#include <ATen/Parallel.h>
+
+#include <cmath>
+
+#include "csr_kernels.h"
+#include "kernel_library.h"
+#include "op_checks.h"
+#include "ops.h"
+
+namespace sparsetir::ops {
+namespace {
+
+struct AttentionArgs {
+  CheckedCsr csr;
+  at::Tensor q, k, v;  // (heads, L, D), (heads, S, D), (heads, S, Dv) in the compute dtype
+  at::ScalarType dtype;  // the inputs' dtype
+  double scale;
+  int64_t heads() const { return q.size(0); }
+};
+
+at::ScalarType ComputeDtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
+
+at::Tensor Heads(const at::Tensor& t, at::ScalarType compute) {
+  return t.reshape({-1, t.size(-2), t.size(-1)}).to(compute).contiguous();
+}
+
+AttentionArgs CheckAttention(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices,
+                             const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             std::optional<double> scale) {
+  at::Tensor qc = CheckFloat(op, "q", q, -1), kc = CheckFloat(op, "k", k, -1), vc = CheckFloat(op, "v", v, -1);
+  CheckSameDtype(op, "k", kc, qc.scalar_type(), "q");
+  CheckSameDtype(op, "v", vc, qc.scalar_type(), "q");
+  TORCH_CHECK_VALUE(qc.dim() >= 2 && kc.dim() == qc.dim() && vc.dim() == qc.dim(), op,
+                    ": arguments 'q', 'k', 'v' must have the same number (>= 2) of dimensions (..., L, D), got ",
+                    ShapeString(qc.sizes()), ", ", ShapeString(kc.sizes()), ", ", ShapeString(vc.sizes()));
+  auto lead = qc.sizes().slice(0, qc.dim() - 2);
+  TORCH_CHECK_VALUE(kc.sizes().slice(0, qc.dim() - 2) == lead && vc.sizes().slice(0, qc.dim() - 2) == lead, op,
+                    ": arguments 'q', 'k', 'v' must have the same leading (batch, head) dimensions, got ",
+                    ShapeString(qc.sizes()), ", ", ShapeString(kc.sizes()), ", ", ShapeString(vc.sizes()));
+  TORCH_CHECK_VALUE(kc.size(-1) == qc.size(-1), op, ": argument 'k' ", ShapeString(kc.sizes()),
+                    " must have the head dimension of 'q' ", ShapeString(qc.sizes()));
+  TORCH_CHECK_VALUE(vc.size(-2) == kc.size(-2), op, ": argument 'v' ", ShapeString(vc.sizes()),
+                    " must have as many rows (S) as 'k' ", ShapeString(kc.sizes()));
+  CheckedCsr csr = CheckCsr(op, indptr, indices, kc.size(-2), "k.size(-2)");
+  TORCH_CHECK_VALUE(csr.rows() == qc.size(-2), op, ": the pattern has ", csr.rows(),
+                    " rows (from 'indptr') but 'q' has L = ", qc.size(-2), " ", ShapeString(qc.sizes()));
+  const double s = scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(qc.size(-1), 1)));
+  const auto compute = ComputeDtype(qc.scalar_type());
+  return {csr, Heads(qc, compute), Heads(kc, compute), Heads(vc, compute), qc.scalar_type(), s};
+}
+
+KernelRequest Request(const char* script, const AttentionArgs& a, std::map<std::string, int64_t> sizes) {
+  return {script, script, a.q.scalar_type(), a.csr.indptr.scalar_type(), std::move(sizes)};
+}
+
+// Runs `body(head)` for every head: heads in parallel when there are at least
+// as many as threads (the kernels' own launches then run inline), one after
+// another otherwise, each head's rows in parallel.
+template <typename Body>
+void ForEachHead(int64_t heads, const Body& body) {
+  if (heads < at::get_num_threads()) {
+    for (int64_t h = 0; h < heads; ++h) body(h);
+    return;
+  }
+  at::parallel_for(0, heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t h = begin; h < end; ++h) body(h);
+  });
+}
+
+}  // namespace
+
+at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
+                           const at::Tensor& k, const at::Tensor& v, std::optional<double> scale) {
+  const std::string op = "sparsetir.sparse_attention";
+  AttentionArgs a = CheckAttention(op, indptr, indices, q, k, v, scale);
+  const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
+  at::Tensor out = at::zeros({a.heads(), L, Dv}, a.q.options());
+  if (out.numel() > 0 && nnz > 0) {
+    at::Tensor qs = (a.q * a.scale).contiguous();
+    auto kernel = GetOpKernel(Request("sparse_attention", a, {{"head_dim", D}, {"value_dim", Dv}}));
+    ForEachHead(a.heads(), [&](int64_t h) {
+      at::Tensor probs = at::empty({nnz}, a.q.options()), row_max = at::empty({L}, a.q.options()),
+                 row_sum = at::empty({L}, a.q.options());
+      at::Tensor out_h = out[h];
+      KernelCall(*kernel)
+          .Set("q", qs[h]).Set("k", a.k[h]).Set("v", a.v[h]).Set("out", out_h)
+          .Set("probs", probs).Set("row_max", row_max).Set("row_sum", row_sum)
+          .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
+          .Set("m", L).Set("n", a.k.size(1)).Set("nnz", nnz).Set("head_dim", D).Set("value_dim", Dv)
+          .Run(2 * nnz * (D + Dv));
+    });
+  }
+  std::vector<int64_t> shape = q.sizes().vec();
+  shape.back() = Dv;
+  return out.reshape(shape).to(a.dtype);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
+    const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q, const at::Tensor& k,
+    const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale) {
+  const std::string op = "sparsetir._sparse_attention_backward";
+  AttentionArgs a = CheckAttention(op, indptr, indices, q, k, v, scale);
+  const int64_t L = a.q.size(1), S = a.k.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
+  TORCH_CHECK_VALUE(out.sizes() == grad_out.sizes(), op, ": arguments 'out' and 'grad_out' must have one shape");
+  const auto compute = a.q.scalar_type();
+  at::Tensor o = out.reshape({a.heads(), L, Dv}).to(compute).contiguous();
+  at::Tensor go = grad_out.reshape({a.heads(), L, Dv}).to(compute).contiguous();
+  at::Tensor dq = at::zeros_like(a.q), dk = at::zeros_like(a.k), dv = at::zeros_like(a.v);
+  if (nnz > 0 && L > 0) {
+    CsrTranspose t = a.csr.info->Transpose(a.csr.indptr, a.csr.indices, S);
+    at::Tensor qs = (a.q * a.scale).contiguous();
+    auto probs_kernel = GetOpKernel(Request("attention_probs", a, {{"head_dim", D}}));
+    auto grad_kernel = GetOpKernel(Request("attention_grad_scores", a, {{"value_dim", Dv}}));
+    ForEachHead(a.heads(), [&](int64_t h) {
+      auto options = a.q.options();
+      at::Tensor probs = at::empty({nnz}, options), row_max = at::empty({L}, options),
+                 row_sum = at::empty({L}, options);
+      KernelCall(*probs_kernel)
+          .Set("q", qs[h]).Set("k", a.k[h]).Set("probs", probs).Set("row_max", row_max).Set("row_sum", row_sum)
+          .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
+          .Set("m", L).Set("n", S).Set("nnz", nnz).Set("head_dim", D)
+          .Run(2 * nnz * D);
+      // dP = dO . V over the pattern; dS = P * (dP - rowdot(dO, O)).
+      at::Tensor grad_probs = at::empty({nnz}, options);
+      RunSddmmDot(a.csr.indptr, a.csr.indices, go[h], a.v[h], grad_probs);
+      at::Tensor grad_scores = at::empty({nnz}, options), row_dot = at::empty({L}, options);
+      KernelCall(*grad_kernel)
+          .Set("probs", probs).Set("grad_probs", grad_probs).Set("out", o[h]).Set("grad_out", go[h])
+          .Set("grad_scores", grad_scores).Set("row_dot", row_dot)
+          .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
+          .Set("m", L).Set("n", S).Set("nnz", nnz).Set("value_dim", Dv)
+          .Run(nnz + L * Dv);
+      // dq = scale * dS k; dk = scale * dS^T q; dv = P^T dO.
+      RunCsrmm("csrmm", a.csr.indptr, a.csr.indices, grad_scores, a.k[h], dq[h]);
+      RunCsrmm("csrmm", t.indptr, t.indices, grad_scores.index_select(0, t.perm), a.q[h], dk[h]);
+      RunCsrmm("csrmm", t.indptr, t.indices, probs.index_select(0, t.perm), go[h], dv[h]);
+    });
+    dq.mul_(a.scale);
+    dk.mul_(a.scale);
+  }
+  return {dq.reshape(q.sizes()).to(a.dtype), dk.reshape(k.sizes()).to(a.dtype), dv.reshape(v.sizes()).to(a.dtype)};
+}
+
+}  // namespace sparsetir::ops

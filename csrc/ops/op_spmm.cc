@@ -1,0 +1,41 @@
+// torch.ops.sparsetir.spmm: out[i, :] = reduce over the non-zeros (i, j) of
+// values * dense[j, :], reduce in {sum, mean, max, min}; empty rows give 0.
+#include "csr_kernels.h"
+#include "op_checks.h"
+#include "ops.h"
+
+namespace sparsetir::ops {
+
+at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values, const at::Tensor& dense,
+                c10::string_view reduce) {
+  const std::string op = "sparsetir.spmm";
+  const std::string how(reduce);
+  TORCH_CHECK_VALUE(how == "sum" || how == "mean" || how == "max" || how == "min", op,
+                    ": argument 'reduce' must be one of \"sum\", \"mean\", \"max\", \"min\", got \"", how, "\"");
+  at::Tensor b = CheckFloat(op, "dense", dense, 2);
+  at::Tensor a = CheckFloat(op, "values", values, 1);
+  CheckSameDtype(op, "dense", b, a.scalar_type(), "values");
+  CheckedCsr csr = CheckCsr(op, indptr, indices, b.size(0), "dense.size(0)");
+  TORCH_CHECK_VALUE(a.numel() == csr.nnz(), op, ": argument 'values' must have one element per non-zero (",
+                    csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(a.sizes()));
+  at::Tensor out = at::empty({csr.rows(), b.size(1)}, b.options());
+  const std::string script = how == "max" ? "csrmm_max" : how == "min" ? "csrmm_min" : "csrmm";
+  RunCsrmm(script, csr.indptr, csr.indices, a, b, out);
+  if (how == "mean") {
+    out.div_(csr.info->row_lengths().clamp_min(1));
+  } else if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {
+    out.masked_fill_(csr.info->row_lengths() == 0, 0);  // the kernel leaves the identity (+-inf) there
+  }
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrTransposeOp(const at::Tensor& indptr, const at::Tensor& indices,
+                                                              int64_t columns) {
+  const std::string op = "sparsetir._csr_transpose";
+  TORCH_CHECK_VALUE(columns >= 0, op, ": argument 'columns' must be non-negative, got ", columns);
+  CheckedCsr csr = CheckCsr(op, indptr, indices, columns, "argument 'columns'");
+  CsrTranspose t = csr.info->Transpose(csr.indptr, csr.indices, columns);
+  return {t.indptr, t.indices, t.perm};
+}
+
+}  // namespace sparsetir::ops

@@ -1,0 +1,36 @@
+// The CPU implementations of the torch.ops.sparsetir operators (schemas in
+// op_registry.cc). Sparse operands arrive as dense component tensors so that
+// torch.compile can trace them.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string>
+#include <tuple>
+
+namespace sparsetir::ops {
+
+at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values, const at::Tensor& dense,
+                c10::string_view reduce);
+
+at::Tensor Sddmm(const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& values,
+                 const at::Tensor& x, const at::Tensor& y);
+
+at::Tensor Bsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& blocks,
+                 const at::Tensor& dense);
+
+at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
+                           const at::Tensor& k, const at::Tensor& v, std::optional<double> scale);
+
+// Gradients of sparse_attention with respect to q, k and v.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
+    const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q, const at::Tensor& k,
+    const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale);
+
+// The transpose of a CSR structure with `columns` columns: (indptr, indices,
+// perm) with values_t = values[perm]; cached per graph.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrTransposeOp(const at::Tensor& indptr, const at::Tensor& indices,
+                                                              int64_t columns);
+
+}  // namespace sparsetir::ops

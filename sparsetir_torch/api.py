@@ -1,0 +1,89 @@
+"""The Python API of the operators: st.spmm, st.sddmm, st.bsrmm, st.sparse_attention.
+
+Sparse arguments may be torch sparse CSR, COO (coalesced as needed) or BSR
+tensors, or st.SparseMatrix handles; they are unpacked into the component
+tensors the torch.ops.sparsetir operators take. Non-contiguous dense inputs
+are made contiguous by the operators.
+"""
+from __future__ import annotations
+
+import torch
+
+from .ops import ops
+from .sparse_matrix import SparseMatrix, as_sparse_matrix
+
+
+def _check_dense(name: str, what: str, t, dim: int) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise ValueError(f"{name}: argument '{what}' must be a tensor, got {type(t).__name__}")
+    if t.layout != torch.strided:
+        raise ValueError(f"{name}: argument '{what}' must be a dense tensor, got layout {t.layout}")
+    if dim >= 0 and t.dim() != dim:
+        raise ValueError(f"{name}: argument '{what}' must be {dim}-D, got shape {tuple(t.shape)}")
+
+
+def spmm(A, B: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
+    """A @ B for sparse A (m x n) and dense B (n x K); reduce in {"sum", "mean",
+    "max", "min"} combines the products of each row (rows without non-zeros
+    give 0). A block-sparse A (BSR) runs the BSR kernel (sum only)."""
+    A = as_sparse_matrix(A, "st.spmm: argument 'A'")
+    _check_dense("st.spmm", "B", B, 2)
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"st.spmm: A {A.shape} and B {tuple(B.shape)} cannot be multiplied "
+                         f"(A has {A.shape[1]} columns, B {B.shape[0]} rows)")
+    if A.is_block:
+        if reduce != "sum":
+            raise ValueError(f"st.spmm: a block-sparse A supports reduce='sum' only, got {reduce!r}")
+        return ops.bsrmm(A.indptr, A.indices, A.values, B)
+    return ops.spmm(A.indptr, A.indices, A.values, B, reduce)
+
+
+def sddmm(A, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+    """The sampled product A * (X @ Y^T): for every non-zero (i, j) of A,
+    A[i, j] * dot(X[i, :], Y[j, :]). Returns a sparse CSR tensor with A's pattern."""
+    A = as_sparse_matrix(A, "st.sddmm: argument 'A'")
+    _check_dense("st.sddmm", "X", X, 2)
+    _check_dense("st.sddmm", "Y", Y, 2)
+    if A.is_block:
+        raise ValueError("st.sddmm: A must be CSR or COO, not block-sparse")
+    if X.shape[0] != A.shape[0] or Y.shape[0] != A.shape[1]:
+        raise ValueError(f"st.sddmm: X {tuple(X.shape)} and Y {tuple(Y.shape)} must have A's rows ({A.shape[0]}) "
+                         f"and columns ({A.shape[1]}) as their rows")
+    values = ops.sddmm(A.indptr, A.indices, A.values, X, Y)
+    return torch.sparse_csr_tensor(A.indptr, A.indices, values, A.shape)
+
+
+def bsrmm(A, B: torch.Tensor) -> torch.Tensor:
+    """A @ B for a block-sparse A (torch BSR tensor or a block SparseMatrix)."""
+    A = as_sparse_matrix(A, "st.bsrmm: argument 'A'")
+    _check_dense("st.bsrmm", "B", B, 2)
+    if not A.is_block:
+        raise ValueError("st.bsrmm: A must be block-sparse (torch.sparse_bsr or a SparseMatrix with 3-D values)")
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"st.bsrmm: A {A.shape} and B {tuple(B.shape)} cannot be multiplied")
+    return ops.bsrmm(A.indptr, A.indices, A.values, B)
+
+
+def _mask_matrix(mask, L: int, S: int) -> SparseMatrix:
+    if isinstance(mask, torch.Tensor) and mask.layout == torch.strided:
+        if mask.dtype != torch.bool or mask.shape != (L, S):
+            raise ValueError(f"st.sparse_attention: a dense mask must be a bool tensor of shape ({L}, {S}), "
+                             f"got {mask.dtype} {tuple(mask.shape)}")
+        return SparseMatrix.from_dense(mask.to(torch.float32))
+    m = as_sparse_matrix(mask, "st.sparse_attention: argument 'mask'")
+    if m.shape != (L, S):
+        raise ValueError(f"st.sparse_attention: mask has shape {m.shape}, expected (L, S) = ({L}, {S})")
+    return m
+
+
+def sparse_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask, scale: float | None = None) -> torch.Tensor:
+    """Attention restricted to a sparse pattern: for each query row i, softmax of
+    scale * q_i . k_j over the allowed j (the non-zeros of row i of `mask`),
+    times v. q is (..., L, D), k and v (..., S, D); leading dimensions are batch
+    and heads. scale defaults to 1/sqrt(D); a row with no allowed j gives zeros."""
+    for what, t in (("q", q), ("k", k), ("v", v)):
+        _check_dense("st.sparse_attention", what, t, -1)
+    if q.dim() < 2 or k.dim() < 2:
+        raise ValueError("st.sparse_attention: q, k and v must be at least 2-D (..., L, D)")
+    m = _mask_matrix(mask, q.shape[-2], k.shape[-2])
+    return ops.sparse_attention(m.indptr, m.indices, q, k, v, scale)

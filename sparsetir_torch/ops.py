@@ -1,0 +1,167 @@
+"""The operator library: torch.ops.sparsetir.{spmm, sddmm, bsrmm, sparse_attention}.
+
+The schemas and CPU kernels are registered in C++ (csrc/ops/op_registry.cc);
+this module adds what torch.compile and autograd need: a fake (meta)
+implementation of every operator and backward formulas built from the same
+operators (SpMM backward = SpMM on the cached transpose + SDDMM).
+"""
+from __future__ import annotations
+
+import torch
+
+from . import _C
+from .kernels import KERNELS_DIR
+
+_C.set_kernel_directory(KERNELS_DIR)
+
+ops = torch.ops.sparsetir
+
+
+# --------------------------------------------------------------------------- fake implementations
+
+
+@torch.library.register_fake("sparsetir::spmm")
+def _spmm_fake(indptr, indices, values, dense, reduce="sum"):
+    torch._check(dense.dim() == 2, lambda: "sparsetir.spmm: argument 'dense' must be 2-D")
+    return dense.new_empty((indptr.shape[0] - 1, dense.shape[1]))
+
+
+@torch.library.register_fake("sparsetir::sddmm")
+def _sddmm_fake(indptr, indices, values, x, y):
+    return x.new_empty((indices.shape[0],))
+
+
+@torch.library.register_fake("sparsetir::bsrmm")
+def _bsrmm_fake(indptr, indices, blocks, dense):
+    return dense.new_empty(((indptr.shape[0] - 1) * blocks.shape[1], dense.shape[1]))
+
+
+@torch.library.register_fake("sparsetir::sparse_attention")
+def _sparse_attention_fake(indptr, indices, q, k, v, scale=None):
+    return q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],))
+
+
+@torch.library.register_fake("sparsetir::_csr_transpose")
+def _csr_transpose_fake(indptr, indices, columns):
+    nnz = indices.shape[0]
+    return indptr.new_empty((columns + 1,)), indices.new_empty((nnz,)), indices.new_empty((nnz,))
+
+
+@torch.library.register_fake("sparsetir::_sparse_attention_backward")
+def _sparse_attention_backward_fake(indptr, indices, q, k, v, out, grad_out, scale=None):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+# --------------------------------------------------------------------------- autograd
+
+
+def _row_ids(indptr: torch.Tensor, nnz: int) -> torch.Tensor:
+    """The row of every non-zero of a CSR structure."""
+    rows = indptr.shape[0] - 1
+    lengths = indptr[1:] - indptr[:-1]
+    return torch.repeat_interleave(torch.arange(rows, device=indptr.device), lengths, output_size=nnz)
+
+
+def _transpose(indptr, indices, columns):
+    return ops._csr_transpose(indptr, indices, columns)
+
+
+def _spmm_setup(ctx, inputs, output):
+    indptr, indices, values, dense, reduce = inputs
+    ctx.reduce = reduce
+    ctx.save_for_backward(indptr, indices, values, dense, output if reduce in ("max", "min") else None)
+
+
+def _spmm_backward(ctx, grad):
+    indptr, indices, values, dense, output = ctx.saved_tensors
+    grad_values = grad_dense = None
+    if ctx.reduce in ("sum", "mean"):
+        g = grad
+        if ctx.reduce == "mean":
+            lengths = (indptr[1:] - indptr[:-1]).clamp(min=1)
+            g = grad / lengths.unsqueeze(1).to(grad.dtype)
+        if ctx.needs_input_grad[2]:
+            grad_values = ops.sddmm(indptr, indices, None, g, dense)
+        if ctx.needs_input_grad[3]:
+            t_indptr, t_indices, perm = _transpose(indptr, indices, dense.shape[0])
+            grad_dense = ops.spmm(t_indptr, t_indices, values.index_select(0, perm), g)
+        return None, None, grad_values, grad_dense, None
+    # max / min: the gradient of each output element goes to the non-zeros that
+    # attain it, split evenly among ties (as torch.amax does).
+    rows = _row_ids(indptr, indices.shape[0])
+    gathered = dense.index_select(0, indices)
+    hit = (values.unsqueeze(1) * gathered == output.index_select(0, rows)).to(grad.dtype)
+    count = torch.zeros_like(output).index_add_(0, rows, hit)
+    share = hit * (grad / count.clamp(min=1)).index_select(0, rows)
+    if ctx.needs_input_grad[2]:
+        grad_values = (share * gathered).sum(1)
+    if ctx.needs_input_grad[3]:
+        grad_dense = torch.zeros_like(dense).index_add_(0, indices, share * values.unsqueeze(1))
+    return None, None, grad_values, grad_dense, None
+
+
+def _sddmm_setup(ctx, inputs, output):
+    indptr, indices, values, x, y = inputs
+    ctx.save_for_backward(indptr, indices, values, x, y)
+
+
+def _sddmm_backward(ctx, grad):
+    indptr, indices, values, x, y = ctx.saved_tensors
+    g = grad if values is None else grad * values
+    grad_values = grad_x = grad_y = None
+    if ctx.needs_input_grad[2]:
+        grad_values = grad * ops.sddmm(indptr, indices, None, x, y)
+    if ctx.needs_input_grad[3]:
+        grad_x = ops.spmm(indptr, indices, g, y)
+    if ctx.needs_input_grad[4]:
+        t_indptr, t_indices, perm = _transpose(indptr, indices, y.shape[0])
+        grad_y = ops.spmm(t_indptr, t_indices, g.index_select(0, perm), x)
+    return None, None, grad_values, grad_x, grad_y
+
+
+def _bsrmm_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _bsrmm_backward(ctx, grad):
+    indptr, indices, blocks, dense = ctx.saved_tensors
+    nnzb, block_h, block_w = blocks.shape
+    grad_blocks = grad_dense = None
+    if ctx.needs_input_grad[2]:
+        # grad_blocks[e] = grad[block row i_e] @ dense[block column j_e]^T
+        rows = _row_ids(indptr, nnzb)
+        g = grad.reshape(-1, block_h, grad.shape[1]).index_select(0, rows)
+        d = dense.reshape(-1, block_w, dense.shape[1]).index_select(0, indices)
+        grad_blocks = torch.bmm(g, d.transpose(1, 2))
+    if ctx.needs_input_grad[3]:
+        t_indptr, t_indices, perm = _transpose(indptr, indices, dense.shape[0] // block_w)
+        blocks_t = blocks.index_select(0, perm).transpose(1, 2).contiguous()
+        grad_dense = ops.bsrmm(t_indptr, t_indices, blocks_t, grad)
+    return None, None, grad_blocks, grad_dense
+
+
+def _attention_setup(ctx, inputs, output):
+    indptr, indices, q, k, v, scale = inputs
+    ctx.scale = scale
+    ctx.save_for_backward(indptr, indices, q, k, v, output)
+
+
+def _attention_backward(ctx, grad):
+    indptr, indices, q, k, v, out = ctx.saved_tensors
+    dq, dk, dv = ops._sparse_attention_backward(indptr, indices, q, k, v, out, grad, ctx.scale)
+    return None, None, dq, dk, dv, None
+
+
+torch.library.register_autograd("sparsetir::spmm", _spmm_backward, setup_context=_spmm_setup)
+torch.library.register_autograd("sparsetir::sddmm", _sddmm_backward, setup_context=_sddmm_setup)
+torch.library.register_autograd("sparsetir::bsrmm", _bsrmm_backward, setup_context=_bsrmm_setup)
+torch.library.register_autograd("sparsetir::sparse_attention", _attention_backward, setup_context=_attention_setup)
+
+
+def graph_cache_info() -> dict:
+    """Hits, misses and entries of the per-graph structure cache."""
+    return _C.graph_cache_info()
+
+
+def clear_graph_cache() -> None:
+    _C.clear_graph_cache()

@@ -1,0 +1,197 @@
+"""SparseMatrix: a CSR (or BSR) handle whose derived formats are built once.
+
+`st.SparseMatrix(indptr, indices, values, shape)` holds the component tensors.
+Formats derived from it (the transpose used by backward passes, row ids, ...)
+are built by the C++ runtime classes on first use and cached on the handle.
+Torch sparse tensors passed to the operators directly go through a bounded,
+thread-safe cache keyed by the identity and version of their index tensors
+(`_implicit_csr`), so converting a COO tensor to CSR happens once per graph.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+
+import torch
+
+from .ops import ops
+
+
+class SparseMatrix:
+    """A sparse matrix in CSR form: indptr (rows + 1), indices (nnz), values
+    (nnz) or, for block-sparse matrices, values (nnzb, bh, bw) with indptr and
+    indices over block rows and block columns."""
+
+    def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, values: torch.Tensor, shape):
+        shape = tuple(int(s) for s in shape)
+        if len(shape) != 2:
+            raise ValueError(f"SparseMatrix: shape must have two dimensions, got {shape}")
+        for name, t in (("indptr", indptr), ("indices", indices), ("values", values)):
+            if not isinstance(t, torch.Tensor):
+                raise ValueError(f"SparseMatrix: {name} must be a tensor, got {type(t).__name__}")
+        if indptr.dim() != 1 or indices.dim() != 1:
+            raise ValueError("SparseMatrix: indptr and indices must be 1-D")
+        block = tuple(values.shape[1:]) if values.dim() == 3 else (1, 1)
+        if values.dim() not in (1, 3):
+            raise ValueError(f"SparseMatrix: values must be 1-D (CSR) or 3-D (BSR blocks), got shape {tuple(values.shape)}")
+        if shape[0] != (indptr.shape[0] - 1) * block[0]:
+            raise ValueError(
+                f"SparseMatrix: indptr has {indptr.shape[0] - 1} rows (of blocks of height {block[0]}) "
+                f"but shape is {shape}")
+        if block[1] and shape[1] % block[1]:
+            raise ValueError(f"SparseMatrix: shape {shape} is not a whole number of blocks of width {block[1]}")
+        self.indptr, self.indices, self.values, self.shape = indptr, indices, values, shape
+        self._derived = {}
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_torch(cls, t: torch.Tensor) -> "SparseMatrix":
+        """From a torch sparse CSR, COO (coalesced as needed) or BSR tensor."""
+        if t.layout == torch.sparse_csr:
+            return cls(t.crow_indices(), t.col_indices(), t.values(), t.shape)
+        if t.layout == torch.sparse_bsr:
+            return cls(t.crow_indices(), t.col_indices(), t.values(), t.shape)
+        if t.layout == torch.sparse_coo:
+            if t.dim() != 2:
+                raise ValueError(f"SparseMatrix.from_torch: a COO tensor must be 2-D, got {t.dim()}-D")
+            csr = t.coalesce().to_sparse_csr()
+            return cls(csr.crow_indices(), csr.col_indices(), csr.values(), csr.shape)
+        raise ValueError(f"SparseMatrix.from_torch: expected a sparse CSR, COO or BSR tensor, got layout {t.layout}")
+
+    @classmethod
+    def from_dense(cls, dense: torch.Tensor, index_dtype=torch.int64) -> "SparseMatrix":
+        csr = dense.to_sparse_csr()
+        return cls(csr.crow_indices().to(index_dtype), csr.col_indices().to(index_dtype), csr.values(), dense.shape)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def nnz(self) -> int:
+        return self.indices.shape[0]
+
+    @property
+    def is_block(self) -> bool:
+        return self.values.dim() == 3
+
+    @property
+    def dtype(self):
+        return self.values.dtype
+
+    def transpose_structure(self):
+        """(indptr, indices, perm) of the transpose, built once by the C++
+        runtime (values_t = values[perm])."""
+        if "transpose" not in self._derived:
+            columns = self.shape[1] // (self.values.shape[2] if self.is_block else 1)
+            self._derived["transpose"] = ops._csr_transpose(self.indptr, self.indices, columns)
+        return self._derived["transpose"]
+
+    def t(self) -> "SparseMatrix":
+        """The transpose as a SparseMatrix (values permuted; blocks transposed)."""
+        t_indptr, t_indices, perm = self.transpose_structure()
+        values = self.values.index_select(0, perm)
+        if self.is_block:
+            values = values.transpose(1, 2).contiguous()
+        return SparseMatrix(t_indptr, t_indices, values, (self.shape[1], self.shape[0]))
+
+    def to_torch(self) -> torch.Tensor:
+        if self.is_block:
+            return torch.sparse_bsr_tensor(self.indptr, self.indices, self.values, self.shape)
+        return torch.sparse_csr_tensor(self.indptr, self.indices, self.values, self.shape)
+
+    def to_dense(self) -> torch.Tensor:
+        return self.to_torch().to_dense()
+
+    def with_values(self, values: torch.Tensor) -> "SparseMatrix":
+        """The same structure (and its cached derived formats) with new values."""
+        out = SparseMatrix(self.indptr, self.indices, values, self.shape)
+        out._derived = self._derived
+        return out
+
+    def __matmul__(self, other):
+        from .api import spmm
+
+        return spmm(self, other)
+
+    def __repr__(self):
+        kind = f"BSR {tuple(self.values.shape[1:])}" if self.is_block else "CSR"
+        return f"SparseMatrix({kind}, shape={self.shape}, nnz={self.nnz}, dtype={self.dtype})"
+
+
+# --------------------------------------------------------------------------- implicit cache
+
+
+class _ConversionCache:
+    """CSR structures of coalesced torch COO tensors, keyed by the identity of
+    the tensor and the version of its indices: bounded (least recently used dropped first),
+    thread-safe, and an entry goes when its indices tensor is freed. Values are
+    not cached (they may change between calls); coalesced COO values are
+    already in CSR order. (The Python object of t._indices() may be rebuilt
+    between calls, so the entry follows the sparse tensor itself.)"""
+
+    def __init__(self, capacity: int = 64):
+        self.capacity = capacity
+        self._entries: OrderedDict[int, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, t: torch.Tensor) -> SparseMatrix:
+        version = t._indices()._version
+        key = id(t)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0]() is t and entry[1] == version:
+                self._entries.move_to_end(key)
+                return entry[2].with_values(t._values())
+        matrix = self._convert(t)
+        with self._lock:
+            self._entries[key] = (weakref.ref(t, self._forget(key)), version, matrix)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+        return matrix
+
+    def _forget(self, key):
+        def callback(_):
+            with self._lock:
+                self._entries.pop(key, None)
+
+        return callback
+
+    @staticmethod
+    def _convert(t: torch.Tensor) -> SparseMatrix:
+        if t.dim() != 2:
+            raise ValueError(f"expected a 2-D sparse COO tensor, got {t.dim()}-D")
+        rows, cols = t._indices()[0], t._indices()[1]
+        # Coalesced COO is sorted by (row, column): CSR order already.
+        indptr = torch.zeros(t.shape[0] + 1, dtype=torch.int64)
+        indptr[1:] = torch.bincount(rows, minlength=t.shape[0]).cumsum(0)
+        return SparseMatrix(indptr, cols.contiguous(), t._values(), t.shape)
+
+    def clear(self):
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self):
+        with self._lock:
+            return len(self._entries)
+
+
+_COO_CACHE = _ConversionCache()
+
+
+def as_sparse_matrix(a, what: str) -> SparseMatrix:
+    """A SparseMatrix for an operator argument: a SparseMatrix, or a torch sparse
+    CSR / BSR tensor (its components, no copy) or COO tensor (converted once,
+    cached by the identity and version of its indices)."""
+    if isinstance(a, SparseMatrix):
+        return a
+    if isinstance(a, torch.Tensor):
+        if a.layout in (torch.sparse_csr, torch.sparse_bsr):
+            return SparseMatrix.from_torch(a)
+        if a.layout == torch.sparse_coo:
+            if not a.is_coalesced():
+                # An uncoalesced tensor's indices change on coalescing; cache the coalesced one.
+                return SparseMatrix.from_torch(a)
+            return _COO_CACHE.get(a)
+        raise ValueError(f"{what}: expected a sparse tensor (CSR, COO or BSR) or st.SparseMatrix, got a "
+                         f"{a.layout} tensor")
+    raise ValueError(f"{what}: expected a sparse tensor or st.SparseMatrix, got {type(a).__name__}")
