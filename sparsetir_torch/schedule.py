@@ -113,5 +113,11 @@ class Schedule:
         back after each iteration (stage III): register-resident output rows."""
         return self._native.cache_write(str(loop), buffer, scope)
 
+    def rfactor(self, loop: str) -> str:
+        """Factors the reduction carried by `loop` into one partial result per
+        iteration (a local buffer, returned by name) combined after the
+        reduction, so that `loop` can be vectorized. Reassociates the sum."""
+        return self._native.rfactor(str(loop))
+
     def __repr__(self) -> str:
         return f"<Schedule of {self.mod.name}, {len(self.trace.splitlines())} primitives>"

@@ -121,26 +121,37 @@ class SparseMatrix:
 
 
 class _ConversionCache:
-    """CSR structures of coalesced torch COO tensors, keyed by the identity of
-    the tensor and the version of its indices: bounded (least recently used dropped first),
-    thread-safe, and an entry goes when its indices tensor is freed. Values are
-    not cached (they may change between calls); coalesced COO values are
-    already in CSR order. (The Python object of t._indices() may be rebuilt
-    between calls, so the entry follows the sparse tensor itself.)"""
+    """The SparseMatrix of a torch sparse tensor (CSR, BSR or coalesced COO),
+    keyed by the identity of the tensor and the versions of its index tensors:
+    bounded (least recently used dropped first), thread-safe, and an entry
+    goes when its tensor is freed. Reusing one SparseMatrix keeps the index
+    tensors the operators see identical from call to call, so the per-graph
+    cache in C++ (validation, transposes) hits. Values are not cached: they
+    may change between calls (coalesced COO values are already in CSR order)."""
 
     def __init__(self, capacity: int = 64):
         self.capacity = capacity
         self._entries: OrderedDict[int, tuple] = OrderedDict()
         self._lock = threading.Lock()
 
+    @staticmethod
+    def _version(t: torch.Tensor):
+        if t.layout == torch.sparse_coo:
+            return t._indices()._version
+        return (t.crow_indices()._version, t.col_indices()._version)
+
+    @staticmethod
+    def _values(t: torch.Tensor) -> torch.Tensor:
+        return t._values() if t.layout == torch.sparse_coo else t.values()
+
     def get(self, t: torch.Tensor) -> SparseMatrix:
-        version = t._indices()._version
+        version = self._version(t)
         key = id(t)
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry[0]() is t and entry[1] == version:
                 self._entries.move_to_end(key)
-                return entry[2].with_values(t._values())
+                return entry[2].with_values(self._values(t))
         matrix = self._convert(t)
         with self._lock:
             self._entries[key] = (weakref.ref(t, self._forget(key)), version, matrix)
@@ -158,6 +169,8 @@ class _ConversionCache:
 
     @staticmethod
     def _convert(t: torch.Tensor) -> SparseMatrix:
+        if t.layout != torch.sparse_coo:
+            return SparseMatrix.from_torch(t)
         if t.dim() != 2:
             raise ValueError(f"expected a 2-D sparse COO tensor, got {t.dim()}-D")
         rows, cols = t._indices()[0], t._indices()[1]
@@ -175,23 +188,24 @@ class _ConversionCache:
             return len(self._entries)
 
 
-_COO_CACHE = _ConversionCache()
+_TORCH_SPARSE_CACHE = _ConversionCache()
+_COO_CACHE = _TORCH_SPARSE_CACHE  # (older name)
 
 
 def as_sparse_matrix(a, what: str) -> SparseMatrix:
     """A SparseMatrix for an operator argument: a SparseMatrix, or a torch sparse
-    CSR / BSR tensor (its components, no copy) or COO tensor (converted once,
-    cached by the identity and version of its indices)."""
+    CSR / BSR tensor (its components, no copy) or COO tensor (converted to CSR
+    once), both cached by the tensor's identity and its indices' versions."""
     if isinstance(a, SparseMatrix):
         return a
     if isinstance(a, torch.Tensor):
         if a.layout in (torch.sparse_csr, torch.sparse_bsr):
-            return SparseMatrix.from_torch(a)
+            return _TORCH_SPARSE_CACHE.get(a)
         if a.layout == torch.sparse_coo:
             if not a.is_coalesced():
-                # An uncoalesced tensor's indices change on coalescing; cache the coalesced one.
+                # Coalescing makes a new tensor each time: nothing to key a cache on.
                 return SparseMatrix.from_torch(a)
-            return _COO_CACHE.get(a)
+            return _TORCH_SPARSE_CACHE.get(a)
         raise ValueError(f"{what}: expected a sparse tensor (CSR, COO or BSR) or st.SparseMatrix, got a "
                          f"{a.layout} tensor")
     raise ValueError(f"{what}: expected a sparse tensor or st.SparseMatrix, got {type(a).__name__}")

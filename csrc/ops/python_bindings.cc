@@ -161,7 +161,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("bind", &Schedule::Bind)
       .def("lower_sparse_buffer", &Schedule::LowerSparseBuffer)
       .def("cache_read", &Schedule::CacheRead)
-      .def("cache_write", &Schedule::CacheWrite);
+      .def("cache_write", &Schedule::CacheWrite)
+      .def("rfactor", &Schedule::RFactor);
 
   m.def("cache_dir", &CacheDirectory);
   m.def("cache_stats", [] {

@@ -559,7 +559,37 @@ def _sd_cache_read_a(s):
     s.cache_read("j", "B", "local")
 
 
+def _sd_rfactor_vectorize(s):
+    """The operator's SDDMM recipe: a register accumulator, 16 vector lanes of
+    partial sums (rfactor), one horizontal sum per non-zero."""
+    s.specialize(feat_size=32)
+    i, j, k = s.get_loops("sddmm")
+    s.cache_write(j, "Y", "local")
+    k_0, k_1 = s.split(k, [None, 16])
+    s.rfactor(k_1)
+    s.vectorize(k_1)
+    s.unroll(k_0)
+    s.parallel(i)
+
+
+def _sd_rfactor_global(s):
+    """rfactor straight on the output element (no cache), lanes of 4."""
+    s.specialize(feat_size=20)
+    k_0, k_1 = s.split("k", [None, 4])
+    s.rfactor(k_1)
+    s.vectorize(k_1)
+
+
+def _sd_rfactor_whole_loop(s):
+    """rfactor of an unsplit loop: one partial per feature."""
+    s.specialize(feat_size=20)
+    s.rfactor("k")
+
+
 SDDMM_SCHEDULES = {
+    "rfactor_vectorize": (_sd_rfactor_vectorize, 32),
+    "rfactor_global": (_sd_rfactor_global, 20),
+    "rfactor_whole_loop": (_sd_rfactor_whole_loop, 20),
     "sparse_reorder_KIJ": (_sd_reorder_kij, 20),
     "sparse_reorder_IKJ": (_sd_reorder_ikj, 20),
     "split_unroll_parallel": (_sd_split_vec_par, 20),
@@ -623,6 +653,55 @@ def test_specialize_other_scalars():
     assert_within_bound(c, ref, mag, MATRICES[0].row_lengths()[:, None], "float32", "csrmm specialized m")
     with pytest.raises(ValueError, match="'m'"):
         _call_csrmm(k, MATRICES[1], 8, "float32", "int32", 1)
+
+
+def test_rfactor_ir():
+    sch = new_schedule("sddmm")
+    _sd_rfactor_vectorize(sch)
+    assert "sch.rfactor('k_1')" in sch.trace or 'sch.rfactor("k_1")' in sch.trace
+    text = sch.mod.script()
+    assert 'Y_local_rf = T.alloc_buffer((16,), "float32", scope="local")' in text, text
+    assert "for k_1_init in T.serial(16):" in text and "for k_1_merge in T.serial(16):" in text, text
+    assert "for k_1 in T.vectorized(16):" in text, text
+    assert_round_trips(sch)
+    replayed = st.Schedule.replay(sch.trace, script("sddmm"))
+    assert replayed.mod == sch.mod
+
+
+def test_rfactor_vectorized_dot_is_simd():
+    """The vectorized partial sums compile to explicit SIMD (GCC vector types)."""
+    sch = new_schedule("sddmm")
+    _sd_rfactor_vectorize(sch)
+    source = st.compile(sch).source
+    assert "vector_size(64)" in source, source
+
+
+@pytest.mark.parametrize("loop,message", [
+    ("i", r"rfactor: loop 'i' needs a constant extent"),
+    ("j", r"rfactor: loop 'j' needs a constant extent"),
+])
+def test_rfactor_errors(loop, message):
+    sch = new_schedule("sddmm")
+    sch.specialize(feat_size=16)
+    sch.lower_sparse_buffer()
+    with pytest.raises(st.ScheduleError, match=message):
+        sch.rfactor(loop)
+
+
+def test_rfactor_refuses_a_spatial_loop():
+    sch = new_schedule("csrmm")
+    sch.specialize(feat_size=16)
+    sch.lower_sparse_buffer()
+    with pytest.raises(st.ScheduleError, match=r"rfactor: loop 'k' does not carry a reduction"):
+        sch.rfactor("k")
+
+
+def test_rfactor_refuses_a_guarded_body():
+    sch = new_schedule("sddmm")
+    sch.specialize(feat_size=20)
+    k_0, k_1 = sch.split("k", [None, 8])  # 20 is not a multiple of 8: the body is guarded
+    with pytest.raises(st.ScheduleError, match=r"rfactor: loop 'k_1' must hold exactly one reduction"):
+        sch.rfactor(k_1)
 
 
 def test_bound_kernel_does_not_compile_for_cpu():

@@ -33,6 +33,15 @@ const char* ValueType(DataType dtype) {
   return StorageType(dtype);
 }
 
+// Buffers the kernel allocates itself (workspaces, local caches, rfactor
+// partials) hold 16-bit floats as float32: accumulators keep float32
+// precision, and nothing outside the kernel sees their storage.
+bool Widened(const BufferNode* b) {
+  return b->kind == BufferKind::kAlloc && (b->dtype == DataType::kFloat16 || b->dtype == DataType::kBFloat16);
+}
+
+const char* BufferStorage(const BufferNode* b) { return Widened(b) ? "float" : StorageType(b->dtype); }
+
 namespace {
 
 std::string FloatLiteral(double v, DataType dtype) {
@@ -126,7 +135,7 @@ void CodegenC::EmitEntry(const PrimFunc& f) {
   }
   std::vector<const BufferNode*> allocated;
   for (const Buffer& b : f->buffers) {
-    std::string type = StorageType(b->dtype);
+    std::string type = BufferStorage(b.get());
     std::string name = Name(b.get(), b->name);
     if (b->kind == BufferKind::kMatch) {
       names_[b->data.get()] = name;  // the handle names its buffer (T.sp.lower_bound)
@@ -143,7 +152,7 @@ void CodegenC::EmitEntry(const PrimFunc& f) {
   indent_ = 1;
   std::vector<ScopeEntry> outer = scope_;
   for (const BufferNode* b : allocated) {
-    std::string type = StorageType(b->dtype);
+    std::string type = BufferStorage(b);
     std::string size = "(int64_t)1";
     for (const Expr& dim : b->shape) size += " * (int64_t)(" + Expr2C(dim) + ")";
     Line(type + "* __restrict__ " + names_.at(b) + " = (" + type + "*)calloc(" + size + ", sizeof(" + type + "));");
@@ -171,8 +180,8 @@ void CodegenC::EmitStmt(const Stmt& s) {
     case StmtKind::kBufferStore: {
       const auto* n = s->as<BufferStoreNode>();
       std::string value = Expr2C(n->value);
-      if (n->buffer->dtype == DataType::kFloat16) value = "sparsetir_float_to_half(" + value + ")";
-      if (n->buffer->dtype == DataType::kBFloat16) value = "sparsetir_float_to_bf16(" + value + ")";
+      if (!Widened(n->buffer.get()) && n->buffer->dtype == DataType::kFloat16) value = "sparsetir_float_to_half(" + value + ")";
+      if (!Widened(n->buffer.get()) && n->buffer->dtype == DataType::kBFloat16) value = "sparsetir_float_to_bf16(" + value + ")";
       Line(Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, n->indices) + "] = " + value + ";");
       return;
     }
@@ -227,7 +236,7 @@ void CodegenC::EmitStmt(const Stmt& s) {
         }
         size = std::to_string(std::stoll(size) * *c);
       }
-      std::string type = StorageType(n->buffer->dtype);
+      std::string type = BufferStorage(n->buffer.get());
       std::string name = Name(n->buffer.get(), n->buffer->name);
       Line("{");
       ++indent_;
@@ -399,7 +408,7 @@ bool CodegenC::TryEmitVectorLoop(const ForNode* loop) {
   while (const auto* block = body->as<BlockNode>()) body = block->body;
   const auto* store = body->as<BufferStoreNode>();
   if (!store) return false;
-  DataType dtype = store->buffer->dtype;
+  DataType dtype = Widened(store->buffer.get()) ? DataType::kFloat32 : store->buffer->dtype;
   if (dtype != DataType::kFloat32 && dtype != DataType::kFloat64 && dtype != DataType::kInt32 &&
       dtype != DataType::kInt64) {
     return false;
@@ -435,7 +444,7 @@ std::string CodegenC::VectorExpr(const Expr& e, const VarNode* lane, const std::
     case ExprKind::kBufferLoad: {
       const auto* n = e->as<BufferLoadNode>();
       if (n->dtype != e->dtype || Classify(n->indices, lane) != Access::kContiguous ||
-          StorageType(n->buffer->dtype) != std::string(ValueType(n->buffer->dtype))) {
+          BufferStorage(n->buffer.get()) != std::string(ValueType(n->buffer->dtype))) {
         *ok = false;
         return "";
       }
@@ -542,6 +551,7 @@ std::string CodegenC::Expr2C(const Expr& e) {
     case ExprKind::kBufferLoad: {
       const auto* n = e->as<BufferLoadNode>();
       std::string access = Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, n->indices) + "]";
+      if (Widened(n->buffer.get())) return access;
       if (n->buffer->dtype == DataType::kFloat16) return "sparsetir_half_to_float(" + access + ")";
       if (n->buffer->dtype == DataType::kBFloat16) return "sparsetir_bf16_to_float(" + access + ")";
       return access;

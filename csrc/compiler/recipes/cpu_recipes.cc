@@ -31,11 +31,33 @@ void Csrmm(Schedule& sch, int64_t feat) {
   sch.Parallel(loops[0]);
 }
 
-// sddmm_dot: loops i, j, k; k is the reduction, accumulated in a register.
-void Sddmm(Schedule& sch) {
+// A dot product over `k` (extent `extent`) accumulated into `buffer` inside
+// loop `j`: the accumulator lives in a register (cache_write), and the
+// reduction is factored into vector lanes (rfactor) so it runs as independent
+// SIMD FMAs with one horizontal sum at the end.
+void VectorDot(Schedule& sch, const std::string& j, const std::string& k, const std::string& buffer, int64_t extent) {
+  sch.CacheWrite(j, buffer, "local");
+  int64_t lanes = VectorLanes(extent);
+  if (lanes <= 1) return;
+  auto parts = sch.Split(k, {std::nullopt, lanes});
+  sch.RFactor(parts[1]);
+  sch.Vectorize(parts[1]);
+  if (extent / lanes <= kMaxUnrolledVectors) sch.Unroll(parts[0]);
+}
+
+// sddmm_dot: loops i, j, k; k is the reduction.
+void Sddmm(Schedule& sch, int64_t feat) {
   auto loops = sch.GetLoops("sddmm");
-  sch.CacheWrite(loops[1], "O", "local");
+  VectorDot(sch, loops[1], loops[2], "O", feat);
   sch.Parallel(loops[0]);
+}
+
+// The scores and softmax iterations of attention (q_i . k_j, then the row's
+// max, exp, sum and division), each parallel over rows.
+void AttentionProbs(Schedule& sch, int64_t head_dim) {
+  auto scores = sch.GetLoops("scores");
+  VectorDot(sch, scores[1], scores[2], "P", head_dim);
+  for (const char* block : {"scores", "row_max", "row_exp", "row_sum", "row_div"}) RowsInParallel(sch, block);
 }
 
 // bsrmm: loops i, j, bi, bj, f; the block row's output tile stays local.
@@ -48,11 +70,8 @@ void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat) {
 
 // sparse_attention: six row-parallel iterations; the weighted sum of value
 // rows is an SpMM and is scheduled like one.
-void SparseAttention(Schedule& sch, int64_t value_dim) {
-  for (const char* block : {"scores", "row_max", "row_exp", "row_sum", "row_div"}) {
-    if (std::string(block) == "scores") sch.CacheWrite(sch.GetLoops(block)[1], "P", "local");
-    RowsInParallel(sch, block);
-  }
+void SparseAttention(Schedule& sch, int64_t head_dim, int64_t value_dim) {
+  AttentionProbs(sch, head_dim);
   auto loops = sch.GetLoops("weighted_sum");
   VectorizeInner(sch, loops[2], value_dim);
   if (value_dim <= kMaxLocalTile) sch.CacheWrite(loops[0], "O", "local");
@@ -84,16 +103,13 @@ Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std:
   if (recipe == "csrmm") {
     Csrmm(sch, Size(sizes, "feat_size"));
   } else if (recipe == "sddmm") {
-    Sddmm(sch);
+    Sddmm(sch, Size(sizes, "feat_size"));
   } else if (recipe == "bsrmm") {
     Bsrmm(sch, Size(sizes, "block_h"), Size(sizes, "feat_size"));
   } else if (recipe == "sparse_attention") {
-    SparseAttention(sch, Size(sizes, "value_dim"));
+    SparseAttention(sch, Size(sizes, "head_dim"), Size(sizes, "value_dim"));
   } else if (recipe == "attention_probs") {
-    for (const char* block : {"scores", "row_max", "row_exp", "row_sum", "row_div"}) {
-      if (std::string(block) == "scores") sch.CacheWrite(sch.GetLoops(block)[1], "P", "local");
-      RowsInParallel(sch, block);
-    }
+    AttentionProbs(sch, Size(sizes, "head_dim"));
   } else if (recipe == "attention_grad_scores") {
     AttentionGradScores(sch);
   } else {

@@ -54,6 +54,9 @@ class Schedule {
   // touches; returns the cache's name.
   std::string CacheRead(const std::string& loop, const std::string& buffer, const std::string& scope);
   std::string CacheWrite(const std::string& loop, const std::string& buffer, const std::string& scope);
+  // Factors the reduction carried by `loop` into per-iteration partials (a
+  // local buffer) combined after the reduction; returns the buffer's name.
+  std::string RFactor(const std::string& loop);
   void LowerSparseBuffer();  // explicit; stage-III primitives call it when needed
 
  private:

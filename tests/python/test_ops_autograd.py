@@ -1,0 +1,658 @@
+"""Autograd, torch.library and torch.compile tests of the operators
+torch.ops.sparsetir.{spmm, sddmm, bsrmm, sparse_attention} (and the backward
+helpers _csr_transpose, _sparse_attention_backward):
+
+* torch.autograd.gradcheck in float64 for every op and differentiable input;
+* torch.library.opcheck (schema, autograd registration, fake tensor, AOT dispatch);
+* torch.compile(fullgraph=True) of a two-layer GCN and of a sparse-attention
+  block, forward and backward, against eager, with no graph break and no
+  unexpected recompilation;
+* backward in float16 / bfloat16 against the float64 gradient within a
+  rounding-error bound;
+* concurrent calls from several Python threads (including the first-call
+  kernel compilation of a new feature size racing in several threads).
+
+Feature sizes are kept to a small set (3 for SpMM/SDDMM/BSR, D=3 / Dv=2 for
+attention) because every (kernel, dtype, index dtype, size) is compiled once
+per session (about 0.4 s each).
+"""
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import torch
+import torch._dynamo
+import torch._dynamo.testing
+
+import sparsetir_torch  # noqa: F401  (registers the fake / autograd implementations)
+from conftest import INDEX_DTYPES, UNIT_ROUNDOFF, assert_within_bound, make_csr, random_values
+
+ops = torch.ops.sparsetir
+F64 = torch.float64
+IDTYPES = ("int32", "int64")
+REDUCES = ("sum", "mean", "max", "min")
+K = 3  # feature size of SpMM / SDDMM / BSR tests
+D, DV = 3, 2  # attention head and value dims (Dv != D on purpose)
+
+
+# --------------------------------------------------------------------------- structures and references
+
+
+def structure(m, n, density, seed, idtype, **kw):
+    """(Csr, indptr, indices) of a seeded random CSR matrix."""
+    c = make_csr(m, n, density=density, seed=seed, **kw)
+    ip, ix = c.torch_structure(idtype)
+    return c, ip, ix
+
+
+def randt(rng, shape, dtype=F64, requires_grad=False):
+    """Values of magnitude in [0.25, 1] with a random sign."""
+    t = torch.from_numpy(random_values(rng, shape)).to(dtype)
+    return t.requires_grad_(requires_grad)
+
+
+def row_ids(indptr):
+    return torch.repeat_interleave(torch.arange(indptr.numel() - 1), torch.diff(indptr.long()))
+
+
+def spmm_ref(indptr, indices, values, dense, reduce="sum"):
+    """Pure-torch SpMM (differentiable): rows without non-zeros give 0."""
+    rows = row_ids(indptr)
+    prod = values.unsqueeze(1) * dense.index_select(0, indices.long())
+    out = torch.zeros(indptr.numel() - 1, dense.shape[1], dtype=dense.dtype)
+    if reduce == "sum":
+        return out.index_add(0, rows, prod)
+    how = {"mean": "mean", "max": "amax", "min": "amin"}[reduce]
+    return out.scatter_reduce(0, rows.unsqueeze(1).expand_as(prod), prod, how, include_self=False)
+
+
+def sddmm_ref(indptr, indices, values, x, y):
+    out = (x.index_select(0, row_ids(indptr)) * y.index_select(0, indices.long())).sum(1)
+    return out if values is None else out * values
+
+
+def bsr_dense(indptr, indices, blocks, block_cols):
+    """The dense matrix of a BSR structure (differentiable in blocks; duplicates add up)."""
+    nnzb, bh, bw = blocks.shape
+    mb = indptr.numel() - 1
+    grid = torch.zeros(mb, block_cols, bh, bw, dtype=blocks.dtype)
+    grid = grid.index_put((row_ids(indptr), indices.long()), blocks, accumulate=True)
+    return grid.permute(0, 2, 1, 3).reshape(mb * bh, block_cols * bw)
+
+
+def bsrmm_ref(indptr, indices, blocks, dense):
+    return bsr_dense(indptr, indices, blocks, dense.shape[0] // blocks.shape[2]) @ dense
+
+
+def pattern_mask(indptr, indices, columns):
+    mask = torch.zeros(indptr.numel() - 1, columns, dtype=torch.bool)
+    mask[row_ids(indptr), indices.long()] = True
+    return mask
+
+
+def attention_probs_ref(mask, q, k, scale):
+    """softmax over the allowed j of scale * q k^T; rows with no allowed j are 0."""
+    s = (q @ k.transpose(-1, -2)) * scale
+    empty = ~mask.any(-1, keepdim=True)
+    s = torch.where(mask | empty, s, torch.tensor(float("-inf"), dtype=s.dtype))
+    return torch.softmax(s, -1) * (~empty).to(s.dtype)
+
+
+def attention_ref(mask, q, k, v, scale=None):
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    return attention_probs_ref(mask, q, k, scale) @ v
+
+
+def attention_pattern(idtype):
+    """L = 5 query rows (row 2 has no allowed key), S = 4 keys."""
+    c = make_csr(5, 4, density=0.5, seed=11, empty_rows=(2,), dense_rows=(4,))
+    ip, ix = c.torch_structure(idtype)
+    return c, ip, ix
+
+
+def bsr_structure(idtype):
+    """3 block rows (block row 1 empty) x 4 block columns."""
+    c = make_csr(3, 4, density=0.5, seed=5, empty_rows=(1,), dense_rows=(2,))
+    ip, ix = c.torch_structure(idtype)
+    return c, ip, ix
+
+
+# --------------------------------------------------------------------------- 1. gradcheck (float64)
+
+
+def _tie_free(rng, c, k):
+    """values / dense for max|min SpMM with no two products of a (row, column) within 1e-3
+    of each other, so the arg-max is unique and stable under gradcheck's perturbation."""
+    for _ in range(100):
+        values = random_values(rng, c.nnz)
+        dense = random_values(rng, (c.n, k))
+        prod = values[:, None] * dense[c.indices]
+        ok = True
+        for r in range(c.m):
+            seg = np.sort(prod[c.indptr[r]:c.indptr[r + 1]], axis=0)
+            if seg.shape[0] > 1 and np.diff(seg, axis=0).min() < 1e-3:
+                ok = False
+                break
+        if ok:
+            return torch.from_numpy(values), torch.from_numpy(dense)
+    raise AssertionError("could not draw tie-free inputs")
+
+
+@pytest.mark.parametrize("wrt", ["values", "dense", "both"])
+@pytest.mark.parametrize("idtype", IDTYPES)
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_gradcheck_spmm(reduce, idtype, wrt):
+    c, ip, ix = structure(7, 5, 0.45, seed=1, idtype=idtype, empty_rows=(0, 4))
+    rng = np.random.default_rng(2)
+    values, dense = _tie_free(rng, c, K)
+    values.requires_grad_(wrt in ("values", "both"))
+    dense.requires_grad_(wrt in ("dense", "both"))
+    assert torch.autograd.gradcheck(lambda v, d: ops.spmm(ip, ix, v, d, reduce), (values, dense))
+    # The analytic gradient also matches the pure-torch reference's.
+    g = randt(rng, (c.m, K))
+    inputs = [t for t in (values, dense) if t.requires_grad]
+    got = torch.autograd.grad(ops.spmm(ip, ix, values, dense, reduce), inputs, g)
+    ref = torch.autograd.grad(spmm_ref(ip, ix, values, dense, reduce), inputs, g)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_gradcheck_spmm_unsorted_duplicates(idtype):
+    c, ip, ix = structure(9, 6, 0.3, seed=3, idtype=idtype, empty_rows=(2,), shuffle=True, duplicates=6)
+    rng = np.random.default_rng(3)
+    values, dense = randt(rng, c.nnz, requires_grad=True), randt(rng, (c.n, K), requires_grad=True)
+    for reduce in ("sum", "mean"):
+        assert torch.autograd.gradcheck(lambda v, d: ops.spmm(ip, ix, v, d, reduce), (values, dense))
+
+
+@pytest.mark.parametrize("wrt", ["values", "x", "y", "all"])
+@pytest.mark.parametrize("with_values", [True, False], ids=["values", "None"])
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_gradcheck_sddmm(idtype, with_values, wrt):
+    if wrt == "values" and not with_values:
+        pytest.skip("no values to differentiate")
+    c, ip, ix = structure(6, 5, 0.45, seed=4, idtype=idtype, empty_rows=(1, 5))
+    rng = np.random.default_rng(4)
+    values = randt(rng, c.nnz, requires_grad=wrt in ("values", "all")) if with_values else None
+    x = randt(rng, (c.m, K), requires_grad=wrt in ("x", "all"))
+    y = randt(rng, (c.n, K), requires_grad=wrt in ("y", "all"))
+    if with_values:
+        assert torch.autograd.gradcheck(lambda v, a, b: ops.sddmm(ip, ix, v, a, b), (values, x, y))
+    else:
+        assert torch.autograd.gradcheck(lambda a, b: ops.sddmm(ip, ix, None, a, b), (x, y))
+    g = randt(rng, c.nnz)
+    inputs = [t for t in (values, x, y) if t is not None and t.requires_grad]
+    got = torch.autograd.grad(ops.sddmm(ip, ix, values, x, y), inputs, g)
+    ref = torch.autograd.grad(sddmm_ref(ip, ix, values, x, y), inputs, g)
+    for a, b in zip(got, ref):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("wrt", ["blocks", "dense", "both"])
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_gradcheck_bsrmm_rectangular_blocks(idtype, wrt):
+    c, ip, ix = bsr_structure(idtype)
+    bh, bw = 2, 3
+    rng = np.random.default_rng(5)
+    blocks = randt(rng, (c.nnz, bh, bw), requires_grad=wrt in ("blocks", "both"))
+    dense = randt(rng, (c.n * bw, K), requires_grad=wrt in ("dense", "both"))
+    out = ops.bsrmm(ip, ix, blocks, dense)
+    assert out.shape == (c.m * bh, K)
+    torch.testing.assert_close(out, bsrmm_ref(ip, ix, blocks, dense), rtol=1e-12, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda b, d: ops.bsrmm(ip, ix, b, d), (blocks, dense))
+
+
+@pytest.mark.parametrize("scale", [None, 0.7], ids=["default_scale", "scale0.7"])
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_gradcheck_sparse_attention(idtype, scale):
+    c, ip, ix = attention_pattern(idtype)
+    assert (np.diff(c.indptr) == 0).any(), "the pattern must have a row with no allowed key"
+    rng = np.random.default_rng(6)
+    q = randt(rng, (2, 2, c.m, D), requires_grad=True)
+    k = randt(rng, (2, 2, c.n, D), requires_grad=True)
+    v = randt(rng, (2, 2, c.n, DV), requires_grad=True)
+    out = ops.sparse_attention(ip, ix, q, k, v, scale)
+    assert out.shape == (2, 2, c.m, DV)
+    torch.testing.assert_close(out, attention_ref(pattern_mask(ip, ix, c.n), q, k, v, scale), rtol=1e-12, atol=1e-12)
+    assert torch.all(out[..., 2, :] == 0)
+    assert torch.autograd.gradcheck(lambda a, b, e: ops.sparse_attention(ip, ix, a, b, e, scale), (q, k, v))
+    # Each input alone (the other two constants).
+    g = randt(rng, out.shape)
+    for i, name in enumerate("qkv"):
+        args = [t.detach().requires_grad_(j == i) for j, t in enumerate((q, k, v))]
+        (got,) = torch.autograd.grad(ops.sparse_attention(ip, ix, *args, scale), args[i], g)
+        (ref,) = torch.autograd.grad(attention_ref(pattern_mask(ip, ix, c.n), *args, scale), args[i], g)
+        torch.testing.assert_close(got, ref, rtol=1e-10, atol=1e-12, msg=f"d{name}")
+
+
+def test_gradgradcheck_linear_ops():
+    """The backward formulas of spmm (sum/mean), sddmm and bsrmm are built from
+    differentiable operators, so second derivatives are right too."""
+    c, ip, ix = structure(6, 5, 0.45, seed=7, idtype="int64", empty_rows=(3,))
+    rng = np.random.default_rng(7)
+    v, d = randt(rng, c.nnz, requires_grad=True), randt(rng, (c.n, K), requires_grad=True)
+    for reduce in ("sum", "mean"):
+        assert torch.autograd.gradgradcheck(lambda a, b: ops.spmm(ip, ix, a, b, reduce), (v, d))
+    x, y = randt(rng, (c.m, K), requires_grad=True), randt(rng, (c.n, K), requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda a, b, e: ops.sddmm(ip, ix, a, b, e), (v, x, y))
+    bc, bip, bix = bsr_structure("int64")
+    blocks = randt(rng, (bc.nnz, 2, 3), requires_grad=True)
+    bd = randt(rng, (bc.n * 3, K), requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda a, b: ops.bsrmm(bip, bix, a, b), (blocks, bd))
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: _sparse_attention_backward has no autograd formula, so a second "
+                   "derivative through sparse_attention is silently wrong (only a UserWarning) instead of "
+                   "being right or raising")
+def test_gradgradcheck_sparse_attention():
+    c, ip, ix = attention_pattern("int64")
+    rng = np.random.default_rng(8)
+    q = randt(rng, (c.m, D), requires_grad=True)
+    k = randt(rng, (c.n, D), requires_grad=True)
+    v = randt(rng, (c.n, DV), requires_grad=True)
+    try:
+        ok = torch.autograd.gradgradcheck(lambda a, b, e: ops.sparse_attention(ip, ix, a, b, e), (q, k, v))
+    except torch.autograd.gradcheck.GradcheckError:
+        raise  # a wrong second derivative
+    except RuntimeError:
+        return  # an explicit "not differentiable twice" error is acceptable
+    assert ok
+
+
+# --------------------------------------------------------------------------- 2. opcheck
+
+
+def _opcheck_cases(dtype, idtype, requires_grad, contiguous=True):
+    """name -> (op overload, args) for every operator."""
+    rng = np.random.default_rng(9)
+
+    def r(*shape, grad=True):
+        t = randt(rng, shape, dtype)
+        return t.requires_grad_(requires_grad and grad)
+
+    def nc(t):
+        """The same values in a transposed (non-contiguous) layout when asked."""
+        if contiguous or t.dim() < 2:
+            return t
+        return t.detach().transpose(-1, -2).contiguous().transpose(-1, -2).requires_grad_(t.requires_grad)
+
+    c, ip, ix = structure(6, 5, 0.45, seed=10, idtype=idtype, empty_rows=(0, 3))
+    bc, bip, bix = bsr_structure(idtype)
+    ac, aip, aix = attention_pattern(idtype)
+    q, k, v = nc(r(2, 2, ac.m, D)), nc(r(2, 2, ac.n, D)), nc(r(2, 2, ac.n, DV))
+    out = ops.sparse_attention(aip, aix, q.detach(), k.detach(), v.detach(), 0.5)
+    cases = {f"spmm_{red}": (ops.spmm.default, (ip, ix, r(c.nnz), nc(r(c.n, K)), red)) for red in REDUCES}
+    cases.update({
+        "sddmm": (ops.sddmm.default, (ip, ix, r(c.nnz), nc(r(c.m, K)), nc(r(c.n, K)))),
+        "sddmm_none": (ops.sddmm.default, (ip, ix, None, nc(r(c.m, K)), nc(r(c.n, K)))),
+        "bsrmm": (ops.bsrmm.default, (bip, bix, nc(r(bc.nnz, 2, 3)), nc(r(bc.n * 3, K)))),
+        "sparse_attention": (ops.sparse_attention.default, (aip, aix, q, k, v, 0.5)),
+        "sparse_attention_default_scale": (ops.sparse_attention.default, (aip, aix, q, k, v)),
+        "_csr_transpose": (ops._csr_transpose.default, (ip, ix, c.n)),
+        "_sparse_attention_backward": (
+            ops._sparse_attention_backward.default,
+            (aip, aix, q, k, v, out.requires_grad_(requires_grad), nc(r(*out.shape)), 0.5)),
+    })
+    return cases
+
+
+OPCHECK_NAMES = [f"spmm_{red}" for red in REDUCES] + [
+    "sddmm", "sddmm_none", "bsrmm", "sparse_attention", "sparse_attention_default_scale", "_csr_transpose",
+    "_sparse_attention_backward"]
+
+
+@pytest.mark.parametrize("requires_grad", [False, True], ids=["no_grad", "requires_grad"])
+@pytest.mark.parametrize("idtype", IDTYPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", OPCHECK_NAMES)
+def test_opcheck(name, dtype, idtype, requires_grad):
+    if name == "_csr_transpose" and requires_grad:
+        pytest.skip("_csr_transpose has integer inputs only")
+    op, args = _opcheck_cases(dtype, idtype, requires_grad)[name]
+    torch.library.opcheck(op, args)
+
+
+@pytest.mark.parametrize("name", [
+    n if n != "_sparse_attention_backward" else pytest.param(n, marks=pytest.mark.xfail(
+        strict=True, reason="BUG: the fake of _sparse_attention_backward returns empty_like(q/k/v), which keeps "
+        "a non-contiguous input's strides, while the CPU kernel returns contiguous tensors (stride mismatch)"))
+    for n in OPCHECK_NAMES if n != "_csr_transpose"])
+def test_opcheck_non_contiguous_inputs(name):
+    """Dense inputs in a transposed layout (e.g. heads split off by view + transpose)."""
+    op, args = _opcheck_cases(torch.float64, "int64", True, contiguous=False)[name]
+    assert any(isinstance(a, torch.Tensor) and a.dim() >= 2 and not a.is_contiguous() for a in args)
+    torch.library.opcheck(op, args)
+
+
+# --------------------------------------------------------------------------- 3. torch.compile
+#
+# The sparse structure is passed as plain tensors (csr.crow_indices().clone(),
+# ...), never as views of a torch sparse tensor: dynamo cannot trace a view
+# whose base is a sparse tensor (a known torch limitation), and a real model
+# holds its graph as plain index tensors anyway.
+
+
+@pytest.fixture
+def dynamo_reset():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def random_graph(n, p, seed, empty_rows=()):
+    g = torch.Generator().manual_seed(seed)
+    adj = torch.rand(n, n, generator=g) < p
+    for r in empty_rows:
+        adj[r] = False
+    csr = adj.to(torch.float32).to_sparse_csr()
+    ip, ix = csr.crow_indices().clone(), csr.col_indices().clone()
+    w = torch.rand(ix.numel(), generator=g) + 0.5
+    return ip, ix, w
+
+
+class GCN(torch.nn.Module):
+    def __init__(self, fin=5, hidden=4, fout=K):
+        super().__init__()
+        self.l1 = torch.nn.Linear(fin, hidden)
+        self.l2 = torch.nn.Linear(hidden, fout)
+
+    def forward(self, indptr, indices, weights, x):
+        h = torch.relu(ops.spmm(indptr, indices, weights, self.l1(x)))
+        return ops.spmm(indptr, indices, weights, self.l2(h))
+
+
+def _fwd_bwd(model, args, grad):
+    model.zero_grad(set_to_none=True)
+    out = model(*args)
+    out.backward(grad)
+    return out.detach(), {n.removeprefix("_orig_mod."): p.grad.clone() for n, p in model.named_parameters()}
+
+
+def _compare(compiled, eager, args, grad, what):
+    out_c, grads_c = _fwd_bwd(compiled, args, grad)
+    out_e, grads_e = _fwd_bwd(eager, args, grad)
+    torch.testing.assert_close(out_c, out_e, rtol=1e-5, atol=1e-5, msg=f"{what}: output")
+    assert grads_c.keys() == grads_e.keys()
+    for n in grads_e:
+        torch.testing.assert_close(grads_c[n], grads_e[n], rtol=1e-5, atol=1e-5, msg=f"{what}: grad of {n}")
+
+
+def _assert_no_graph_break(fn, *args):
+    explanation = torch._dynamo.explain(fn)(*args)
+    assert explanation.graph_break_count == 0, explanation.break_reasons
+    assert explanation.graph_count == 1
+
+
+def test_compile_gcn_forward_backward(dynamo_reset):
+    torch.manual_seed(0)
+    n = 16
+    model = GCN()
+    ip, ix, w = random_graph(n, 0.25, seed=1, empty_rows=(3,))
+    x = torch.randn(n, 5)
+    _assert_no_graph_break(model, ip, ix, w, x)
+    torch._dynamo.reset()
+
+    counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
+    compiled = torch.compile(model, backend=counter, fullgraph=True)
+    _compare(compiled, model, (ip, ix, w, x), torch.randn(n, K), "first call")
+    assert counter.frame_count == 1
+    # New values (features, edge weights, upstream gradient), same shapes: no recompilation.
+    _compare(compiled, model, (ip, ix, w * 2 - 1, torch.randn(n, 5)), torch.randn(n, K), "new values")
+    assert counter.frame_count == 1
+    # A different graph (another nnz): at most one recompilation, with dynamic nnz...
+    ip2, ix2, w2 = random_graph(n, 0.4, seed=2)
+    assert ix2.numel() != ix.numel()
+    _compare(compiled, model, (ip2, ix2, w2, x), torch.randn(n, K), "second graph")
+    assert counter.frame_count == 2
+    # ... after which further graphs reuse the dynamic one.
+    ip3, ix3, w3 = random_graph(n, 0.55, seed=3)
+    assert ix3.numel() not in (ix.numel(), ix2.numel())
+    _compare(compiled, model, (ip3, ix3, w3, torch.randn(n, 5)), torch.randn(n, K), "third graph")
+    assert counter.frame_count == 2
+
+
+class SparseAttentionBlock(torch.nn.Module):
+    def __init__(self, embed=6, heads=2, contiguous_heads=False):
+        super().__init__()
+        self.heads, self.contiguous_heads = heads, contiguous_heads
+        self.q = torch.nn.Linear(embed, heads * D)
+        self.k = torch.nn.Linear(embed, heads * D)
+        self.v = torch.nn.Linear(embed, heads * DV)
+        self.o = torch.nn.Linear(heads * DV, embed)
+
+    def split(self, t):
+        b, length, _ = t.shape
+        t = t.view(b, length, self.heads, -1).transpose(1, 2)  # (B, H, L, d)
+        return t.contiguous() if self.contiguous_heads else t
+
+    def forward(self, indptr, indices, x):
+        q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
+        o = ops.sparse_attention(indptr, indices, q, k, v)
+        b, _, length, _ = o.shape
+        return self.o(o.transpose(1, 2).reshape(b, length, -1))
+
+
+@pytest.mark.parametrize("contiguous_heads", [
+    True,
+    pytest.param(False, marks=pytest.mark.xfail(
+        strict=True, reason="BUG: the fake of _sparse_attention_backward keeps the strides of non-contiguous "
+        "q/k/v (empty_like) but the kernel returns contiguous gradients, so the compiled backward fails")),
+], ids=["contiguous_heads", "transposed_heads"])
+def test_compile_sparse_attention_block(dynamo_reset, contiguous_heads):
+    torch.manual_seed(0)
+    length, embed = 10, 6
+    model = SparseAttentionBlock(embed, contiguous_heads=contiguous_heads)
+    ip, ix, _ = random_graph(length, 0.35, seed=4, empty_rows=(2,))
+    x = torch.randn(2, length, embed)
+    _assert_no_graph_break(model, ip, ix, x)
+    torch._dynamo.reset()
+
+    # aot_eager: AOT autograd traces forward and backward through the fake
+    # implementations (what inductor would see) without inductor's C++ build time.
+    counter = torch._dynamo.testing.CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter, fullgraph=True)
+    _compare(compiled, model, (ip, ix, x), torch.randn(2, length, embed), "first call")
+    assert counter.frame_count == 1
+    _compare(compiled, model, (ip, ix, torch.randn(2, length, embed)), torch.randn(2, length, embed), "new values")
+    assert counter.frame_count == 1
+
+
+# --------------------------------------------------------------------------- 4. 16-bit autograd
+
+HALF_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def _abs_grads(fn, inputs, grad):
+    """The gradients of a multilinear fn at |inputs| with |grad|: for each gradient
+    element, the sum of the absolute values of the summed products."""
+    abs_inputs = [None if t is None else t.detach().abs().requires_grad_(t.requires_grad) for t in inputs]
+    out = fn(*abs_inputs)
+    diff = [t for t in abs_inputs if t is not None and t.requires_grad]
+    return torch.autograd.grad(out, diff, grad.abs())
+
+
+def _check_half_grads(dtype_name, fn_op, fn_ref, inputs64, grad64, terms, what, magnitudes=None):
+    """Runs fn_op backward on the 16-bit rounding of inputs64 and compares each
+    gradient with the float64 gradient of fn_ref at the rounded inputs."""
+    dtype = HALF_DTYPES[dtype_name]
+    rounded = [None if t is None else t.to(dtype).to(F64) for t in inputs64]
+    g = grad64.to(dtype)
+    half = [None if t is None else t.to(dtype).requires_grad_() for t in rounded]
+    out = fn_op(*half)
+    assert out.dtype == dtype
+    out.backward(g)
+    ref_in = [None if t is None else t.clone().requires_grad_() for t in rounded]
+    ref = torch.autograd.grad(fn_ref(*ref_in), [t for t in ref_in if t is not None], g.to(F64))
+    if magnitudes is None:
+        magnitudes = _abs_grads(fn_ref, ref_in, g.to(F64))
+    got = [t.grad for t in half if t is not None]
+    for i, (a, r, mag, n) in enumerate(zip(got, ref, magnitudes, terms)):
+        assert a is not None and a.dtype == dtype, (what, i)
+        assert_within_bound(a, r.numpy(), mag.numpy(), n, dtype_name, f"{what}: gradient of input {i}")
+        assert r.abs().max() > 0
+
+
+def _exact_tie_free(rng, c, k):
+    """Values and dense entries that are multiples of 1/8 up to 2 in magnitude:
+    exact in float16 and bfloat16 together with their products, with no tie
+    among the products of a (row, column): max/min select the same entry in
+    every dtype."""
+    for _ in range(200):
+        values = rng.integers(1, 17, c.nnz) * rng.choice([-1.0, 1.0], c.nnz) / 8
+        dense = rng.integers(1, 17, (c.n, k)) * rng.choice([-1.0, 1.0], (c.n, k)) / 8
+        prod = values[:, None] * dense[c.indices]
+        if all(len(np.unique(prod[c.indptr[r]:c.indptr[r + 1], j])) == c.indptr[r + 1] - c.indptr[r]
+               for r in range(c.m) for j in range(k)):
+            return torch.from_numpy(values), torch.from_numpy(dense)
+    raise AssertionError("could not draw tie-free inputs")
+
+
+@pytest.mark.parametrize("dtype_name", list(HALF_DTYPES))
+@pytest.mark.parametrize("reduce", REDUCES)
+def test_half_autograd_spmm(dtype_name, reduce):
+    c, ip, ix = structure(24, 16, 0.3, seed=12, idtype="int32", empty_rows=(0, 7))
+    rng = np.random.default_rng(12)
+    col_count = int(np.bincount(c.indices, minlength=c.n).max())
+    grad = randt(rng, (c.m, K))
+    if reduce in ("sum", "mean"):
+        values, dense = randt(rng, c.nnz), randt(rng, (c.n, K))
+        magnitudes = None
+    else:
+        values, dense = _exact_tie_free(rng, c, K)
+        # The selected products: hit[e, k] = 1 where entry e attains the row's max|min.
+        rows = row_ids(ip)
+        prod = values[:, None] * dense[ix.long()]
+        out = spmm_ref(ip, ix, values, dense, reduce)
+        hit = (prod == out[rows]).to(F64)
+        nonempty = torch.from_numpy(c.row_lengths() > 0)
+        assert torch.all(torch.zeros(c.m, K, dtype=F64).index_add_(0, rows, hit)[nonempty] == 1)
+        g16 = grad.to(HALF_DTYPES[dtype_name]).to(F64).abs()
+        magnitudes = [(hit * g16[rows] * dense[ix.long()].abs()).sum(1),
+                      torch.zeros(c.n, K, dtype=F64).index_add_(0, ix.long(), hit * g16[rows] * values.abs()[:, None])]
+    _check_half_grads(dtype_name, lambda v, d: ops.spmm(ip, ix, v, d, reduce),
+                      lambda v, d: spmm_ref(ip, ix, v, d, reduce),
+                      [values, dense], grad, [K, col_count], f"spmm {reduce}", magnitudes)
+
+
+@pytest.mark.parametrize("dtype_name", list(HALF_DTYPES))
+@pytest.mark.parametrize("with_values", [True, False], ids=["values", "None"])
+def test_half_autograd_sddmm(dtype_name, with_values):
+    c, ip, ix = structure(20, 18, 0.3, seed=13, idtype="int32", empty_rows=(4,))
+    rng = np.random.default_rng(13)
+    values = randt(rng, c.nnz) if with_values else None
+    x, y = randt(rng, (c.m, K)), randt(rng, (c.n, K))
+    row_count = int(c.row_lengths().max())
+    col_count = int(np.bincount(c.indices, minlength=c.n).max())
+    terms = ([K] if with_values else []) + [row_count, col_count]
+    _check_half_grads(dtype_name, lambda v, a, b: ops.sddmm(ip, ix, v, a, b),
+                      lambda v, a, b: sddmm_ref(ip, ix, v, a, b),
+                      [values, x, y], randt(rng, c.nnz), terms, "sddmm")
+
+
+@pytest.mark.parametrize("dtype_name", list(HALF_DTYPES))
+def test_half_autograd_bsrmm(dtype_name):
+    c, ip, ix = bsr_structure("int32")
+    bh, bw = 2, 3
+    rng = np.random.default_rng(14)
+    blocks, dense = randt(rng, (c.nnz, bh, bw)), randt(rng, (c.n * bw, K))
+    col_count = int(np.bincount(c.indices, minlength=c.n).max())
+    _check_half_grads(dtype_name, lambda b, d: ops.bsrmm(ip, ix, b, d),
+                      lambda b, d: bsrmm_ref(ip, ix, b, d),
+                      [blocks, dense], randt(rng, (c.m * bh, K)), [K, col_count * bh], "bsrmm")
+
+
+@pytest.mark.parametrize("dtype_name", list(HALF_DTYPES))
+def test_half_autograd_sparse_attention(dtype_name):
+    """float16/bfloat16 attention runs in float32 and rounds its results: the
+    gradients' errors are (a) the final rounding, u |g|, and (b) the use of the
+    rounded forward output O in rowdot(dO, O), which moves dS_ij by at most
+    P_ij u sum_d |dO_id O_id|, i.e. dq_i by scale sum_j P_ij |k_j| u rowabs_i and
+    dk_j by scale sum_i P_ij |q_i| u rowabs_i (dv does not use O); plus float32
+    arithmetic, far below either. The bound doubles these."""
+    dtype = HALF_DTYPES[dtype_name]
+    u = UNIT_ROUNDOFF[dtype_name]
+    c = make_csr(12, 10, density=0.4, seed=15, empty_rows=(5,))
+    ip, ix = c.torch_structure("int32")
+    rng = np.random.default_rng(15)
+    q, k, v = (randt(rng, (2, 2, n, d)).to(dtype) for n, d in ((c.m, D), (c.n, D), (c.n, DV)))
+    grad = randt(rng, (2, 2, c.m, DV)).to(dtype)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    out = ops.sparse_attention(ip, ix, *leaves)
+    assert out.dtype == dtype
+    out.backward(grad)
+
+    mask = pattern_mask(ip, ix, c.n)
+    scale = D ** -0.5
+    ref_in = [t.to(F64).requires_grad_() for t in (q, k, v)]
+    ref_out = attention_ref(mask, *ref_in)
+    ref = torch.autograd.grad(ref_out, ref_in, grad.to(F64))
+    p = attention_probs_ref(mask, ref_in[0].detach(), ref_in[1].detach(), scale)
+    rowabs = (grad.to(F64).abs() * ref_out.detach().abs()).sum(-1, keepdim=True)  # (..., L, 1)
+    extra = [scale * (p @ ref_in[1].detach().abs()) * u * rowabs,
+             scale * (p.transpose(-1, -2) @ (ref_in[0].detach().abs() * u * rowabs)),
+             torch.zeros_like(ref[2])]
+    for name, leaf, r, e in zip("qkv", leaves, ref, extra):
+        got = leaf.grad.to(F64)
+        tol = 2 * (u * r.abs() + e) + 2.0**-18 * (r.abs().max() + e.max())
+        if dtype == torch.float16:
+            tol = tol + 2.0**-24
+        err = (got - r).abs()
+        assert torch.all(err <= tol), f"d{name} ({dtype_name}): max error {err.max():.3g}, worst excess " \
+                                      f"{(err - tol).max():.3g}"
+        assert r.abs().max() > 0
+    assert torch.all(leaves[0].grad[..., 5, :] == 0)  # the row with no allowed key
+
+
+# --------------------------------------------------------------------------- 5. threads
+
+
+def test_spmm_threads():
+    """spmm (and its backward) from 4 threads at once on different graphs and
+    feature sizes. Round 1 races the first call (the kernel compilation) of a new
+    feature size in all four threads, round 2 two new sizes in two threads each;
+    round 3 mixes the compiled sizes, reductions and index dtypes repeatedly."""
+    graphs = [structure(40 + 7 * i, 30 + 5 * i, 0.15, seed=20 + i, idtype=IDTYPES[i % 2], empty_rows=(1,))
+              for i in range(4)]
+    barrier = threading.Barrier(4, timeout=120)
+    rng = np.random.default_rng(21)
+
+    def inputs(i, k):
+        c, ip, ix = graphs[i]
+        return c, ip, ix, randt(rng, c.nnz), randt(rng, (c.n, k))
+
+    def task(i, k, reduce, repeats, backward, data):
+        c, ip, ix, values, dense = data
+        barrier.wait()
+        results = []
+        for _ in range(repeats):
+            if backward:
+                v, d = values.clone().requires_grad_(), dense.clone().requires_grad_()
+                out = ops.spmm(ip, ix, v, d, reduce)
+                gv, gd = torch.autograd.grad(out, (v, d), torch.ones_like(out))
+                results.append((out.detach(), gv, gd))
+            else:
+                results.append((ops.spmm(ip, ix, values, dense, reduce),))
+        return results
+
+    rounds = [
+        [(i, 7, "sum", 1, False) for i in range(4)],
+        [(0, 9, "sum", 2, True), (1, 9, "mean", 2, False), (2, 10, "max", 2, False), (3, 10, "sum", 2, True)],
+        [(i, (7, 9, 10, 7)[i], ("sum", "min", "mean", "max")[i], 20, i % 2 == 0) for i in range(4)],
+    ]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for tasks in rounds:
+            data = [inputs(i, k) for i, k, *_ in tasks]
+            futures = [pool.submit(task, *t, d) for t, d in zip(tasks, data)]
+            for (i, k, reduce, repeats, backward), d, f in zip(tasks, data, futures):
+                results = f.result(timeout=300)
+                c, ip, ix, values, dense = d
+                v, dd = values.clone().requires_grad_(), dense.clone().requires_grad_()
+                ref = spmm_ref(ip, ix, v, dd, reduce)
+                ref_grads = torch.autograd.grad(ref, (v, dd), torch.ones_like(ref)) if backward else ()
+                assert len(results) == repeats
+                for res in results:
+                    for got, want in zip(res, (ref.detach(),) + tuple(ref_grads)):
+                        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12,
+                                                   msg=f"graph {i} K={k} {reduce}")
