@@ -102,9 +102,14 @@ class SparseMatrix:
         return self.to_torch().to_dense()
 
     def with_values(self, values: torch.Tensor) -> "SparseMatrix":
-        """The same structure (and its cached derived formats) with new values."""
-        out = SparseMatrix(self.indptr, self.indices, values, self.shape)
-        out._derived = self._derived
+        """The same structure (and its cached derived formats) with new values
+        of the same shape (checked; the structure was checked already)."""
+        if values.shape != self.values.shape:
+            raise ValueError(f"SparseMatrix.with_values: values must have shape {tuple(self.values.shape)}, "
+                             f"got {tuple(values.shape)}")
+        out = SparseMatrix.__new__(SparseMatrix)
+        out.indptr, out.indices, out.values, out.shape, out._derived = (
+            self.indptr, self.indices, values, self.shape, self._derived)
         return out
 
     def __matmul__(self, other):

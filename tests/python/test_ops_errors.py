@@ -17,6 +17,8 @@ import sparsetir_torch as st
 from sparsetir_torch import _C
 
 ops = torch.ops.sparsetir
+# torch warns that sparse CSR / BSR support is in beta whenever the tests build such tensors.
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
 
 
 # --------------------------------------------------------------------------- a known-good problem

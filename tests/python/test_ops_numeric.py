@@ -30,6 +30,8 @@ from conftest import (
 )
 
 ops = torch.ops.sparsetir
+# torch warns that sparse CSR / BSR support is in beta whenever the tests build such tensors.
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 IDTYPES = ("int32", "int64")

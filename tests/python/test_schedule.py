@@ -480,6 +480,21 @@ def _fast_spmm(feat):
     return apply
 
 
+def _two_accumulators(s, feat=32):
+    """The operator's SpMM recipe for narrow rows: every other non-zero goes to
+    a second accumulator set (split j by 2 + rfactor)."""
+    s.specialize(feat_size=feat)
+    i, j, k = s.get_loops("csrmm")
+    k_0, k_1 = s.split(k, [None, 16])
+    s.unroll(k_0)
+    s.vectorize(k_1)
+    s.cache_write(i, "C", "local")
+    j_0, j_1 = s.split(j, [None, 2])
+    s.rfactor(j_1)
+    s.unroll(j_1)
+    s.parallel(i)
+
+
 def _fast_spmm_cache_read(s):
     _fast_spmm(32)(s)
     s.cache_read("j", "B", "local")
@@ -505,6 +520,8 @@ CSRMM_SCHEDULES = {
     "fast_spmm_K32": (_fast_spmm(32), 32),
     "fast_spmm_K64": (_fast_spmm(64), 64),
     "fast_spmm_cache_read_B": (_fast_spmm_cache_read, 32),
+    "two_accumulators_K32": (_two_accumulators, 32),
+    "two_accumulators_K16": (lambda s: _two_accumulators(s, 16), 16),
 }
 
 
@@ -586,7 +603,16 @@ def _sd_rfactor_whole_loop(s):
     s.rfactor("k")
 
 
+def _sd_rfactor_guarded(s):
+    """rfactor of a split that does not divide the extent (guarded body)."""
+    s.specialize(feat_size=20)
+    k_0, k_1 = s.split("k", [None, 8])
+    s.rfactor(k_1)
+    s.unroll(k_1)
+
+
 SDDMM_SCHEDULES = {
+    "rfactor_guarded": (_sd_rfactor_guarded, 20),
     "rfactor_vectorize": (_sd_rfactor_vectorize, 32),
     "rfactor_global": (_sd_rfactor_global, 20),
     "rfactor_whole_loop": (_sd_rfactor_whole_loop, 20),
@@ -696,12 +722,23 @@ def test_rfactor_refuses_a_spatial_loop():
         sch.rfactor("k")
 
 
-def test_rfactor_refuses_a_guarded_body():
+def test_rfactor_refuses_a_loop_with_several_statements():
     sch = new_schedule("sddmm")
-    sch.specialize(feat_size=20)
-    k_0, k_1 = sch.split("k", [None, 8])  # 20 is not a multiple of 8: the body is guarded
-    with pytest.raises(st.ScheduleError, match=r"rfactor: loop 'k_1' must hold exactly one reduction"):
-        sch.rfactor(k_1)
+    sch.specialize(feat_size=16, m=37)
+    sch.lower_sparse_buffer()
+    with pytest.raises(st.ScheduleError, match=r"rfactor: loop 'i' must hold exactly one reduction"):
+        sch.rfactor("i")
+
+
+def test_rfactor_inner_spatial_loops_become_dimensions():
+    """Factoring a split CSR row: the partials get the row's width as extra
+    dimensions (two accumulator sets) and the merge keeps the vector loop."""
+    sch = new_schedule("csrmm")
+    _two_accumulators(sch)
+    text = sch.mod.script()
+    assert 'C_local_rf = T.alloc_buffer((2, 2, 16), "float32", scope="local")' in text, text
+    assert "for k_1_merge in T.vectorized(16):" in text, text
+    assert_round_trips(sch)
 
 
 def test_bound_kernel_does_not_compile_for_cpu():

@@ -337,24 +337,31 @@ void CodegenC::EmitParallelFor(const ForNode* loop) {
 }
 
 // The indptr array whose rows a parallel loop walks, when its body holds a
-// loop of extent P[v + 1] - P[v] over the parallel variable v: then work per
-// iteration follows P and the split balances it.
+// loop whose extent involves P[v + 1] - P[v] of the parallel variable v (the
+// row length itself, or a function of it such as a split's ceil(len / 2)):
+// then work per iteration follows P and the split balances it.
 const BufferNode* CodegenC::BalancingIndptr(const ForNode* loop) {
   struct Finder : IRVisitor {
     const VarNode* var;
     const BufferNode* found = nullptr;
-    void Visit(const ForNode* n) override {
-      const auto* sub = n->extent->as<BinaryNode>();
-      if (sub && sub->op == BinaryOp::kSub && !found) {
-        const auto* hi = sub->a->as<BufferLoadNode>();
-        const auto* lo = sub->b->as<BufferLoadNode>();
+    const BufferNode* RowLength(const Expr& e) const {
+      const auto* n = e->as<BinaryNode>();
+      if (!n) return nullptr;
+      if (n->op == BinaryOp::kSub) {
+        const auto* hi = n->a->as<BufferLoadNode>();
+        const auto* lo = n->b->as<BufferLoadNode>();
         if (hi && lo && hi->buffer == lo->buffer && lo->indices.size() == 1 && hi->indices.size() == 1 &&
             lo->indices[0].get() == var) {
           const auto* next = hi->indices[0]->as<BinaryNode>();
           const int64_t* one = next ? AsConstInt(next->b) : nullptr;
-          if (next && next->op == BinaryOp::kAdd && next->a.get() == var && one && *one == 1) found = lo->buffer.get();
+          if (next && next->op == BinaryOp::kAdd && next->a.get() == var && one && *one == 1) return lo->buffer.get();
         }
       }
+      if (const BufferNode* b = RowLength(n->a)) return b;
+      return RowLength(n->b);
+    }
+    void Visit(const ForNode* n) override {
+      if (!found) found = RowLength(n->extent);
       IRVisitor::Visit(n);
     }
   } finder;

@@ -23,11 +23,23 @@ bool VectorizeInner(Schedule& sch, const std::string& loop, int64_t extent) {
 
 void RowsInParallel(Schedule& sch, const std::string& block) { sch.Parallel(sch.GetLoops(block)[0]); }
 
+// Up to this width a row's accumulators fit twice in the SIMD registers, and
+// a single set leaves the FMA latency exposed (one dependent FMA chain per
+// vector and non-zero): two sets, each taking every other non-zero, hide it.
+constexpr int64_t kMaxTwoAccumulatorWidth = 64;
+
 // csrmm / csrmm_max / csrmm_min: loops i, j, k.
 void Csrmm(Schedule& sch, int64_t feat) {
   auto loops = sch.GetLoops("csrmm");
-  VectorizeInner(sch, loops[2], feat);
-  if (feat <= kMaxLocalTile) sch.CacheWrite(loops[0], "C", "local");
+  bool vectorized = VectorizeInner(sch, loops[2], feat);
+  if (feat <= kMaxLocalTile) {
+    sch.CacheWrite(loops[0], "C", "local");
+    if (vectorized && feat <= kMaxTwoAccumulatorWidth) {
+      auto halves = sch.Split(loops[1], {std::nullopt, 2});
+      sch.RFactor(halves[1]);
+      sch.Unroll(halves[1]);
+    }
+  }
   sch.Parallel(loops[0]);
 }
 

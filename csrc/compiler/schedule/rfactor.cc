@@ -19,10 +19,18 @@
 // The combined loops are the perfect nest of reduction loops around the
 // factored one (k_0 above): every loop whose only content is the next one and
 // whose variable the reduced element does not depend on.
+//
+// Inside the factored loop there may be more loops and guards (a split's
+// `if`) around the store. Inner loops whose variables index the reduced
+// element become dimensions of the partials buffer, so a whole output row can
+// be factored: splitting a CSR row's non-zeros in two and factoring gives two
+// independent accumulator sets for an SpMM row (C_local_rf[2, 32]); the merge
+// loops copy the inner loops' kinds, so a vectorized row stays vectorized.
 #include <climits>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 
 #include "ir/equal.h"
 #include "ir/functor.h"
@@ -46,8 +54,7 @@ struct Reduction {
   Expr operand;  // e
 };
 
-bool MatchReduction(const Stmt& s, Reduction* out) {
-  const auto* store = s->as<BufferStoreNode>();
+bool MatchReduction(const BufferStoreNode* store, Reduction* out) {
   if (!store) return false;
   const auto* combine = store->value->as<BinaryNode>();
   if (!combine || (combine->op != BinaryOp::kAdd && combine->op != BinaryOp::kMax && combine->op != BinaryOp::kMin)) {
@@ -81,6 +88,28 @@ Expr Identity(BinaryOp op, DataType dtype) {
   const int64_t lowest = dtype == DataType::kInt64 ? std::numeric_limits<int64_t>::min() : INT32_MIN;
   const int64_t highest = dtype == DataType::kInt64 ? std::numeric_limits<int64_t>::max() : INT32_MAX;
   return MakeInt(op == BinaryOp::kAdd ? 0 : op == BinaryOp::kMax ? lowest : highest, dtype);
+}
+
+// The loops (and guards) between the factored loop and its store.
+struct InnerNest {
+  std::vector<const ForNode*> loops;
+  const BufferStoreNode* store = nullptr;
+};
+
+bool FindInnerNest(Stmt s, InnerNest* out) {
+  while (true) {
+    s = StripBlocks(s);
+    if (const auto* loop = s->as<ForNode>()) {
+      out->loops.push_back(loop);
+      s = loop->body;
+    } else if (const auto* guard = s->as<IfThenElseNode>()) {
+      if (guard->else_case) return false;
+      s = guard->then_case;
+    } else {
+      out->store = s->as<BufferStoreNode>();
+      return out->store != nullptr;
+    }
+  }
 }
 
 bool UsesAny(const std::vector<Expr>& indices, const VarNode* var) {
@@ -152,14 +181,27 @@ std::string Schedule::RFactor(const std::string& loop_name) {
     ThrowScheduleError(where + " needs a constant extent and to start at 0; specialize or split it first", context);
   }
   Reduction r;
-  Stmt body = StripBlocks(loop->body);
-  if (!MatchReduction(body, &r)) {
+  InnerNest inner;
+  if (!FindInnerNest(loop->body, &inner) || !MatchReduction(inner.store, &r)) {
     ThrowScheduleError(where + " must hold exactly one reduction `B[...] = B[...] + ...` (or T.max / T.min)", context);
   }
   if (UsesAny(r.store->indices, loop->var.get())) {
     ThrowScheduleError(where + " does not carry a reduction: its store to '" + r.store->buffer->name +
                            "' depends on it (vectorize or parallelize it directly)",
                        context);
+  }
+  // Inner loops that index the reduced element: dimensions of the partials.
+  std::vector<const ForNode*> spatial;
+  for (const ForNode* l : inner.loops) {
+    if (!UsesAny(r.store->indices, l->var.get())) continue;
+    const int64_t* e = AsConstInt(l->extent);
+    const int64_t* m = AsConstInt(l->min);
+    if (!e || !m || *m != 0) {
+      ThrowScheduleError(where + ": inner loop '" + l->var->name +
+                             "' indexes the reduced element but has no constant extent from 0",
+                         context);
+    }
+    spatial.push_back(l);
   }
   // The outermost loop of the perfect reduction nest around `loop`.
   std::vector<const StmtNode*> path = PathTo(func_, loop);
@@ -181,16 +223,37 @@ std::string Schedule::RFactor(const std::string& loop_name) {
   node.dtype = target->dtype;
   node.scope = "local";
   node.shape.push_back(IntLike(*extent, loop->extent));
+  for (const ForNode* l : spatial) node.shape.push_back(l->extent);
   Buffer rf = MakeBuffer(std::move(node));
   auto combine = [&](Expr a, Expr b) { return MakeBinary(r.op, std::move(a), std::move(b)); };
-  Var init_var = MakeVar(FreshName(func_, loop_name + "_init"), loop->var->dtype);
-  Var merge_var = MakeVar(FreshName(func_, loop_name + "_merge"), loop->var->dtype);
-  Stmt init = MakeFor(init_var, IntLike(0, loop->extent), loop->extent, ForKind::kSerial,
-                      MakeStore(rf, {init_var}, Identity(r.op, target->dtype)));
-  Stmt partial = MakeStore(rf, {loop->var}, combine(MakeLoad(rf, {loop->var}), r.operand));
-  Stmt merge = MakeFor(merge_var, IntLike(0, loop->extent), loop->extent, ForKind::kSerial,
-                       MakeStore(target, r.store->indices,
-                                 combine(MakeLoad(target, r.store->indices), MakeLoad(rf, {merge_var}))));
+  std::vector<Expr> rf_index = {loop->var};
+  for (const ForNode* l : spatial) rf_index.push_back(l->var);
+  Stmt partial = MakeStore(rf, rf_index, combine(MakeLoad(rf, rf_index), r.operand));
+  // Init and merge: the factored loop outermost, then copies (fresh
+  // variables, same kinds) of the spatial inner loops.
+  auto nest = [&](const std::string& suffix, const std::function<Stmt(const std::vector<Expr>&, const std::map<const VarNode*, Expr>&)>& leaf) {
+    std::vector<Var> vars = {MakeVar(FreshName(func_, loop_name + suffix), loop->var->dtype)};
+    std::map<const VarNode*, Expr> renamed;
+    for (const ForNode* l : spatial) {
+      vars.push_back(MakeVar(FreshName(func_, l->var->name + suffix), l->var->dtype));
+      renamed[l->var.get()] = vars.back();
+    }
+    std::vector<Expr> index(vars.begin(), vars.end());
+    Stmt body = leaf(index, renamed);
+    for (size_t d = spatial.size(); d > 0; --d) {
+      const ForNode* l = spatial[d - 1];
+      body = MakeFor(vars[d], l->min, l->extent, l->for_kind, body);
+    }
+    return MakeFor(vars[0], IntLike(0, loop->extent), loop->extent, ForKind::kSerial, body);
+  };
+  Stmt init = nest("_init", [&](const std::vector<Expr>& index, const std::map<const VarNode*, Expr>&) {
+    return MakeStore(rf, index, Identity(r.op, target->dtype));
+  });
+  Stmt merge = nest("_merge", [&](const std::vector<Expr>& index, const std::map<const VarNode*, Expr>& renamed) {
+    std::vector<Expr> target_index;
+    for (const Expr& e : r.store->indices) target_index.push_back(Substitute(e, renamed));
+    return MakeStore(target, target_index, combine(MakeLoad(target, target_index), MakeLoad(rf, index)));
+  });
   Factorer factorer;
   factorer.store = r.store;
   factorer.top = top;
