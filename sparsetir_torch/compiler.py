@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from typing import Any, Union
 
 from . import _C
@@ -92,6 +94,14 @@ class Kernel:
 
 _MISSING = object()
 
+# compile()'s in-memory table: script text or function (structural hash and
+# equality) -> Kernel, so a repeated compile() costs a lookup instead of
+# lowering and generating code again to find the cached object.
+_COMPILED: "OrderedDict[tuple, Kernel]" = OrderedDict()
+_COMPILED_CAPACITY = 512
+_COMPILED_LOCK = threading.Lock()
+_COMPILED_HITS = 0
+
 
 def compile(f, target: str = "cpu") -> Kernel:  # noqa: A001 - the public name
     """Lowers a script or PrimFunc to stage III, generates code for ``target``
@@ -101,15 +111,38 @@ def compile(f, target: str = "cpu") -> Kernel:  # noqa: A001 - the public name
 
     if isinstance(f, Schedule):
         f = f.mod
-    if isinstance(f, str):
-        f = parse(f)
-    if not isinstance(f, PrimFunc):
+    if not isinstance(f, (str, PrimFunc)):
         raise TypeError(f"compile() takes a PrimFunc, a Schedule or script text, got {type(f).__name__}")
-    return Kernel(_C.build(f, target))
+    global _COMPILED_HITS
+    func = None
+    if isinstance(f, str) and "\n" not in f and os.path.isfile(f):
+        func = f = parse(f)  # a path: its contents may change, so key on the function
+    key = (target, f)
+    with _COMPILED_LOCK:
+        kernel = _COMPILED.get(key)
+        if kernel is not None:
+            _COMPILED.move_to_end(key)
+            _COMPILED_HITS += 1
+            return kernel
+    if func is None:
+        func = parse(f) if isinstance(f, str) else f
+    kernel = Kernel(_C.build(func, target))
+    with _COMPILED_LOCK:
+        _COMPILED[key] = kernel
+        while len(_COMPILED) > _COMPILED_CAPACITY:
+            _COMPILED.popitem(last=False)
+    return kernel
+
+
+def clear_compiled() -> None:
+    """Empties compile()'s in-memory table (the disk cache is untouched)."""
+    with _COMPILED_LOCK:
+        _COMPILED.clear()
 
 
 def cache_info() -> dict:
     """The kernel cache directory and this process's compile / hit counters."""
     info = dict(_C.cache_stats())
+    info["memory_hits"] += _COMPILED_HITS  # compile() answered from its own table
     info["directory"] = _C.cache_dir()
     return info

@@ -27,6 +27,8 @@ namespace {
 // pybind11 holds objects by non-const shared_ptr; a PrimFunc is immutable.
 struct PyPrimFunc {
   PrimFunc func;
+  mutable size_t hash = 0;  // StructuralHash, computed once (the function is immutable)
+  mutable bool hashed = false;
 };
 
 PyPrimFunc Lower(const PyPrimFunc& f, Stage expected, const char* pass, PrimFunc (*run)(const PrimFunc&)) {
@@ -92,7 +94,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
              if (!py::isinstance<PyPrimFunc>(b)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
              return py::bool_(StructuralEqual(a.func, b.cast<const PyPrimFunc&>().func));
            })
-      .def("__hash__", [](const PyPrimFunc& f) { return StructuralHash(f.func); })
+      .def("__hash__",
+           [](const PyPrimFunc& f) {
+             if (!f.hashed) {
+               f.hash = StructuralHash(f.func);
+               f.hashed = true;
+             }
+             return f.hash;
+           })
       .def("__str__", [](const PyPrimFunc& f) { return Print(f.func); })
       .def("__repr__", [](const PyPrimFunc& f) {
         return "<PrimFunc " + f.func->name + " (" + ToString(f.func->stage) + ")>";

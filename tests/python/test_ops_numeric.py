@@ -37,10 +37,7 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 IDTYPES = ("int32", "int64")
 VARIANTS = [(d, i) for d in DTYPES for i in IDTYPES]
 VARIANT_IDS = [f"{d}-{i}" for d, i in VARIANTS]
-REDUCES = ("sum", "mean", "max", "min")
 CASES = sorted(CSR_CASES)
-# Cases whose (row, column) pairs are unique (a dense mask can represent them).
-UNIQUE_CASES = [c for c in CASES if c != "unsorted_with_duplicates"]
 # Feature sizes around the kernels' vector width of 16 (K = 3 is the size of
 # the case tests). K = 1 and K = 100 (vector blocks plus an odd tail) run with
 # every value dtype, 16 and 32 with two; the index dtype rotates.
@@ -49,8 +46,10 @@ FEAT_DTYPES = {1: DTYPES, 16: ("float32", "bfloat16"), 32: ("float64", "float16"
 SPMM_FEAT_VARIANTS = [(k, d, IDTYPES[(FEATS.index(k) + DTYPES.index(d)) % 2]) for k in FEATS for d in FEAT_DTYPES[k]]
 SDDMM_FEAT_VARIANTS = [(1, "float32", "int64"), (1, "float16", "int32"), (32, "float32", "int64"),
                        (32, "float64", "int32")] + [(100, d, IDTYPES[DTYPES.index(d) % 2]) for d in DTYPES]
-# spmm max / min at K = 3: together they cover every dtype x index dtype pair.
+
+
 def max_min_idtype(reduce: str, dtype: str) -> str:
+    """The index dtype spmm max / min run with at K = 3: together they cover every pair."""
     return IDTYPES[(DTYPES.index(dtype) + (reduce == "min")) % 2]
 
 
