@@ -90,7 +90,8 @@ class Timer:
         attempt's (times, load share)."""
         best = None
         for attempt in range(1 + self.retries):
-            wait_for_idle(self.wait_idle_s)
+            if spmm_bench._patience_left() > 0:
+                wait_for_idle(self.wait_idle_s)
             load = ForeignLoad()
             load.start()
             times = measure()
@@ -161,6 +162,11 @@ def close(ours: torch.Tensor, ref: torch.Tensor, rtol: float = 1e-3, atol_rel: f
 
 
 ROWS: List[dict] = []
+T_START = time.perf_counter()
+
+
+def progress(msg: str) -> None:
+    print(f"  [{time.perf_counter() - T_START:6.0f} s] {msg}", file=sys.stderr, flush=True)
 
 
 NAN2 = (math.nan, math.nan)
@@ -255,7 +261,7 @@ def bench_spmm(timer: Timer, mats: List[Matrix], ks, reduce_ops: bool, sum_op: b
                                lambda r=ours_r: ops.spmm(A.indptr, A.indices, A.values, B, r),
                                {f"torch.sparse.mm({torch_r})": lambda r=torch_r: torch.sparse.mm(A.torch, B, reduce=r)},
                                f"torch.sparse.mm({torch_r})", nnz=A.nnz)
-            print(f"  {A.name} K={K} done", file=sys.stderr, flush=True)
+            progress(f"spmm {A.name} K={K} done")
             del B, Bn
 
 
@@ -272,7 +278,7 @@ def bench_sddmm(timer: Timer, mats: List[Matrix], ks) -> None:
                        {"sampled_addmm": lambda: torch.sparse.sampled_addmm(A.torch, X, Yt, beta=0.0, alpha=1.0)},
                        "sampled_addmm", extract=lambda r: r.values() if r.layout == torch.sparse_csr else r,
                        nnz=A.nnz)
-            print(f"  sddmm {A.name} K={K} done", file=sys.stderr, flush=True)
+            progress(f"sddmm {A.name} K={K} done")
 
 
 def block_sparse(n: int, block: int, sparsity: float, g: torch.Generator):
@@ -300,7 +306,7 @@ def bench_bsrmm(timer: Timer, sparsities, ks, n: int = 4096, block: int = 32) ->
             run_config(timer, "bsrmm", name, K, lambda: ops.bsrmm(crow32, col32, blocks, B),
                        {"dense matmul": lambda: torch.matmul(dense, B), "torch BSR": lambda: bsr @ B},
                        "dense matmul", nnz=col.numel() * block * block, block_sparsity=round(actual, 4))
-            print(f"  bsrmm {name} K={K} done", file=sys.stderr, flush=True)
+            progress(f"bsrmm {name} K={K} done")
 
 
 def attention_pattern(L: int, S: int, density: float, window: int, g: torch.Generator):
@@ -327,7 +333,7 @@ def bench_attention(timer: Timer, lengths, heads: int = 4, D: int = 64, density:
             run_config(timer, "attention", name, D, lambda: ops.sparse_attention(indptr, indices, q, k, v),
                        {"sdpa(bool mask)": lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)},
                        "sdpa(bool mask)", nnz=indices.numel() * heads)
-            print(f"  attention {name} done", file=sys.stderr, flush=True)
+            progress(f"attention {name} done")
 
 
 def bench_overhead(timer: Timer, calls: int) -> None:
@@ -574,7 +580,7 @@ def main() -> None:
         parser.error(f"unknown ops {bad}; choose from {ALL_OPS}")
 
     torch.set_num_threads(args.threads)
-    t0 = time.perf_counter()
+    t0 = T_START
     ks = args.k or ([32, 128] if args.quick else [32, 64, 128, 256])
     budget = args.budget if args.budget is not None else (0.1 if args.quick else 0.2)
     timer = Timer(budget, args.min_reps, wait_idle_s=args.wait_idle, max_load=args.max_load / 100,

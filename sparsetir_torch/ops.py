@@ -18,37 +18,53 @@ ops = torch.ops.sparsetir
 
 
 # --------------------------------------------------------------------------- fake implementations
+# They also run when a meta tensor is mixed with CPU tensors (the dispatcher
+# then picks the meta kernel), so they check that all inputs share a device.
+
+
+def _check_devices(op: str, **tensors) -> None:
+    devices = {name: t.device for name, t in tensors.items() if t is not None}
+    if len(set(devices.values())) > 1:
+        listing = ", ".join(f"'{name}' on {device}" for name, device in devices.items())
+        raise ValueError(f"{op}: all tensor arguments must be on one device, got {listing}")
 
 
 @torch.library.register_fake("sparsetir::spmm")
 def _spmm_fake(indptr, indices, values, dense, reduce="sum"):
+    _check_devices("sparsetir.spmm", indptr=indptr, indices=indices, values=values, dense=dense)
     torch._check(dense.dim() == 2, lambda: "sparsetir.spmm: argument 'dense' must be 2-D")
     return dense.new_empty((indptr.shape[0] - 1, dense.shape[1]))
 
 
 @torch.library.register_fake("sparsetir::sddmm")
 def _sddmm_fake(indptr, indices, values, x, y):
+    _check_devices("sparsetir.sddmm", indptr=indptr, indices=indices, values=values, x=x, y=y)
     return x.new_empty((indices.shape[0],))
 
 
 @torch.library.register_fake("sparsetir::bsrmm")
 def _bsrmm_fake(indptr, indices, blocks, dense):
+    _check_devices("sparsetir.bsrmm", indptr=indptr, indices=indices, blocks=blocks, dense=dense)
     return dense.new_empty(((indptr.shape[0] - 1) * blocks.shape[1], dense.shape[1]))
 
 
 @torch.library.register_fake("sparsetir::sparse_attention")
 def _sparse_attention_fake(indptr, indices, q, k, v, scale=None):
+    _check_devices("sparsetir.sparse_attention", indptr=indptr, indices=indices, q=q, k=k, v=v)
     return q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],))
 
 
 @torch.library.register_fake("sparsetir::_csr_transpose")
 def _csr_transpose_fake(indptr, indices, columns):
+    _check_devices("sparsetir._csr_transpose", indptr=indptr, indices=indices)
     nnz = indices.shape[0]
     return indptr.new_empty((columns + 1,)), indices.new_empty((nnz,)), indices.new_empty((nnz,))
 
 
 @torch.library.register_fake("sparsetir::_sparse_attention_backward")
 def _sparse_attention_backward_fake(indptr, indices, q, k, v, out, grad_out, scale=None):
+    _check_devices("sparsetir._sparse_attention_backward", indptr=indptr, indices=indices, q=q, k=k, v=v,
+                   out=out, grad_out=grad_out)
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 

@@ -25,8 +25,12 @@ struct AttentionArgs {
 
 at::ScalarType ComputeDtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
 
+// (heads, rows, features); the head count is spelled out because any of the
+// sizes may be 0, which leaves a -1 in reshape ambiguous.
 at::Tensor Heads(const at::Tensor& t, at::ScalarType compute) {
-  return t.reshape({-1, t.size(-2), t.size(-1)}).to(compute).contiguous();
+  int64_t heads = 1;
+  for (int64_t d = 0; d + 2 < t.dim(); ++d) heads *= t.size(d);
+  return t.reshape({heads, t.size(-2), t.size(-1)}).to(compute).contiguous();
 }
 
 AttentionArgs CheckAttention(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices,
@@ -108,6 +112,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
   const int64_t L = a.q.size(1), S = a.k.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
   TORCH_CHECK_VALUE(out.sizes() == grad_out.sizes(), op, ": arguments 'out' and 'grad_out' must have one shape");
   const auto compute = a.q.scalar_type();
+  TORCH_CHECK_VALUE(out.numel() == a.heads() * L * Dv, op, ": argument 'out' must have shape (..., L, Dv) = ",
+                    ShapeString(q.sizes().slice(0, q.dim() - 1)), " + (", Dv, ",), got ", ShapeString(out.sizes()));
   at::Tensor o = out.reshape({a.heads(), L, Dv}).to(compute).contiguous();
   at::Tensor go = grad_out.reshape({a.heads(), L, Dv}).to(compute).contiguous();
   at::Tensor dq = at::zeros_like(a.q), dk = at::zeros_like(a.k), dv = at::zeros_like(a.v);

@@ -254,15 +254,8 @@ def test_all_meta_inputs_give_meta_outputs():
     assert_healthy()
 
 
-MIXED_DEVICE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: an input on the meta device mixed with CPU inputs dispatches to the fake implementation, "
-           "which raises nothing and returns an uninitialized tensor (on the CPU when 'dense' / 'x' / 'blocks' "
-           "is on the CPU); CheckCpu's message ('... is on meta; this build of the operator runs on the CPU') "
-           "is never reached. (torch.mm(cpu, meta) behaves the same way in torch 2.14.)")
-
-
-@MIXED_DEVICE_BUG
+# A meta tensor mixed with CPU tensors reaches the fake implementations (the
+# dispatcher prefers the meta kernel); they check that all inputs share a device.
 @pytest.mark.parametrize("which", ("indptr", "indices", "values", "dense"))
 def test_spmm_mixed_meta_and_cpu_raises(which):
     args = dict(indptr=IP, indices=IX, values=VAL, dense=DENSE)
@@ -271,7 +264,6 @@ def test_spmm_mixed_meta_and_cpu_raises(which):
         ops.spmm(args["indptr"], args["indices"], args["values"], args["dense"])
 
 
-@MIXED_DEVICE_BUG
 @pytest.mark.parametrize("op", ("sddmm", "bsrmm", "sparse_attention"))
 def test_other_ops_mixed_meta_and_cpu_raise(op):
     meta = lambda x: x.to("meta")  # noqa: E731
