@@ -117,9 +117,10 @@ def compile(f, target: str = "cpu") -> Kernel:  # noqa: A001 - the public name
     func = None
     if isinstance(f, str) and "\n" not in f and os.path.isfile(f):
         func = f = parse(f)  # a path: its contents may change, so key on the function
-    key = (target, f)
+    # With SPARSETIR_DUMP_IR set every compile() lowers again, so it dumps.
+    key = (target, f) if not os.environ.get("SPARSETIR_DUMP_IR") else None
     with _COMPILED_LOCK:
-        kernel = _COMPILED.get(key)
+        kernel = _COMPILED.get(key) if key is not None else None
         if kernel is not None:
             _COMPILED.move_to_end(key)
             _COMPILED_HITS += 1
@@ -127,6 +128,8 @@ def compile(f, target: str = "cpu") -> Kernel:  # noqa: A001 - the public name
     if func is None:
         func = parse(f) if isinstance(f, str) else f
     kernel = Kernel(_C.build(func, target))
+    if key is None:
+        return kernel
     with _COMPILED_LOCK:
         _COMPILED[key] = kernel
         while len(_COMPILED) > _COMPILED_CAPACITY:

@@ -700,3 +700,55 @@ def to_dense(a: T.handle, d: T.handle, indptr: T.handle, indices: T.handle, m: T
 def test_search_in_compressed_level_is_a_script_error(name):
     with pytest.raises(st.ScriptError):
         st.compile(SEARCH_SCRIPTS[name])
+
+
+# --------------------------------------------------------------------------- 9. coordinates located by search
+
+
+LOOKUP_CASES = [c for c in UNIQUE_CASES if c != "no_columns"]  # rows sorted, columns to look up
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", LOOKUP_CASES)
+def test_csr_lookup_dense(case, dtype):
+    """A dense walk over all columns reads the CSR buffer by binary search:
+    absent columns read 0, so the result is A @ B with A as a dense matrix."""
+    csr = case_csr(case)
+    feat = 5
+    rng = np.random.default_rng(31)
+    a = to_tensor(csr.values, dtype)
+    b = to_tensor(random_values(rng, (csr.n, feat)), dtype)
+    c = nan_tensor((csr.m, feat), dtype)
+    indptr, indices = csr.torch_structure("int32")
+    fkernel("csr_lookup_dense", dtype)(a=a, b=b, c=c, indptr=indptr, indices=indices, m=csr.m, n=csr.n,
+                                       feat_size=feat, nnz=csr.nnz)
+    a64, b64 = f64(a), f64(b)
+    ref = np.asarray(csr.scipy(a64) @ b64).reshape(csr.m, feat)
+    mag = np.asarray(csr.scipy(np.abs(a64)) @ np.abs(b64)).reshape(csr.m, feat)
+    assert_within_bound(c, ref, mag, np.full((csr.m, 1), csr.n), dtype, f"lookup dense {case}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", LOOKUP_CASES)
+def test_csr_intersect_other_structure(case, dtype):
+    """A * B on A's pattern with B on its own CSR structure (a different tree):
+    each B[i, j] is found by binary search in B's row i, 0 where absent."""
+    a_csr = case_csr(case)
+    b_csr = make_csr(a_csr.m, a_csr.n, density=0.5, seed=77, empty_rows=(0,) if a_csr.m > 1 else ())
+    a = to_tensor(a_csr.values, dtype)
+    b = to_tensor(b_csr.values, dtype)
+    c = nan_tensor((a_csr.nnz,), dtype)
+    a_indptr, a_indices = a_csr.torch_structure("int32")
+    b_indptr, b_indices = b_csr.torch_structure("int32")
+    fkernel("csr_intersect", dtype)(a=a, b=b, c=c, a_indptr=a_indptr, a_indices=a_indices, b_indptr=b_indptr,
+                                    b_indices=b_indices, m=a_csr.m, n=a_csr.n, a_nnz=a_csr.nnz, b_nnz=b_csr.nnz)
+    dense_b = b_csr.scipy(f64(b)).toarray() if b_csr.nnz else np.zeros(b_csr.shape)
+    # One product per element: the exact product rounded once to the dtype.
+    ref = f64(torch.from_numpy(f64(a) * dense_b[a_csr.rows(), a_csr.indices]).to(TORCH_DTYPES[dtype]))
+    assert np.array_equal(f64(c), ref), f"intersect {case}: {f64(c)[:8]} vs {ref[:8]}"
+
+
+def test_store_at_a_searched_coordinate_is_an_error():
+    text = read_format_script("csr_intersect", "float32").replace("C[i, j] = A[i, j] * B[i, j]", "B[i, j] = A[i, j]")
+    with pytest.raises(st.ScriptError, match=r"buffer 'B': a store must walk the buffer's own compressed iterators"):
+        st.lower_sparse_iter(st.parse(text))

@@ -134,10 +134,8 @@ class StageIVerifier : public IRVisitor {
                                "; index the dimensions in the order of the buffer's axes",
                            where);
         }
-        ThrowScriptError("buffer '" + buffer->name + "': dimension " + std::to_string(k) + " is the compressed iterator '" +
-                             axis->name + "' but is indexed with '" + var + "' of iterator '" + x->name +
-                             "', which is outside the buffer's iterator tree",
-                         where);
+        // A variable of an iterator outside the buffer's tree is a coordinate:
+        // lowering locates it by binary search (reading 0 where it is absent).
       }
     }
   }

@@ -188,12 +188,26 @@ class IterationLowerer : public IRMutator {
     return Coordinate(found->second);
   }
 
+  // A load whose coordinates had to be searched for reads 0 where the
+  // coordinate is absent (a structural zero of that buffer).
   Expr Mutate(const BufferLoadNode* node, const Expr& self) override {
-    return MakeLoad(node->buffer, Positions(node->buffer, node->indices));
+    Expr found;
+    Expr load = MakeLoad(node->buffer, Positions(node->buffer, node->indices, &found));
+    if (!found) return load;
+    Expr zero = IsFloat(node->buffer->dtype) ? MakeFloat(0.0, node->buffer->dtype) : MakeInt(0, node->buffer->dtype);
+    return MakeSelect(found, load, zero);
   }
 
   Stmt Mutate(const BufferStoreNode* node, const Stmt& self) override {
-    return MakeStore(node->buffer, Positions(node->buffer, node->indices), VisitExpr(node->value));
+    Expr found;
+    std::vector<Expr> positions = Positions(node->buffer, node->indices, &found);
+    if (found) {
+      ThrowScriptError("buffer '" + node->buffer->name +
+                           "': a store must walk the buffer's own compressed iterators; a coordinate located by "
+                           "search may be absent, and a sparse structure cannot grow",
+                       it_->span);
+    }
+    return MakeStore(node->buffer, positions, VisitExpr(node->value));
   }
 
  private:
@@ -217,7 +231,11 @@ class IterationLowerer : public IRMutator {
     return MakeLoad(structure_->Indices(x), ChainPositions(x));
   }
 
-  std::vector<Expr> Positions(const Buffer& buffer, const std::vector<Expr>& indices) {
+  // Stage-II positions of a buffer access. A compressed dimension indexed
+  // with anything but the variable of its own iterator is located by binary
+  // search in that row's indices (rows must be sorted, as in canonical CSR);
+  // *found then receives the condition that every searched coordinate exists.
+  std::vector<Expr> Positions(const Buffer& buffer, const std::vector<Expr>& indices, Expr* found) {
     std::vector<Expr> out;
     for (size_t k = 0; k < indices.size(); ++k) {
       const SparseIterator& axis = buffer->axes[k];
@@ -230,13 +248,51 @@ class IterationLowerer : public IRMutator {
       }
       Expr coordinate = VisitExpr(indices[k]);
       if (IsCompressed(axis->kind)) {
-        ThrowScriptError("buffer '" + buffer->name + "': locating a coordinate in the compressed iterator '" +
-                             axis->name + "' (a search) is not supported yet; index it with its own variable",
-                         indices[k]->span.defined() ? indices[k]->span : it_->span);
+        const Span& span = indices[k]->span.defined() ? indices[k]->span : it_->span;
+        Expr hit;
+        out.push_back(Search(buffer, out, k, coordinate, span, &hit));
+        *found = *found ? MakeBinary(BinaryOp::kAnd, *found, hit) : hit;
+        continue;
       }
       out.push_back(coordinate);
     }
     return out;
+  }
+
+  // The position of `coordinate` within its row of compressed_varied dimension
+  // k of `buffer` (the dimensions before it give the row); *hit is whether
+  // the coordinate is stored there.
+  Expr Search(const Buffer& buffer, const std::vector<Expr>& before, size_t k, Expr coordinate, const Span& span,
+              Expr* hit) {
+    const SparseIterator& axis = buffer->axes[k];
+    if (axis->kind != IteratorKind::kCompressedVaried) {
+      ThrowScriptError("buffer '" + buffer->name + "': locating a coordinate in the " + ToString(axis->kind) +
+                           " iterator '" + axis->name + "' is not supported; index it with its own variable",
+                       span);
+    }
+    std::vector<Expr> row;  // positions of the axis's ancestors
+    for (const SparseIterator& a : AncestorChain(axis->parent)) {
+      auto dim = std::find(buffer->axes.begin(), buffer->axes.begin() + k, a);
+      if (dim == buffer->axes.begin() + k) {
+        ThrowScriptError("buffer '" + buffer->name + "': searching compressed iterator '" + axis->name +
+                             "' needs its ancestor '" + a->name + "' among the buffer's earlier dimensions",
+                         span);
+      }
+      row.push_back(before[dim - buffer->axes.begin()]);
+    }
+    Buffer indptr = structure_->Indptr(axis);
+    Buffer stored = structure_->Indices(axis);
+    std::vector<Expr> next = row;
+    next.back() = Add(next.back(), IntLike(1, next.back()));
+    Expr begin = MakeLoad(indptr, row), end = MakeLoad(indptr, next);
+    if (coordinate->dtype != axis->idtype) coordinate = MakeCast(axis->idtype, coordinate);
+    Expr flat = MakeCall(Intrinsic::kLowerBound, {axis->indices, begin, end, coordinate}, axis->idtype);
+    Expr position = Sub(flat, begin);
+    std::vector<Expr> at = row;
+    at.push_back(position);
+    *hit = MakeBinary(BinaryOp::kAnd, MakeBinary(BinaryOp::kLT, flat, end),
+                      MakeBinary(BinaryOp::kEQ, MakeLoad(stored, at), coordinate));
+    return position;
   }
 
   Expr Extent(size_t t) {

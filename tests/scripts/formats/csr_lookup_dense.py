@@ -1,7 +1,8 @@
-# expect: buffer 'A': dimension 1 is the compressed iterator 'J' but is indexed with 'k' of iterator 'K'
-# Mistake: A's second axis is the compressed J; K's variable does not walk it.
+# SpMM walking every column: the iteration's J_detach is dense, so A[i, j]
+# locates column j in row i of the CSR buffer A by binary search and reads 0
+# where the row does not store it: C = A @ B with A read as a dense matrix.
 @T.prim_func
-def csrmm(
+def csr_lookup_dense(
     a: T.handle,
     b: T.handle,
     c: T.handle,
@@ -20,7 +21,7 @@ def csrmm(
     A = T.sp.match_buffer(a, (I, J), "float32")
     B = T.sp.match_buffer(b, (J_detach, K), "float32")
     C = T.sp.match_buffer(c, (I, K), "float32")
-    with T.sp.iteration([I, J, K], "SRS", "csrmm") as [i, j, k]:
+    with T.sp.iteration([I, J_detach, K], "SRS", "lookup_mm") as [i, j, k]:
         with T.init():
             C[i, k] = 0.0
-        C[i, k] = C[i, k] + A[i, k] * B[j, k]
+        C[i, k] = C[i, k] + A[i, j] * B[j, k]
