@@ -587,8 +587,10 @@ def main() -> None:
                   retries=args.retries)
     patience = args.patience if args.patience is not None else (40.0 if args.quick else 240.0)
     spmm_bench._PATIENCE_END = t0 + patience
+    so = st._C.__file__
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ops {wanted}; K {ks}; "
-          f"budget {budget} s, min reps {args.min_reps}", file=sys.stderr, flush=True)
+          f"budget {budget} s, min reps {args.min_reps}; extension {os.path.basename(so)} built "
+          f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(os.path.getmtime(so)))}", file=sys.stderr, flush=True)
 
     if {"spmm", "reduce", "sddmm"} & set(wanted):
         mats = matrices(args.matrices, args.quick)
@@ -607,7 +609,13 @@ def main() -> None:
         bench_overhead(timer, 500 if args.quick else 2000)
 
     print_tables()
+    loaded = [r for r in ROWS if r["load_pct"] > args.max_load]
     lines = summarize() + targets()
+    if loaded:
+        lines.append(f"\nNOTE: {len(loaded)} of {len(ROWS)} rows ran while other processes used more than "
+                     f"{args.max_load:.0f}% of the CPUs (load% column): their times are inflated (2-thread parallel "
+                     f"regions wait for a descheduled thread, often in steps of the ~4 ms scheduler tick) and their "
+                     f"ratios are unreliable; the r(min) / gm(min) columns are less affected.")
     print("\n".join(lines))
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     write_csv(args.out + ".csv")

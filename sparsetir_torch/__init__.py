@@ -16,6 +16,7 @@ from .schedule import Schedule
 from .ops import clear_graph_cache, graph_cache_info
 from .sparse_matrix import SparseMatrix
 from .api import bsrmm, sddmm, sparse_attention, spmm
+from .tuning import explain
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,7 @@ __all__ = [
     "spmm",
     "cache_info",
     "compile",
+    "explain",
     "lower_sparse_buffer",
     "lower_sparse_iter",
     "parse",

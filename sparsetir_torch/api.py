@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from . import tuning
 from .ops import ops
 from .sparse_matrix import SparseMatrix, as_sparse_matrix
 
@@ -35,6 +36,13 @@ def spmm(A, B: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
         if reduce != "sum":
             raise ValueError(f"st.spmm: a block-sparse A supports reduce='sum' only, got {reduce!r}")
         return ops.bsrmm(A.indptr, A.indices, A.values, B)
+    if reduce == "sum" and A.values.dtype == B.dtype and not torch.compiler.is_compiling():
+        # The format chosen for this graph (tuning.py); inside torch.compile
+        # only a choice made earlier in eager mode is used.
+        return tuning.run_choice(A, B, tuning.choose(A, "spmm", B.shape[1], B.dtype))
+    choice = A._derived.get(("choice", "spmm", B.shape[1], B.dtype))
+    if reduce == "sum" and choice is not None:
+        return tuning.run_choice(A, B, choice)
     return ops.spmm(A.indptr, A.indices, A.values, B, reduce)
 
 

@@ -5,6 +5,7 @@
 #include <list>
 #include <unordered_map>
 
+#include "runtime/bsr_conversion.h"
 #include "support/error.h"
 
 namespace sparsetir::ops {
@@ -157,6 +158,30 @@ CsrTranspose GraphInfo::Transpose(const at::Tensor& indptr_, const at::Tensor& i
   }
   transposes_.emplace(columns, t);
   return t;
+}
+
+BsrFromCsr GraphInfo::Bsr(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,
+                          int64_t block_w) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto key = std::make_tuple(columns, block_h, block_w);
+  auto found = bsr_.find(key);
+  if (found != bsr_.end()) return found->second;
+  ICHECK(summary_.max_index < columns) << "BSR conversion with too few columns";
+  auto convert = [&](auto* ip, auto* ix) {
+    auto b = CsrToBsr(ip, ix, summary_.rows, columns, block_h, block_w);
+    auto options = indptr.options();
+    BsrFromCsr out{at::empty({static_cast<int64_t>(b.indptr.size())}, options), at::empty({b.blocks()}, options),
+                   at::empty({static_cast<int64_t>(b.slot.size())}, options.dtype(at::kLong))};
+    std::copy(b.indptr.begin(), b.indptr.end(), out.indptr.data_ptr<std::remove_pointer_t<decltype(ip)>>());
+    std::copy(b.indices.begin(), b.indices.end(), out.indices.data_ptr<std::remove_pointer_t<decltype(ip)>>());
+    std::copy(b.slot.begin(), b.slot.end(), out.slot.data_ptr<int64_t>());
+    return out;
+  };
+  BsrFromCsr out = indptr.scalar_type() == at::kInt
+                       ? convert(indptr.data_ptr<int32_t>(), indices.data_ptr<int32_t>())
+                       : convert(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>());
+  bsr_.emplace(key, out);
+  return out;
 }
 
 std::shared_ptr<GraphInfo> ValidatedGraph(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices) {

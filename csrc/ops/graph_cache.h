@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 
 #include "runtime/csr_structure.h"
 
@@ -27,6 +28,15 @@ struct CsrTranspose {
   at::Tensor indptr;
   at::Tensor indices;
   at::Tensor perm;
+};
+
+// A BSR structure derived from a CSR one: indptr (block rows + 1), indices
+// (nnzb) and slot (nnz): the flat position of each CSR non-zero in the
+// (nnzb, block_h, block_w) blocks array.
+struct BsrFromCsr {
+  at::Tensor indptr;
+  at::Tensor indices;
+  at::Tensor slot;
 };
 
 // What is known about one validated structure.
@@ -41,12 +51,16 @@ class GraphInfo {
   // structure this entry describes, passed again by the caller: the entry
   // itself holds no reference to it, so freeing the structure frees the entry.
   CsrTranspose Transpose(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns);
+  // The BSR(block_h, block_w) form of the structure (built once per shape).
+  BsrFromCsr Bsr(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,
+                 int64_t block_w);
 
  private:
   CsrSummary summary_;
   at::Tensor row_lengths_;
   std::mutex mutex_;
   std::map<int64_t, CsrTranspose> transposes_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, BsrFromCsr> bsr_;
 };
 
 struct GraphCacheStats {

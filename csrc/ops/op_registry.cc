@@ -15,6 +15,9 @@ TORCH_LIBRARY(sparsetir, m) {
         tags);
   // Helpers of the backward passes.
   m.def("_csr_transpose(Tensor indptr, Tensor indices, int columns) -> (Tensor, Tensor, Tensor)", tags);
+  // Format conversion (automatic format choice in the Python wrappers).
+  m.def("_csr_to_bsr(Tensor indptr, Tensor indices, int columns, int block_h, int block_w) -> (Tensor, Tensor, Tensor)",
+        tags);
   m.def(
       "_sparse_attention_backward(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, Tensor out, "
       "Tensor grad_out, float? scale=None) -> (Tensor, Tensor, Tensor)",
@@ -28,5 +31,6 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("bsrmm", &Bsrmm);
   m.impl("sparse_attention", &SparseAttention);
   m.impl("_csr_transpose", &CsrTransposeOp);
+  m.impl("_csr_to_bsr", &CsrToBsrOp);
   m.impl("_sparse_attention_backward", &SparseAttentionBackward);
 }

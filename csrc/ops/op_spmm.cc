@@ -1,6 +1,7 @@
 // torch.ops.sparsetir.spmm: out[i, :] = reduce over the non-zeros (i, j) of
 // values * dense[j, :], reduce in {sum, mean, max, min}; empty rows give 0.
 #include "csr_kernels.h"
+#include "runtime/bsr_conversion.h"
 #include "op_checks.h"
 #include "ops.h"
 
@@ -36,6 +37,29 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrTransposeOp(const at::Tensor& 
   CheckedCsr csr = CheckCsr(op, indptr, indices, columns, "argument 'columns'");
   CsrTranspose t = csr.info->Transpose(csr.indptr, csr.indices, columns);
   return {t.indptr, t.indices, t.perm};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrToBsrOp(const at::Tensor& indptr, const at::Tensor& indices,
+                                                          int64_t columns, int64_t block_h, int64_t block_w) {
+  const std::string op = "sparsetir._csr_to_bsr";
+  TORCH_CHECK_VALUE(columns >= 0, op, ": argument 'columns' must be non-negative, got ", columns);
+  TORCH_CHECK_VALUE(block_h > 0 && block_w > 0, op, ": block sizes must be positive, got ", block_h, " x ", block_w);
+  CheckedCsr csr = CheckCsr(op, indptr, indices, columns, "argument 'columns'");
+  BsrFromCsr b = csr.info->Bsr(csr.indptr, csr.indices, columns, block_h, block_w);
+  return {b.indptr, b.indices, b.slot};
+}
+
+int64_t BsrBlockCount(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,
+                      int64_t block_w) {
+  const std::string op = "sparsetir.bsr_block_count";
+  TORCH_CHECK_VALUE(block_h > 0 && block_w > 0, op, ": block sizes must be positive, got ", block_h, " x ", block_w);
+  CheckedCsr csr = CheckCsr(op, indptr, indices, columns, "argument 'columns'");
+  if (csr.indptr.scalar_type() == at::kInt) {
+    return CountBsrBlocks<int32_t>(csr.indptr.data_ptr<int32_t>(), csr.indices.data_ptr<int32_t>(), csr.rows(),
+                                   columns, block_h, block_w);
+  }
+  return CountBsrBlocks<int64_t>(csr.indptr.data_ptr<int64_t>(), csr.indices.data_ptr<int64_t>(), csr.rows(), columns,
+                                 block_h, block_w);
 }
 
 }  // namespace sparsetir::ops

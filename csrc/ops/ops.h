@@ -33,4 +33,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrTransposeOp(const at::Tensor& indptr, const at::Tensor& indices,
                                                               int64_t columns);
 
+// The BSR(block_h, block_w) form of a CSR structure with `columns` columns:
+// (indptr, indices, slot) with blocks.view(-1)[slot] = values; cached per graph.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrToBsrOp(const at::Tensor& indptr, const at::Tensor& indices,
+                                                          int64_t columns, int64_t block_h, int64_t block_w);
+
+// How many blocks CsrToBsrOp would store (for choosing a block size).
+int64_t BsrBlockCount(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,
+                      int64_t block_w);
+
 }  // namespace sparsetir::ops

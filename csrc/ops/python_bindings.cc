@@ -7,6 +7,7 @@
 #include "graph_cache.h"
 #include "ir/equal.h"
 #include "kernel_library.h"
+#include "ops.h"
 #include "ir/printer.h"
 #include "launcher.h"
 #include "parser/parser.h"
@@ -194,5 +195,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     return d;
   });
   m.def("clear_graph_cache", &ClearGraphCache);
+  m.def("bsr_block_count", &BsrBlockCount, "Blocks a CSR -> BSR(block_h, block_w) conversion would store.");
   m.def("set_graph_cache_capacity", &SetGraphCacheCapacity);
 }

@@ -1,0 +1,184 @@
+"""Automatic choice of a storage format per graph (SpMM).
+
+At the first SpMM of a graph (a SparseMatrix or a cached torch sparse tensor)
+with a given feature width and dtype, the candidates are CSR and BSR(b) for
+block sizes b that divide the matrix and keep the padding small (a fill
+ratio from the C++ block counter, no conversion needed). Each remaining
+candidate is converted once by the C++ runtime classes, warmed up (its kernel
+compiles) and timed on the graph itself; the whole search is bounded by
+MAX_TUNING_CALLS SpMM calls. The choice is cached on the matrix and persisted
+beside the kernel cache (choices.json), keyed by a signature of the graph
+(shape, nnz, degree histogram), the op, the width and the dtypes, so a new
+process reuses it. SPARSETIR_TUNE=0 turns the search off: CSR everywhere.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+
+import torch
+
+from . import _C
+from .ops import ops
+
+BLOCK_SIZES = (2, 3, 4, 6, 8, 12, 16, 32)
+# A block format must not store more than this many times the non-zeros.
+MAX_FILL = 2.0
+# At most this many timed calls (SpMM-equivalent) per choice.
+MAX_TUNING_CALLS = 20
+REPEATS = 3
+
+_LOCK = threading.Lock()
+
+
+def tuning_enabled() -> bool:
+    return os.environ.get("SPARSETIR_TUNE", "1") not in ("0", "false", "off", "")
+
+
+# --------------------------------------------------------------------------- signature and persistence
+
+
+def graph_signature(A) -> str:
+    """A digest of what makes a graph's best format: shape, nnz, index dtype
+    and the histogram of row lengths (log2 buckets)."""
+    lengths = (A.indptr[1:] - A.indptr[:-1]).to(torch.int64)
+    buckets = torch.bincount(torch.log2(lengths.clamp(min=1).double()).floor().to(torch.int64), minlength=1)
+    text = f"{A.shape}|{A.nnz}|{A.indices.dtype}|{buckets.tolist()}|{int((lengths == 0).sum())}"
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _choices_path() -> str:
+    return os.path.join(_C.cache_dir(), "choices.json")
+
+
+def _load_choices() -> dict:
+    try:
+        with open(_choices_path(), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _store_choice(key: str, record: dict) -> None:
+    """Adds one record to choices.json (write to a temporary file, then rename)."""
+    path = _choices_path()
+    try:
+        with _LOCK:
+            choices = _load_choices()
+            choices[key] = record
+            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(choices, f, indent=1, sort_keys=True)
+            os.replace(tmp, path)
+    except OSError:
+        pass  # an unwritable cache only costs re-tuning in the next process
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+def block_candidates(A) -> list:
+    """(block size, fill ratio) of the BSR formats worth timing."""
+    m, n = A.shape
+    out = []
+    if A.nnz == 0:
+        return out
+    for b in BLOCK_SIZES:
+        if m % b or n % b or m < b or n < b:
+            continue
+        blocks = _C.bsr_block_count(A.indptr, A.indices, n, b, b)
+        fill = blocks * b * b / A.nnz
+        if fill <= MAX_FILL:
+            out.append((b, fill))
+    return out
+
+
+def bsr_operands(A, b: int):
+    """(indptr, indices, blocks) of A in BSR(b x b): the structure converted
+    once per graph (C++), the values scattered into blocks (differentiable)."""
+    indptr, indices, slot = ops._csr_to_bsr(A.indptr, A.indices, A.shape[1], b, b)
+    key = ("bsr_blocks", b)
+    cached = A._derived.get(key)
+    values = A.values
+    if cached is not None and cached[0] is values and cached[1] == values._version and not values.requires_grad:
+        return indptr, indices, cached[2]
+    blocks = values.new_zeros(indices.shape[0] * b * b).index_put((slot,), values, accumulate=True)
+    blocks = blocks.view(indices.shape[0], b, b)
+    if not values.requires_grad:
+        A._derived[key] = (values, values._version, blocks)
+    return indptr, indices, blocks
+
+
+def run_choice(A, B: torch.Tensor, choice: dict) -> torch.Tensor:
+    if choice["format"] == "bsr":
+        indptr, indices, blocks = bsr_operands(A, choice["block"])
+        return ops.bsrmm(indptr, indices, blocks, B)
+    return ops.spmm(A.indptr, A.indices, A.values, B, "sum")
+
+
+# --------------------------------------------------------------------------- the search
+
+
+def _median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def _measure(A, K: int, dtype) -> dict:
+    B = torch.randn(A.shape[1], K, dtype=dtype)
+    candidates = [{"format": "csr", "fill": 1.0}] + [
+        {"format": "bsr", "block": b, "fill": round(fill, 3)} for b, fill in block_candidates(A)]
+    # Cheapest-looking blocks first; every candidate gets a warm-up (which
+    # compiles its kernel) and REPEATS timed calls within the budget.
+    candidates = candidates[:1] + sorted(candidates[1:], key=lambda c: c["fill"] / c["block"])
+    candidates = candidates[: max(1, MAX_TUNING_CALLS // (REPEATS + 1))]
+    with torch.no_grad():
+        for c in candidates:
+            run_choice(A, B, c)
+            c["time_ms"] = round(1e3 * _median_time(lambda: run_choice(A, B, c), REPEATS), 4)
+    best = min(candidates, key=lambda c: c["time_ms"])
+    return {"format": best["format"], "block": best.get("block"), "candidates": candidates, "source": "measured"}
+
+
+def _key(A, op: str, K: int, dtype) -> str:
+    return f"{op}|{graph_signature(A)}|K={K}|{dtype}|{A.indices.dtype}"
+
+
+def choose(A, op: str, K: int, dtype) -> dict:
+    """The format for `op` on A with feature width K (cached on A, then in
+    choices.json, else measured)."""
+    memo = ("choice", op, K, dtype)
+    if memo in A._derived:
+        return A._derived[memo]
+    if A.is_block or not tuning_enabled() or A.nnz == 0:
+        record = {"format": "csr", "block": None, "candidates": [], "source": "default"}
+    else:
+        key = _key(A, op, K, dtype)
+        record = _load_choices().get(key)
+        if record is not None:
+            record = dict(record, source="persisted")
+        else:
+            record = _measure(A, K, dtype)
+            _store_choice(key, record)
+    A._derived[memo] = record
+    return record
+
+
+def explain(A, op: str = "spmm", k: int = 128, dtype=torch.float32) -> dict:
+    """What `op` runs on A at feature width k: the chosen format and the
+    measured time (ms) of every candidate."""
+    from .sparse_matrix import as_sparse_matrix
+
+    if op != "spmm":
+        raise ValueError(f"st.explain: formats are chosen for op='spmm' only, got {op!r}")
+    A = as_sparse_matrix(A, "st.explain: argument 'A'")
+    record = choose(A, op, int(k), dtype)
+    return {"op": op, "k": int(k), "shape": A.shape, "nnz": A.nnz, "tuning": tuning_enabled(), **record}
