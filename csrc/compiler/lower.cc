@@ -7,6 +7,7 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "transforms/hoist_invariants.h"
 #include "transforms/lower_sparse_buffer.h"
 #include "transforms/lower_sparse_iter.h"
 #include "transforms/simplify.h"
@@ -18,6 +19,7 @@ std::vector<Pass> PipelineFrom(Stage stage) {
   if (stage == Stage::kI) passes.push_back({"lower_sparse_iter", LowerSparseIter});
   if (stage != Stage::kIII) passes.push_back({"lower_sparse_buffer", LowerSparseBuffer});
   passes.push_back({"simplify", [](const PrimFunc& f) { return Simplify(f); }});
+  passes.push_back({"hoist_invariants", HoistInvariants});
   return passes;
 }
 
