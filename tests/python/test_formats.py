@@ -770,3 +770,34 @@ def test_store_at_a_searched_coordinate_is_an_error():
     text = read_format_script("csr_intersect", "float32").replace("C[i, j] = A[i, j] * B[i, j]", "B[i, j] = A[i, j]")
     with pytest.raises(st.ScriptError, match=r"buffer 'B': a store must walk the buffer's own compressed iterators"):
         st.lower_sparse_iter(st.parse(text))
+
+
+# --------------------------------------------------------------------------- 10. fusing a CSF chain
+
+
+@pytest.mark.parametrize("fused", [None, ["I", "J"], ["I", "J", "K"]], ids=["unfused", "IJ", "IJK"])
+@pytest.mark.parametrize("case", sorted(CSF_CASES))
+def test_csf_scale_fused_chain(case, fused):
+    """One loop over a CSF's leaf non-zeros (sparse_fuse of I, J, K): each
+    ancestor's position comes from a binary search in the indptr below it."""
+    D, args, _ = csf_args(case, "float64")
+    sch = st.Schedule(read_format_script("csf_scale", "float64"))
+    if fused:
+        sch.sparse_fuse("scale", fused)
+        sch.parallel(sch.get_loops("scale")[0])
+    nnz_k = args["nnz_k"]
+    v = to_tensor(random_values(np.random.default_rng(15), D.shape[2]), "float64")
+    out = nan_tensor((nnz_k,), "float64")
+    st.compile(sch)(v=v, out=out, **args)
+    ref = f64(args["t"]) * f64(v)[args["indices_k"].numpy()]
+    assert np.array_equal(f64(out), ref), f"csf scale {case} fused={fused}"
+    if fused == ["I", "J", "K"]:
+        assert len(sch.get_loops("scale")) == 1
+
+
+def test_sparse_fuse_chain_errors():
+    sch = st.Schedule(read_format_script("csf_scale", "float32"))
+    with pytest.raises(st.ScheduleError, match=r"'K' must come right after 'I'"):
+        sch.sparse_fuse("scale", ["I", "K"])
+    with pytest.raises(st.ScheduleError, match=r"the parent 'J' must be a dense_fixed root"):
+        sch.sparse_fuse("scale", ["J", "K"])

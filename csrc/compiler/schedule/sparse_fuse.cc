@@ -1,6 +1,8 @@
-// sparse_fuse (stage I): iterate a parent and its varied child as one loop over
-// the child's non-zeros (TACO's collapse). Recorded as the iteration attribute
-// "sparse_fuse", which lower_sparse_iter reads.
+// sparse_fuse (stage I): iterate a dense_fixed root and a chain of varied
+// descendants (I, J of a CSR; I, J, K of a CSF) as one loop over the last
+// one's non-zeros (TACO's collapse). Recorded as the iteration attribute
+// "sparse_fuse", which lower_sparse_iter reads; each ancestor's position is
+// found by binary search in the indptr below it.
 //
 // Before:  with T.sp.iteration([I, J, K], "SSR", "sddmm") as [i, j, k]:
 // After:   sch.sparse_fuse("sddmm", ["I", "J"])
@@ -22,8 +24,8 @@ void Schedule::SparseFuse(const std::string& iteration, const std::vector<std::s
   func_ = EditIteration(func_, iteration, "sparse_fuse", [&](const SparseIterationNode* it) {
     const std::string context = Excerpt(it);
     const std::string where = "sparse_fuse: iteration '" + iteration + "'";
-    if (names.size() != 2) {
-      ThrowScheduleError(where + ": give a parent iterator and its child, e.g. [\"I\", \"J\"]", context);
+    if (names.size() < 2) {
+      ThrowScheduleError(where + ": give a parent iterator and its descendants, e.g. [\"I\", \"J\"]", context);
     }
     std::vector<size_t> at;
     for (const std::string& name : names) {
@@ -32,22 +34,26 @@ void Schedule::SparseFuse(const std::string& iteration, const std::vector<std::s
       if (pos == it->iterators.end()) ThrowScheduleError(where + " has no iterator '" + name + "'", context);
       at.push_back(pos - it->iterators.begin());
     }
-    const SparseIterator& parent = it->iterators[at[0]];
-    const SparseIterator& child = it->iterators[at[1]];
-    if (at[1] != at[0] + 1) {
-      ThrowScheduleError(where + ": '" + names[1] + "' must come right after '" + names[0] + "'", context);
-    }
-    if (child->parent != parent || !IsVaried(child->kind) || !child->nnz) {
-      ThrowScheduleError(where + ": '" + names[1] + "' must be a varied iterator with a known nnz whose parent is '" +
-                             names[0] + "'",
-                         context);
-    }
-    if (parent->kind != IteratorKind::kDenseFixed) {
+    if (it->iterators[at[0]]->kind != IteratorKind::kDenseFixed) {
       ThrowScheduleError(where + ": the parent '" + names[0] + "' must be a dense_fixed root", context);
     }
-    if (it->roles[at[0]] != 'S' || it->roles[at[1]] != 'S') {
-      ThrowScheduleError(where + ": only spatial iterators can be fused (a fused reduction has no place for its init)",
-                         context);
+    for (size_t k = 1; k < at.size(); ++k) {
+      const SparseIterator& parent = it->iterators[at[k - 1]];
+      const SparseIterator& child = it->iterators[at[k]];
+      if (at[k] != at[k - 1] + 1) {
+        ThrowScheduleError(where + ": '" + names[k] + "' must come right after '" + names[k - 1] + "'", context);
+      }
+      if (child->parent != parent || !IsVaried(child->kind) || !child->nnz) {
+        ThrowScheduleError(where + ": '" + names[k] + "' must be a varied iterator with a known nnz whose parent is '" +
+                               names[k - 1] + "'",
+                           context);
+      }
+    }
+    for (size_t t : at) {
+      if (it->roles[t] != 'S') {
+        ThrowScheduleError(where + ": only spatial iterators can be fused (a fused reduction has no place for its init)",
+                           context);
+      }
     }
     if (FindAttr(it->attrs, "sparse_fuse")) ThrowScheduleError(where + " is already fused", context);
     auto value = std::make_shared<AttrValue>();

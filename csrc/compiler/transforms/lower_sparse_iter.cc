@@ -123,7 +123,7 @@ class IterationLowerer : public IRMutator {
     Stmt body = MakeBlock(it_->name, VisitStmt(it_->body));
     Stmt init = it_->init ? InitLoops(MakeBlock(it_->name + "_init", VisitStmt(it_->init)), level) : nullptr;
     if (init && level == n) body = MakeSeq({init, body});
-    auto fused = FusedPair();
+    auto fused = FusedChain();
     if (fused && init && level <= fused->second) {
       ThrowScriptError("iteration '" + it_->name + "': a reduction before the fused iterators leaves T.init() no place",
                        it_->span);
@@ -131,7 +131,7 @@ class IterationLowerer : public IRMutator {
     for (size_t t = n; t-- > 0;) {
       if (fused && t == fused->second) {
         body = FusedLoop(fused->first, fused->second, body);
-        --t;  // the parent's loop is part of the fused one
+        t = fused->first;  // the ancestors' loops are part of the fused one
       } else {
         body = Loop(t, body);
       }
@@ -140,8 +140,10 @@ class IterationLowerer : public IRMutator {
     return body;
   }
 
-  // The (parent, child) iterator indices named by the "sparse_fuse" attribute.
-  std::optional<std::pair<size_t, size_t>> FusedPair() {
+  // The first and last iterator indices of the chain named by the
+  // "sparse_fuse" attribute: a dense_fixed root followed by varied
+  // descendants, each the child of the one before (I, J or I, J, K of a CSF).
+  std::optional<std::pair<size_t, size_t>> FusedChain() {
     AttrPtr attr = FindAttr(it_->attrs, "sparse_fuse");
     if (!attr) return std::nullopt;
     std::vector<size_t> at;
@@ -150,33 +152,55 @@ class IterationLowerer : public IRMutator {
         if (item->kind == AttrValue::Kind::kString && it_->iterators[t]->name == item->string_value) at.push_back(t);
       }
     }
-    if (at.size() != 2 || at[1] != at[0] + 1 || it_->iterators[at[1]]->parent != it_->iterators[at[0]] ||
-        !IsVaried(it_->iterators[at[1]]->kind) || !it_->iterators[at[1]]->nnz ||
-        it_->iterators[at[0]]->kind != IteratorKind::kDenseFixed) {
+    bool ok = at.size() >= 2 && at.size() == attr->items.size() &&
+              it_->iterators[at[0]]->kind == IteratorKind::kDenseFixed;
+    for (size_t k = 1; ok && k < at.size(); ++k) {
+      const SparseIterator& x = it_->iterators[at[k]];
+      ok = at[k] == at[k - 1] + 1 && x->parent == it_->iterators[at[k - 1]] && IsVaried(x->kind) && x->nnz;
+    }
+    if (!ok) {
       ThrowScriptError("iteration '" + it_->name +
-                           "': \"sparse_fuse\" must name a dense_fixed iterator and its varied child, in order",
+                           "': \"sparse_fuse\" must name a dense_fixed iterator and a chain of varied descendants, "
+                           "each the child of the one before, in order",
                        it_->span);
     }
-    return std::make_pair(at[0], at[1]);
+    return std::make_pair(at.front(), at.back());
   }
 
-  // One loop over the child's non-zeros; the parent's position is found by
-  // binary search in indptr, the child's is the offset within that row.
-  Stmt FusedLoop(size_t parent, size_t child, Stmt body) {
-    const SparseIterator& x = it_->iterators[child];
-    Buffer indptr = structure_->Indptr(x);
-    Var fused = MakeVar(names_->Fresh(positions_[parent]->name + positions_[child]->name), positions_[child]->dtype);
-    Expr rows = it_->iterators[parent]->extent;
+  // One loop over the last iterator's non-zeros. Going up the chain, each
+  // ancestor's flat position is found by binary search in the indptr below
+  // it; going down, each position within its row is the flat position minus
+  // the row's start.
+  Stmt FusedLoop(size_t first, size_t last, Stmt body) {
+    std::string name;
+    for (size_t t = first; t <= last; ++t) name += positions_[t]->name;
+    const SparseIterator& leaf = it_->iterators[last];
+    Var fused = MakeVar(names_->Fresh(name), positions_[last]->dtype);
     Expr one = IntLike(1, fused);
-    Expr row = Sub(MakeCall(Intrinsic::kLowerBound, {x->indptr, IntLike(0, fused), Add(rows, one), Add(fused, one)},
-                            fused->dtype),
-                   one);
-    Expr offset = MakeLoad(indptr, {positions_[parent]});
-    Expr within = fused;
-    UnifyIntegers(&within, &offset);
-    body = MakeLet(positions_[child], MakeCast(positions_[child]->dtype, Sub(within, offset)), body);
-    body = MakeLet(positions_[parent], MakeCast(positions_[parent]->dtype, row), body);
-    Expr nnz = x->nnz;
+    // flat[t]: the flat position of iterator t (flat[last] is the loop variable).
+    std::vector<Var> flat(last + 1);
+    flat[last] = fused;
+    for (size_t t = last; t > first; --t) {
+      flat[t - 1] = MakeVar(names_->Fresh(positions_[t - 1]->name + "_flat"), fused->dtype);
+    }
+    // Positions within rows, innermost let first (lets wrap outward).
+    for (size_t t = last; t > first; --t) {
+      Expr offset = MakeLoad(structure_->Indptr(it_->iterators[t]), ChainPositions(it_->iterators[t]->parent));
+      Expr within = flat[t];
+      UnifyIntegers(&within, &offset);
+      body = MakeLet(positions_[t], MakeCast(positions_[t]->dtype, Sub(within, offset)), body);
+    }
+    body = MakeLet(positions_[first], MakeCast(positions_[first]->dtype, flat[first]), body);
+    for (size_t t = first + 1; t <= last; ++t) {
+      const SparseIterator& x = it_->iterators[t];
+      Expr count = t - 1 == first ? it_->iterators[first]->extent : it_->iterators[t - 1]->nnz;
+      if (count->dtype != fused->dtype) count = MakeCast(fused->dtype, count);
+      Expr parent = Sub(MakeCall(Intrinsic::kLowerBound, {x->indptr, IntLike(0, fused), Add(count, one), Add(flat[t], one)},
+                                 fused->dtype),
+                        one);
+      body = MakeLet(flat[t - 1], parent, body);
+    }
+    Expr nnz = leaf->nnz;
     if (nnz->dtype != fused->dtype) nnz = MakeCast(fused->dtype, nnz);
     return MakeFor(fused, IntLike(0, nnz), nnz, ForKind::kSerial, body);
   }
