@@ -801,3 +801,24 @@ def test_sparse_fuse_chain_errors():
         sch.sparse_fuse("scale", ["I", "K"])
     with pytest.raises(st.ScheduleError, match=r"the parent 'J' must be a dense_fixed root"):
         sch.sparse_fuse("scale", ["J", "K"])
+
+
+def test_fused_iterator_spelling_matches_sparse_fuse():
+    """F = T.sp.fuse(I, J, K) in the iteration list is sch.sparse_fuse(I, J, K)."""
+    text = read_format_script("csf_scale", "float64")
+    spelled = text.replace('    with T.sp.iteration([I, J, K], "SSS", "scale") as [i, j, k]:',
+                           '    F = T.sp.fuse(I, J, K)\n    with T.sp.iteration([F], "S", "scale") as [i, j, k]:')
+    assert spelled != text
+    sch = st.Schedule(text)
+    sch.sparse_fuse("scale", ["I", "J", "K"])
+    lowered = st.lower_sparse_iter(st.parse(spelled)).script()
+    assert "for ijk in T.serial(nnz_k):" in lowered
+    D, args, _ = csf_args("mixed" if "mixed" in CSF_CASES else sorted(CSF_CASES)[0], "float64")
+    v = to_tensor(random_values(np.random.default_rng(16), D.shape[2]), "float64")
+    outs = []
+    for f in (st.parse(spelled), sch):
+        out = nan_tensor((args["nnz_k"],), "float64")
+        st.compile(f)(v=v, out=out, **args)
+        outs.append(out)
+    assert torch.equal(outs[0], outs[1])
+    assert np.array_equal(f64(outs[0]), f64(args["t"]) * f64(v)[args["indices_k"].numpy()])

@@ -613,12 +613,41 @@ class Builder {
                            "'; sparse iterations cannot be nested",
                        s.span);
     }
+    // A fused iterator (F = T.sp.fuse(I, J)) stands for its iterators in
+    // order, walked as one loop: the iteration lists them and records the
+    // "sparse_fuse" attribute, as sch.sparse_fuse would. Its S/R letter may be
+    // given once for all constituents; it binds one variable per constituent.
+    std::shared_ptr<AttrValue> fused_names;
+    std::vector<size_t> fused_at;  // the list position of the fused iterator, and how many it expands to
     for (const AstExprPtr& e : its->children) {
       SparseIterator it = ResolveIterator(e, "each element of the iterator list of " + where);
-      for (const SparseIterator& seen : node.iterators) {
-        if (seen == it) ThrowScriptError(where + ": iterator '" + it->name + "' appears twice", e->span);
+      std::vector<SparseIterator> parts = {it};
+      if (it->kind == IteratorKind::kFused) {
+        if (fused_names) ThrowScriptError(where + ": at most one fused iterator per iteration", e->span);
+        parts = it->fused;
+        fused_names = std::make_shared<AttrValue>();
+        fused_names->kind = AttrValue::Kind::kList;
+        fused_at = {node.iterators.size(), parts.size()};
       }
-      node.iterators.push_back(it);
+      for (const SparseIterator& part : parts) {
+        for (const SparseIterator& seen : node.iterators) {
+          if (seen == part) ThrowScriptError(where + ": iterator '" + part->name + "' appears twice", e->span);
+        }
+        node.iterators.push_back(part);
+        if (it->kind == IteratorKind::kFused) {
+          auto item = std::make_shared<AttrValue>();
+          item->kind = AttrValue::Kind::kString;
+          item->string_value = part->name;
+          fused_names->items.push_back(item);
+        }
+      }
+    }
+    if (fused_names) {
+      node.attrs.emplace_back("sparse_fuse", fused_names);
+      // One letter for the whole fused iterator expands to one per constituent.
+      if (node.roles.size() + fused_at[1] - 1 == node.iterators.size() && fused_at[0] < node.roles.size()) {
+        node.roles.insert(fused_at[0], std::string(fused_at[1] - 1, node.roles[fused_at[0]]));
+      }
     }
     if (node.roles.size() != node.iterators.size()) {
       ThrowScriptError(where + ": the S/R string \"" + node.roles + "\" has " + std::to_string(node.roles.size()) +
