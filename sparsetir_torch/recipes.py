@@ -14,10 +14,11 @@ from .schedule import Schedule
 
 def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True) -> Schedule:
     """The CSR SpMM (kernels/csrmm.py, or `script` with the same loop names)
-    scheduled for a feature width known at the first call."""
+    scheduled for a feature width known at the first call (the same steps as
+    the operators' C++ recipe, csrc/compiler/recipes/cpu_recipes.cc)."""
     sch = Schedule(parse(script if script is not None else kernel_script("csrmm")))
     sch.specialize(feat_size=feat_size)
-    i, _, k = sch.get_loops("csrmm")
+    i, j, k = sch.get_loops("csrmm")
     lanes = 16
     while lanes > 1 and feat_size % lanes:
         lanes //= 2
@@ -28,6 +29,12 @@ def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True) -
         sch.vectorize(k_inner)
     if feat_size <= 512:
         sch.cache_write(i, "C", "local")
+        if lanes > 1 and feat_size >= lanes and feat_size <= 64:
+            # Two accumulator sets (every other non-zero): hides the FMA
+            # latency a single dependent chain per vector leaves exposed.
+            _, j_1 = sch.split(j, factors=[None, 2])
+            sch.rfactor(j_1)
+            sch.unroll(j_1)
     if parallel:
         sch.parallel(i)
     return sch
