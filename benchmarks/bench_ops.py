@@ -414,13 +414,22 @@ def print_tables() -> None:
             print(line)
 
 
+MAX_LOAD_PCT = 10.0  # rows above it are "loaded" (set from --max-load)
+
+
+def idle_gm(rows) -> str:
+    idle = [r["ratio"] for r in rows if r["load_pct"] <= MAX_LOAD_PCT and r["ratio"] == r["ratio"]]
+    return f"{geomean(idle):.2f}/{len(idle)}" if idle else "-"
+
+
 def summarize() -> List[str]:
     out = ["", "== summary: geometric-mean ratio (peer / ours, medians) and worst case, per op, peer and K; "
-           "gm(min) = the geomean of the ratios of the fastest calls (less sensitive to other processes) =="]
+           "gm(min) = the geomean of the ratios of the fastest calls (less sensitive to other processes); "
+           "gm(idle)/n = the geomean over the n rows measured with load% <= --max-load only =="]
     groups: Dict[tuple, list] = {}
     for r in ROWS:
         groups.setdefault((op_key(r), r["peer"], r["K"]), []).append(r)
-    head = f"{'op':<34}{'peer':<26}{'K':>5}{'n':>4}{'geomean':>9}{'worst':>8}{'gm(min)':>9}  worst case"
+    head = f"{'op':<34}{'peer':<26}{'K':>5}{'n':>4}{'geomean':>9}{'worst':>8}{'gm(min)':>9}{'gm(idle)/n':>12}  worst case"
     out += [head, "-" * len(head)]
     for (op, peer, K), rows in groups.items():
         ok = [r for r in rows if r["ratio"] == r["ratio"]]
@@ -429,7 +438,7 @@ def summarize() -> List[str]:
             continue
         w = min(ok, key=lambda r: r["ratio"])
         out.append(f"{op:<34}{peer:<26}{str(K):>5}{len(ok):>4}{geomean([r['ratio'] for r in ok]):>9.2f}"
-                   f"{w['ratio']:>8.2f}{geomean([r['ratio_min'] for r in ok]):>9.2f}  {w['matrix']}")
+                   f"{w['ratio']:>8.2f}{geomean([r['ratio_min'] for r in ok]):>9.2f}{idle_gm(ok):>12}  {w['matrix']}")
     # over all K
     out.append("")
     allk: Dict[tuple, list] = {}
@@ -440,7 +449,7 @@ def summarize() -> List[str]:
         w = min(rows, key=lambda r: r["ratio"])
         slower = sum(r["ratio"] < 1 for r in rows)
         out.append(f"{op:<34}{peer:<26}{'all':>5}{len(rows):>4}{geomean([r['ratio'] for r in rows]):>9.2f}"
-                   f"{w['ratio']:>8.2f}{geomean([r['ratio_min'] for r in rows]):>9.2f}  {w['matrix']} K={w['K']}; "
+                   f"{w['ratio']:>8.2f}{geomean([r['ratio_min'] for r in rows]):>9.2f}{idle_gm(rows):>12}  {w['matrix']} K={w['K']}; "
                    f"ours slower in {slower}/{len(rows)}")
     return out
 
@@ -608,6 +617,8 @@ def main() -> None:
     if "overhead" in wanted:
         bench_overhead(timer, 500 if args.quick else 2000)
 
+    global MAX_LOAD_PCT
+    MAX_LOAD_PCT = args.max_load
     print_tables()
     loaded = [r for r in ROWS if r["load_pct"] > args.max_load]
     lines = summarize() + targets()

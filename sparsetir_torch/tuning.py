@@ -103,12 +103,15 @@ def bsr_operands(A, b: int):
     key = ("bsr_blocks", b)
     cached = A._derived.get(key)
     values = A.values
-    if cached is not None and cached[0] is values and cached[1] == values._version and not values.requires_grad:
+    # Reusable while the values are unchanged and the structure too (the C++
+    # cache returns the same slot tensor until the indices change).
+    if (cached is not None and cached[0] is values and cached[1] == values._version and cached[3] is slot
+            and not values.requires_grad):
         return indptr, indices, cached[2]
     blocks = values.new_zeros(indices.shape[0] * b * b).index_put((slot,), values, accumulate=True)
     blocks = blocks.view(indices.shape[0], b, b)
     if not values.requires_grad:
-        A._derived[key] = (values, values._version, blocks)
+        A._derived[key] = (values, values._version, blocks, slot)
     return indptr, indices, blocks
 
 
@@ -139,17 +142,30 @@ def _measure(A, K: int, dtype) -> dict:
     # Cheapest-looking blocks first; every candidate gets a warm-up (which
     # compiles its kernel) and REPEATS timed calls within the budget.
     candidates = candidates[:1] + sorted(candidates[1:], key=lambda c: c["fill"] / c["block"])
-    candidates = candidates[: max(1, MAX_TUNING_CALLS // (REPEATS + 1))]
+    repeats = max(1, min(REPEATS, MAX_TUNING_CALLS - 1))
+    candidates = candidates[: MAX_TUNING_CALLS // (repeats + 1)]
+    if len(candidates) < 2:
+        return {"format": "csr", "block": None, "candidates": candidates, "source": "default"}
     with torch.no_grad():
         for c in candidates:
             run_choice(A, B, c)
-            c["time_ms"] = round(1e3 * _median_time(lambda: run_choice(A, B, c), REPEATS), 4)
+            c["time_ms"] = round(1e3 * _median_time(lambda: run_choice(A, B, c), repeats), 4)
     best = min(candidates, key=lambda c: c["time_ms"])
     return {"format": best["format"], "block": best.get("block"), "candidates": candidates, "source": "measured"}
 
 
 def _key(A, op: str, K: int, dtype) -> str:
     return f"{op}|{graph_signature(A)}|K={K}|{dtype}|{A.indices.dtype}"
+
+
+def _still_fits(A, record: dict) -> bool:
+    if record.get("format") != "bsr":
+        return True
+    b = record["block"]
+    m, n = A.shape
+    if m % b or n % b:
+        return False
+    return _C.bsr_block_count(A.indptr, A.indices, n, b, b) * b * b <= MAX_FILL * max(A.nnz, 1)
 
 
 def choose(A, op: str, K: int, dtype) -> dict:
@@ -163,6 +179,8 @@ def choose(A, op: str, K: int, dtype) -> dict:
     else:
         key = _key(A, op, K, dtype)
         record = _load_choices().get(key)
+        if record is not None and not _still_fits(A, record):
+            record = None  # another graph with the same signature: its blocks would pad too much here
         if record is not None:
             record = dict(record, source="persisted")
         else:
@@ -172,13 +190,21 @@ def choose(A, op: str, K: int, dtype) -> dict:
     return record
 
 
-def explain(A, op: str = "spmm", k: int = 128, dtype=torch.float32) -> dict:
-    """What `op` runs on A at feature width k: the chosen format and the
-    measured time (ms) of every candidate."""
+def explain(A, op: str = "spmm", k: int = 128, dtype=None) -> dict:
+    """What `op` runs on A at feature width k (dense operand dtype: A's values'
+    by default): the chosen format and the measured time (ms) of every candidate."""
     from .sparse_matrix import as_sparse_matrix
 
     if op != "spmm":
         raise ValueError(f"st.explain: formats are chosen for op='spmm' only, got {op!r}")
     A = as_sparse_matrix(A, "st.explain: argument 'A'")
-    record = choose(A, op, int(k), dtype)
+    dtype = A.values.dtype if dtype is None else dtype
+    if dtype != A.values.dtype:
+        raise ValueError(f"st.explain: dtype {dtype} differs from A's values ({A.values.dtype}); "
+                         "st.spmm needs them equal")
+    if A.is_block:
+        bh, bw = A.values.shape[1:]
+        record = {"format": "bsr", "block": bh if bh == bw else (bh, bw), "candidates": [], "source": "input"}
+    else:
+        record = choose(A, op, int(k), dtype)
     return {"op": op, "k": int(k), "shape": A.shape, "nnz": A.nnz, "tuning": tuning_enabled(), **record}

@@ -1,0 +1,640 @@
+"""The automatic format choice for SpMM (sparsetir_torch/tuning.py) and the
+CSR -> BSR conversion under it (torch.ops.sparsetir._csr_to_bsr,
+sparsetir_torch._C.bsr_block_count).
+
+- The conversion is checked against scipy: the values scattered at `slot` into
+  (nnzb, bh, bw) blocks give a BSR matrix equal to the CSR one (padded to whole
+  blocks), on random matrices (empty rows, zero nnz, duplicates, unsorted
+  columns, 1x1) and real ones, int32 and int64. Integer-valued entries keep
+  every comparison exact.
+- The choice mechanism is checked deterministically: _median_time and
+  run_choice are replaced so that the times are fixed and no kernel runs;
+  the argmin wins, the budget holds, the record persists in choices.json and
+  is reused without measuring, SPARSETIR_TUNE=0 gives CSR.
+- Real measurements (bcsstk16) are only checked for what does not depend on
+  timing noise: which candidates are considered, that the choice is the
+  argmin of the recorded times, the budget.
+- Numerics: st.spmm with tuning on and every forced BSR choice against a
+  float64 reference within the float32 bound; gradients of the BSR path equal
+  those of the CSR path (gradcheck in float64).
+
+Kernels compile once per (format, block, K, dtype, index dtype), so the file
+uses K = 16 in float32 and K = 3 in float64 throughout.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import scipy.sparse
+import torch
+
+import sparsetir_torch as st
+from sparsetir_torch import _C, tuning
+from conftest import CSR_CASES, INDEX_DTYPES, REPO_ROOT, assert_within_bound, make_csr, to_tensor
+
+ops = torch.ops.sparsetir
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
+
+K = 16  # the feature width of the float32 tests
+IDTYPES = ("int32", "int64")
+BLOCKS = (1, 2, 3, 4, 8)
+SMALL_DATASETS = ("jgl009.mtx.gz", "lund_a.mtx.gz", "bcsstk16.mtx.gz")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def structure(csr, idtype):
+    return csr.torch_structure(idtype)
+
+
+def distinct_blocks(csr, bh, bw) -> int:
+    """The number of distinct (row // bh, column // bw) pairs: the blocks a BSR
+    form must store."""
+    if csr.nnz == 0:
+        return 0
+    block_columns = -(-csr.n // bw)
+    return int(np.unique((csr.rows() // bh) * block_columns + csr.indices // bw).size)
+
+
+def scipy_copy(csr):
+    """A canonical scipy CSR matrix (duplicates summed, columns sorted) on copies
+    of the arrays (scipy sorts in place; its tobsr keeps duplicates otherwise)."""
+    s = scipy.sparse.csr_matrix((csr.values.copy(), csr.indices.copy(), csr.indptr.copy()), shape=csr.shape)
+    s.sum_duplicates()
+    return s
+
+
+def padded_shape(shape, bh, bw):
+    m, n = shape
+    return (-(-m // bh) * bh, -(-n // bw) * bw)
+
+
+def check_conversion(csr, idtype, bh, bw, dense_check=True):
+    """_csr_to_bsr's structure and slots give back the CSR matrix exactly."""
+    what = f"{csr.shape} nnz={csr.nnz} {idtype} block {bh}x{bw}"
+    indptr, indices = structure(csr, idtype)
+    b_indptr, b_indices, slot = ops._csr_to_bsr(indptr, indices, csr.n, bh, bw)
+    itype = INDEX_DTYPES[idtype]
+    assert b_indptr.dtype == itype and b_indices.dtype == itype, what
+    assert slot.dtype == torch.int64, what
+    block_rows = -(-csr.m // bh)
+    pm, pn = padded_shape(csr.shape, bh, bw)
+    bp, bi, sl = b_indptr.numpy().astype(np.int64), b_indices.numpy().astype(np.int64), slot.numpy()
+    nnzb = bi.size
+    assert bp.shape == (block_rows + 1,), what
+    assert bp[0] == 0 and bp[-1] == nnzb and np.all(np.diff(bp) >= 0), what
+    assert sl.shape == (csr.nnz,), what
+    assert nnzb == distinct_blocks(csr, bh, bw), what
+    if nnzb:
+        assert bi.min() >= 0 and bi.max() < pn // bw, what
+        # Block columns strictly increasing within each block row.
+        brow = np.repeat(np.arange(block_rows), np.diff(bp))
+        step_ok = (brow[1:] > brow[:-1]) | ((brow[1:] == brow[:-1]) & (bi[1:] > bi[:-1]))
+        assert step_ok.all(), f"{what}: block columns not sorted / unique within a block row"
+    if csr.nnz:
+        assert sl.min() >= 0 and sl.max() < nnzb * bh * bw, what
+    # The block counter agrees.
+    assert _C.bsr_block_count(indptr, indices, csr.n, bh, bw) == nnzb, what
+
+    # Values 1..nnz (exact sums even with duplicates), scattered at `slot`.
+    values = np.arange(1, csr.nnz + 1, dtype=np.float64)
+    blocks = torch.zeros(nnzb * bh * bw, dtype=torch.float64).index_put_(
+        (slot,), torch.from_numpy(values), accumulate=True).view(nnzb, bh, bw)
+    if pm == 0 or pn == 0:
+        assert nnzb == 0, what
+        return
+    expected = scipy.sparse.csr_matrix((values.copy(), csr.indices.copy(), np.concatenate(
+        [csr.indptr, np.full(pm - csr.m, csr.indptr[-1])])), shape=(pm, pn))  # copies: scipy sorts in place
+    expected.sum_duplicates()
+    bsr = scipy.sparse.bsr_matrix((blocks.numpy(), bi, bp), shape=(pm, pn))
+    diff = abs(bsr.tocsr() - expected)
+    assert diff.nnz == 0 or diff.max() == 0, f"{what}: the BSR matrix differs from the CSR one"
+    if dense_check and pm * pn <= 200_000:
+        dense = np.zeros((pm, pn))
+        np.add.at(dense, (csr.rows(), csr.indices), values)
+        assert np.array_equal(bsr.toarray(), dense), what
+        t = torch.sparse_bsr_tensor(b_indptr.to(torch.int64), b_indices.to(torch.int64), blocks, (pm, pn))
+        assert np.array_equal(t.to_dense().numpy(), dense), what
+
+
+def block_structured(nb_rows, nb_cols, b, density, seed, dtype=torch.float32, index_dtype=torch.int64):
+    """A matrix made of dense b x b blocks (present with probability `density`)."""
+    g = torch.Generator().manual_seed(seed)
+    mask = torch.rand(nb_rows, nb_cols, generator=g) < density
+    mask[0, 0] = True
+    dense = mask.repeat_interleave(b, 0).repeat_interleave(b, 1).to(torch.float64)
+    dense = dense * (torch.rand(dense.shape, generator=g, dtype=torch.float64) * 0.75 + 0.25)
+    return st.SparseMatrix.from_dense(dense.to(dtype), index_dtype=index_dtype)
+
+
+def sparse_matrix(csr, dtype=torch.float32, idtype="int64"):
+    indptr, indices = structure(csr, idtype)
+    return st.SparseMatrix(indptr, indices, to_tensor(csr.values, "float32" if dtype == torch.float32 else "float64"),
+                           csr.shape)
+
+
+def fresh_copy(A):
+    """The same graph in new tensors (a new SparseMatrix, nothing cached)."""
+    return st.SparseMatrix(A.indptr.clone(), A.indices.clone(), A.values.clone(), A.shape)
+
+
+def choice_key(c):
+    return (c["format"], c.get("block"))
+
+
+class FakeRun:
+    """Stands in for tuning.run_choice: records the calls, runs no kernel."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, A, B, choice):
+        self.calls.append(choice_key(choice))
+        return torch.zeros(A.shape[0], B.shape[1], dtype=B.dtype)
+
+
+def fixed_times(monkeypatch, table, default=5e-3):
+    """run_choice records the candidate; _median_time returns its fixed time."""
+    fake = FakeRun()
+    monkeypatch.setattr(tuning, "run_choice", fake)
+    monkeypatch.setattr(tuning, "_median_time", lambda fn, repeats: table.get(fake.calls[-1], default))
+    return fake
+
+
+def forbid_measuring(monkeypatch):
+    def boom(*args, **kwargs):
+        raise AssertionError("tuning._measure was called: the choice should have been reused")
+
+    monkeypatch.setattr(tuning, "_measure", boom)
+
+
+# --------------------------------------------------------------------------- _csr_to_bsr
+
+
+@pytest.mark.parametrize("idtype", IDTYPES)
+@pytest.mark.parametrize("case", sorted(CSR_CASES))
+def test_csr_to_bsr_reconstructs_random(case, idtype):
+    csr = make_csr(**CSR_CASES[case], seed=len(case))
+    for bh, bw in [(b, b) for b in BLOCKS] + [(2, 3), (3, 1), (1, 4), (5, 2)]:
+        check_conversion(csr, idtype, bh, bw)
+
+
+@pytest.mark.parametrize("idtype", IDTYPES)
+@pytest.mark.parametrize("m,n,density,seed", [(48, 48, 0.1, 1), (37, 53, 0.2, 2), (8, 8, 1.0, 3), (100, 7, 0.3, 4)])
+def test_csr_to_bsr_reconstructs_more_random(m, n, density, seed, idtype):
+    csr = make_csr(m, n, density=density, seed=seed, empty_rows=(0, m - 1), shuffle=bool(seed % 2),
+                   duplicates=seed * 3)
+    for b in BLOCKS:
+        check_conversion(csr, idtype, b, b)
+
+
+@pytest.mark.parametrize("idtype", IDTYPES)
+@pytest.mark.parametrize("name", SMALL_DATASETS)
+def test_csr_to_bsr_reconstructs_datasets(dataset, name, idtype):
+    csr = dataset(name)
+    for b in BLOCKS:
+        check_conversion(csr, idtype, b, b, dense_check=name != "bcsstk16.mtx.gz")
+
+
+def test_csr_to_bsr_one_by_one_and_hand_computed():
+    one = make_csr(1, 1, density=1.0)
+    for idtype in IDTYPES:
+        indptr, indices = structure(one, idtype)
+        b_indptr, b_indices, slot = ops._csr_to_bsr(indptr, indices, 1, 4, 4)
+        assert b_indptr.tolist() == [0, 1] and b_indices.tolist() == [0] and slot.tolist() == [0]
+    # 5 x 7, blocks 2 x 3; rows: [6, 1], [4], [], [0], [2, 6] (row 0 unsorted).
+    indptr = torch.tensor([0, 2, 3, 3, 4, 6])
+    indices = torch.tensor([6, 1, 4, 0, 2, 6])
+    b_indptr, b_indices, slot = ops._csr_to_bsr(indptr, indices, 7, 2, 3)
+    assert b_indptr.tolist() == [0, 3, 4, 6]
+    assert b_indices.tolist() == [0, 1, 2, 0, 0, 2]
+    assert slot.tolist() == [2 * 6, 1, 6 + 3 + 1, 3 * 6 + 3, 4 * 6 + 2, 5 * 6]
+
+
+def test_csr_to_bsr_duplicates_share_a_slot():
+    # (0, 1) twice, (2, 5) three times.
+    indptr = torch.tensor([0, 3, 4, 8], dtype=torch.int32)
+    indices = torch.tensor([1, 3, 1, 0, 5, 5, 2, 5], dtype=torch.int32)
+    for b in (1, 2, 3, 4):
+        _, _, slot = ops._csr_to_bsr(indptr, indices, 6, b, b)
+        s = slot.tolist()
+        assert s[0] == s[2] and s[4] == s[5] == s[7], (b, s)
+        assert len(set(s)) == 5, (b, s)
+
+
+def test_csr_to_bsr_is_cached_per_graph():
+    csr = make_csr(30, 20, density=0.2, seed=5)
+    indptr, indices = structure(csr, "int64")
+    first = ops._csr_to_bsr(indptr, indices, 20, 2, 2)
+    second = ops._csr_to_bsr(indptr, indices, 20, 2, 2)
+    assert all(a is b for a, b in zip(first, second))
+    # Another block shape, another column count, another copy of the graph: other tensors, same answer.
+    other_shape = ops._csr_to_bsr(indptr, indices, 20, 2, 4)
+    assert not any(a is b for a, b in zip(first, other_shape))
+    other_columns = ops._csr_to_bsr(indptr, indices, 21, 2, 2)
+    assert not any(a is b for a, b in zip(first, other_columns))
+    assert all(torch.equal(a, b) for a, b in zip(first, other_columns))
+    copy = ops._csr_to_bsr(indptr.clone(), indices.clone(), 20, 2, 2)
+    assert not any(a is b for a, b in zip(first, copy))
+    assert all(torch.equal(a, b) for a, b in zip(first, copy))
+    # An in-place change of the structure gives a new, correct conversion.
+    row = int(np.argmax(np.diff(csr.indptr)))
+    start, end = int(csr.indptr[row]), int(csr.indptr[row + 1])
+    free = sorted(set(range(20)) - set(csr.indices[start:end].tolist()))
+    indices[start] = free[0]  # still a valid CSR (columns need not be sorted)
+    changed = ops._csr_to_bsr(indptr, indices, 20, 2, 2)
+    assert not any(a is b for a, b in zip(first, changed))
+    csr.indices = indices.numpy().astype(np.int64).copy()
+    check_conversion(csr, "int64", 2, 2)
+
+
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_csr_to_bsr_errors_name_the_op(idtype):
+    indptr, indices = structure(make_csr(6, 5, density=0.5, seed=2), idtype)
+    for args, message in [
+        ((5, 0, 2), "block sizes must be positive"),
+        ((5, 2, 0), "block sizes must be positive"),
+        ((5, -1, 2), "block sizes must be positive"),
+        ((4, 2, 2), "out of range for 4 columns"),
+        ((-1, 2, 2), "'columns' must be non-negative"),
+    ]:
+        with pytest.raises(ValueError) as info:
+            ops._csr_to_bsr(indptr, indices, *args)
+        assert str(info.value).startswith("sparsetir._csr_to_bsr: "), str(info.value)
+        assert message in str(info.value), str(info.value)
+    with pytest.raises(ValueError, match=r"^sparsetir\._csr_to_bsr: .*dtype"):
+        ops._csr_to_bsr(indptr.double(), indices, 5, 2, 2)
+    for args in [(5, 0, 2), (5, 2, -3), (4, 2, 2)]:
+        with pytest.raises(ValueError, match=r"^sparsetir\.bsr_block_count: "):
+            _C.bsr_block_count(indptr, indices, *args)
+
+
+# --------------------------------------------------------------------------- bsr_block_count
+
+
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_bsr_block_count_matches_own_count_and_scipy(idtype):
+    shapes = [(24, 24, 0.1), (24, 36, 0.3), (25, 31, 0.2), (1, 1, 1.0), (12, 9, 0.0), (48, 16, 0.05)]
+    for i, (m, n, density) in enumerate(shapes):
+        for csr in (make_csr(m, n, density=density, seed=i),
+                    make_csr(m, n, density=density, seed=i, shuffle=True, duplicates=4)):
+            indptr, indices = structure(csr, idtype)
+            for bh, bw in [(1, 1), (2, 2), (3, 3), (4, 4), (8, 8), (2, 4), (3, 1), (7, 5)]:
+                count = _C.bsr_block_count(indptr, indices, n, bh, bw)
+                assert count == distinct_blocks(csr, bh, bw), (m, n, bh, bw)
+                assert count == ops._csr_to_bsr(indptr, indices, n, bh, bw)[1].numel()
+                if m % bh == 0 and n % bw == 0 and csr.nnz:
+                    scipy_bsr = scipy_copy(csr).tobsr((bh, bw))
+                    assert count == scipy_bsr.indices.size, (m, n, bh, bw)
+
+
+@pytest.mark.parametrize("name", SMALL_DATASETS)
+def test_bsr_block_count_datasets(dataset, name):
+    csr = dataset(name)
+    indptr, indices = structure(csr, "int32")
+    for b in (1, 2, 3, 4, 6, 8, 12):
+        count = _C.bsr_block_count(indptr, indices, csr.n, b, b)
+        assert count == distinct_blocks(csr, b, b), (name, b)
+        if csr.m % b == 0 and csr.n % b == 0:
+            assert count == scipy_copy(csr).tobsr((b, b)).indices.size, (name, b)
+
+
+# --------------------------------------------------------------------------- candidates and signature
+
+
+def test_block_candidates_follow_divisibility_and_fill(dataset):
+    bcsstk16 = dataset("bcsstk16.mtx.gz")
+    matrices = [sparse_matrix(bcsstk16), block_structured(8, 8, 4, 0.3, seed=1),
+                sparse_matrix(make_csr(48, 48, density=0.05, seed=9)), sparse_matrix(make_csr(12, 9, density=0.0))]
+    for A in matrices:
+        m, n = A.shape
+        csr_rows = np.repeat(np.arange(m), np.diff(A.indptr.numpy()))
+        got = dict(tuning.block_candidates(A))
+        for b in tuning.BLOCK_SIZES:
+            if A.nnz == 0 or m % b or n % b:
+                assert b not in got, (A, b)
+                continue
+            blocks = np.unique((csr_rows // b) * (n // b) + A.indices.numpy() // b).size
+            fill = blocks * b * b / A.nnz
+            if fill <= tuning.MAX_FILL:
+                assert got.get(b) == pytest.approx(fill), (A, b)
+            else:
+                assert b not in got, (A, b)
+    # A structural FEM matrix: small dense blocks qualify.
+    assert set(dict(tuning.block_candidates(matrices[0]))) >= {2, 3}
+    assert set(dict(tuning.block_candidates(matrices[1]))) >= {2, 4}
+
+
+def test_graph_signature():
+    A = sparse_matrix(make_csr(40, 30, density=0.2, seed=3))
+    assert tuning.graph_signature(A) == tuning.graph_signature(fresh_copy(A))
+    assert tuning.graph_signature(A) != tuning.graph_signature(sparse_matrix(make_csr(40, 30, density=0.2, seed=3),
+                                                                             idtype="int32"))
+    assert tuning.graph_signature(A) != tuning.graph_signature(sparse_matrix(make_csr(40, 31, density=0.2, seed=3)))
+    assert tuning.graph_signature(A) != tuning.graph_signature(sparse_matrix(make_csr(40, 30, density=0.5, seed=3)))
+
+
+# --------------------------------------------------------------------------- the choice mechanism
+
+
+def test_argmin_of_fixed_times_is_chosen(monkeypatch):
+    A = block_structured(12, 12, 4, 0.25, seed=2)  # 48 x 48: candidates include blocks 2 and 4
+    fixed_times(monkeypatch, {})
+    first = tuning._measure(A, K, torch.float32)
+    keys = [choice_key(c) for c in first["candidates"]]
+    assert keys[0] == ("csr", None)
+    assert {("bsr", 2), ("bsr", 4)} <= set(keys)
+    assert len(keys) == len(set(keys))
+    for winner in keys:
+        table = {k: 3e-3 + 1e-4 * i for i, k in enumerate(keys)}
+        table[winner] = 1e-3
+        fake = fixed_times(monkeypatch, table)
+        record = tuning._measure(A, K, torch.float32)
+        assert (record["format"], record["block"]) == winner
+        assert record["source"] == "measured"
+        for c in record["candidates"]:
+            assert c["time_ms"] == pytest.approx(1e3 * table[choice_key(c)])
+        # Every candidate was warmed up and timed on its own choice.
+        assert set(fake.calls) == set(keys)
+
+
+def test_choose_through_spmm_uses_the_argmin(monkeypatch):
+    A = block_structured(10, 10, 4, 0.3, seed=3)  # 40 x 40
+    fixed_times(monkeypatch, {("bsr", 4): 1e-4, ("csr", None): 2e-3})
+    record = tuning.choose(A, "spmm", K, torch.float32)
+    assert (record["format"], record["block"], record["source"]) == ("bsr", 4, "measured")
+    monkeypatch.undo()
+    # st.spmm now runs the chosen format (and measures nothing more).
+    forbid_measuring(monkeypatch)
+    seen = []
+    real_run = tuning.run_choice
+    monkeypatch.setattr(tuning, "run_choice", lambda A_, B_, c: seen.append(choice_key(c)) or real_run(A_, B_, c))
+    B = torch.randn(40, K)
+    out = st.spmm(A, B)
+    assert seen == [("bsr", 4)]
+    ref = A.to_dense().double().numpy() @ B.double().numpy()
+    mag = np.abs(A.to_dense().double().numpy()) @ np.abs(B.double().numpy())
+    assert_within_bound(out, ref, mag, 40, "float32", "spmm through a bsr choice")
+
+
+def test_budget_with_many_candidates(monkeypatch):
+    A = st.SparseMatrix.from_dense(torch.rand(96, 96) + 0.5)  # every block size divides and fills exactly
+    assert len(tuning.block_candidates(A)) == len(tuning.BLOCK_SIZES)
+    fake = FakeRun()
+    monkeypatch.setattr(tuning, "run_choice", fake)  # real _median_time: every timed call goes through run_choice
+    record = tuning._measure(A, K, torch.float32)
+    assert len(fake.calls) <= tuning.MAX_TUNING_CALLS
+    assert len(fake.calls) == len(record["candidates"]) * (tuning.REPEATS + 1)
+    assert record["candidates"][0]["format"] == "csr"
+    assert len(record["candidates"]) >= 2  # the budget leaves room for block formats
+    for limit in (8, 12):
+        fake.calls.clear()
+        monkeypatch.setattr(tuning, "MAX_TUNING_CALLS", limit)
+        record = tuning._measure(A, K, torch.float32)
+        assert 0 < len(fake.calls) <= limit
+        assert record["candidates"][0]["format"] == "csr"
+
+
+def test_budget_holds_for_a_small_limit(monkeypatch):
+    A = st.SparseMatrix.from_dense(torch.rand(24, 24) + 0.5)
+    fake = FakeRun()
+    monkeypatch.setattr(tuning, "run_choice", fake)
+    monkeypatch.setattr(tuning, "MAX_TUNING_CALLS", 3)
+    tuning._measure(A, K, torch.float32)
+    assert len(fake.calls) <= 3
+
+
+def test_explain_bcsstk16_considers_block_formats(dataset, monkeypatch, tmp_path):
+    # A private choices.json: whatever else ran in this session, this is a first measurement.
+    monkeypatch.setattr(tuning, "_choices_path", lambda: str(tmp_path / "choices.json"))
+    A = sparse_matrix(dataset("bcsstk16.mtx.gz"))
+    calls = []
+    real_run = tuning.run_choice
+    monkeypatch.setattr(tuning, "run_choice", lambda A_, B_, c: calls.append(choice_key(c)) or real_run(A_, B_, c))
+    info = st.explain(A, op="spmm", k=K)
+    assert info["op"] == "spmm" and info["k"] == K and info["shape"] == (4884, 4884) and info["nnz"] == 290378
+    assert info["tuning"] is True
+    assert info["source"] == "measured"
+    candidates = info["candidates"]
+    assert any(c["format"] == "bsr" for c in candidates), candidates
+    allowed = dict(tuning.block_candidates(A))
+    for c in candidates:
+        assert c["time_ms"] > 0, c
+        if c["format"] == "bsr":
+            assert c["block"] in allowed and c["fill"] == pytest.approx(allowed[c["block"]], abs=1e-3)
+    best = min(candidates, key=lambda c: c["time_ms"])
+    assert (info["format"], info["block"]) == choice_key(best)
+    assert 0 < len(calls) <= tuning.MAX_TUNING_CALLS
+    assert set(calls) == {choice_key(c) for c in candidates}
+    # Asked again: the memo answers, nothing runs.
+    calls.clear()
+    again = st.explain(A, k=K)
+    assert calls == [] and again["candidates"] == candidates and again["format"] == info["format"]
+    with open(tmp_path / "choices.json", encoding="utf-8") as f:
+        stored = json.load(f)[tuning._key(A, "spmm", K, torch.float32)]
+    assert (stored["format"], stored["block"]) == (info["format"], info["block"])
+
+
+def test_explain_errors():
+    A = sparse_matrix(make_csr(6, 6, density=0.5, seed=1))
+    with pytest.raises(ValueError, match=r"^st\.explain: .*'spmm'"):
+        st.explain(A, op="sddmm")
+    with pytest.raises(ValueError, match=r"^st\.explain: argument 'A'"):
+        st.explain(torch.zeros(3, 3))
+
+
+def test_explain_zero_nnz_is_default():
+    info = st.explain(sparse_matrix(make_csr(12, 9, density=0.0)), k=K)
+    assert (info["format"], info["source"], info["candidates"]) == ("csr", "default", [])
+
+
+def test_explain_float64_matrix_default_dtype():
+    A = sparse_matrix(make_csr(20, 20, density=0.3, seed=21), dtype=torch.float64)
+    try:
+        info = st.explain(A, k=3)
+    except ValueError as e:
+        assert str(e).startswith("st.explain"), str(e)
+    else:
+        assert info["format"] in ("csr", "bsr")
+
+
+def test_explain_block_sparse_input_reports_bsr():
+    dense = block_structured(4, 4, 2, 0.5, seed=4).to_dense()
+    T = dense.to_sparse_bsr((2, 2))
+    assert st.SparseMatrix.from_torch(T).is_block
+    info = st.explain(T, k=K)
+    assert info["format"] == "bsr", info
+
+
+# --------------------------------------------------------------------------- persistence and SPARSETIR_TUNE
+
+
+def test_choice_is_persisted_and_reused(monkeypatch, tmp_path):
+    A = block_structured(9, 9, 4, 0.3, seed=5)  # 36 x 36, measured for real
+    B = torch.randn(36, K)
+    out = st.spmm(A, B)
+    record = A._derived[("choice", "spmm", K, torch.float32)]
+    assert record["source"] == "measured"
+    path = os.path.join(st.cache_info()["directory"], "choices.json")
+    with open(path, encoding="utf-8") as f:
+        stored = json.load(f)[tuning._key(A, "spmm", K, torch.float32)]
+    assert (stored["format"], stored["block"]) == (record["format"], record["block"])
+    assert [choice_key(c) for c in stored["candidates"]] == [choice_key(c) for c in record["candidates"]]
+
+    # A new handle on the same graph: the stored record, no measurement.
+    forbid_measuring(monkeypatch)
+    A2 = fresh_copy(A)
+    info = st.explain(A2, k=K)
+    assert info["source"] == "persisted"
+    assert (info["format"], info["block"]) == (record["format"], record["block"])
+    assert torch.equal(st.spmm(A2, B), out)
+    # Another width or dtype is another choice.
+    assert tuning._key(A, "spmm", K, torch.float32) != tuning._key(A, "spmm", K + 1, torch.float32)
+    assert tuning._key(A, "spmm", K, torch.float32) != tuning._key(A, "spmm", K, torch.float64)
+
+    # A new process reuses it too.
+    torch.save({"indptr": A.indptr, "indices": A.indices, "values": A.values, "shape": A.shape},
+               tmp_path / "graph.pt")
+    script = textwrap.dedent(f"""
+        import json, torch
+        import sparsetir_torch as st
+        from sparsetir_torch import tuning
+        def boom(*a, **k):
+            raise SystemExit("measured again")
+        tuning._measure = boom
+        g = torch.load({str(tmp_path / "graph.pt")!r})
+        A = st.SparseMatrix(g["indptr"], g["indices"], g["values"], g["shape"])
+        info = st.explain(A, k={K})
+        print(json.dumps([info["format"], info["block"], info["source"], st.cache_info()["directory"]]))
+    """)
+    env = dict(os.environ, SPARSETIR_CACHE_DIR=st.cache_info()["directory"])
+    env.pop("SPARSETIR_TUNE", None)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    fmt, block, source, directory = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (fmt, block, source) == (record["format"], record["block"], "persisted")
+    assert directory == st.cache_info()["directory"]
+
+
+@pytest.mark.parametrize("value", ["0", "off"])
+def test_tuning_off_gives_csr(monkeypatch, value):
+    monkeypatch.setenv("SPARSETIR_TUNE", value)
+    forbid_measuring(monkeypatch)
+    A = block_structured(7, 7, 4, 0.4, seed=6)  # 28 x 28, has block candidates
+    assert tuning.block_candidates(A)
+    info = st.explain(A, k=K)
+    assert (info["format"], info["block"], info["source"], info["tuning"]) == ("csr", None, "default", False)
+    seen = []
+    real_run = tuning.run_choice
+    monkeypatch.setattr(tuning, "run_choice", lambda A_, B_, c: seen.append(choice_key(c)) or real_run(A_, B_, c))
+    B = torch.randn(28, K)
+    out = st.spmm(fresh_copy(A), B)
+    assert seen == [("csr", None)]
+    d = A.to_dense().double().numpy()
+    assert_within_bound(out, d @ B.double().numpy(), np.abs(d) @ np.abs(B.double().numpy()), 28, "float32", "tune off")
+
+
+def test_tuning_off_ignores_a_persisted_choice(monkeypatch):
+    A = block_structured(5, 5, 4, 0.4, seed=7)  # 20 x 20
+    fixed_times(monkeypatch, {("bsr", 4): 1e-4})
+    assert tuning.choose(A, "spmm", K, torch.float32)["format"] == "bsr"
+    monkeypatch.undo()
+    monkeypatch.setenv("SPARSETIR_TUNE", "0")
+    forbid_measuring(monkeypatch)
+    info = st.explain(fresh_copy(A), k=K)
+    assert (info["format"], info["source"]) == ("csr", "default")
+    monkeypatch.delenv("SPARSETIR_TUNE")
+    info = st.explain(fresh_copy(A), k=K)
+    assert (info["format"], info["block"], info["source"]) == ("bsr", 4, "persisted")
+
+
+# --------------------------------------------------------------------------- numerics
+
+
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_spmm_with_tuning_and_forced_choices_float32(idtype):
+    csr = make_csr(24, 24, density=0.25, seed=31, empty_rows=(0, 23), shuffle=True, duplicates=6)
+    A = sparse_matrix(csr, idtype=idtype)
+    g = torch.Generator().manual_seed(1)
+    B = (torch.rand(24, K, generator=g) * 2 - 1)
+    # Dense reference from the scipy CSR (duplicates summed) of the float32-rounded values.
+    dense = csr.scipy(values=A.values.double().numpy()).toarray()
+    ref, mag = dense @ B.double().numpy(), np.abs(csr.scipy(values=np.abs(A.values.double().numpy())).toarray()) @ \
+        np.abs(B.double().numpy())
+    terms = np.maximum(np.diff(csr.indptr), 1)[:, None]
+    assert_within_bound(st.spmm(A, B), ref, mag, terms, "float32", f"st.spmm tuned ({idtype})")
+    blocks = (1, 2, 3, 4, 6, 8, 12) if idtype == "int64" else (2, 3)
+    for choice in [{"format": "csr"}] + [{"format": "bsr", "block": b} for b in blocks]:
+        out = tuning.run_choice(A, B, choice)
+        assert_within_bound(out, ref, mag, terms, "float32", f"run_choice {choice} ({idtype})")
+    # A torch sparse CSR tensor goes through the same choice.
+    T = torch.sparse_csr_tensor(A.indptr, A.indices, A.values, A.shape)
+    assert_within_bound(st.spmm(T, B), ref, mag, terms, "float32", f"st.spmm on a torch CSR tensor ({idtype})")
+
+
+def test_bsr_blocks_follow_new_values():
+    """The scattered blocks are reused only while the values are the same tensor, unchanged."""
+    A = block_structured(6, 6, 2, 0.4, seed=8, dtype=torch.float64)  # 12 x 12
+    B = torch.randn(12, 3, dtype=torch.float64)
+    choice = {"format": "bsr", "block": 2}
+    torch.testing.assert_close(tuning.run_choice(A, B, choice), A.to_dense() @ B)
+    A.values.mul_(-2.0)  # in place
+    torch.testing.assert_close(tuning.run_choice(A, B, choice), A.to_dense() @ B)
+    A3 = A.with_values(torch.randn_like(A.values))
+    torch.testing.assert_close(tuning.run_choice(A3, B, choice), A3.to_dense() @ B)
+    torch.testing.assert_close(tuning.run_choice(A, B, choice), A.to_dense() @ B)
+
+
+def test_csr_path_follows_in_place_index_change():
+    indptr, indices = torch.tensor([0, 1, 2, 3, 4]), torch.tensor([0, 1, 2, 3])
+    A = st.SparseMatrix(indptr, indices, torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64), (4, 4))
+    B = torch.randn(4, 3, dtype=torch.float64)
+    tuning.run_choice(A, B, {"format": "csr"})
+    A.indices[3] = 2
+    torch.testing.assert_close(tuning.run_choice(A, B, {"format": "csr"}), A.to_dense() @ B)
+
+
+def test_bsr_path_follows_in_place_index_change():
+    indptr, indices = torch.tensor([0, 1, 2, 3, 4]), torch.tensor([0, 1, 2, 3])
+    A = st.SparseMatrix(indptr, indices, torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64), (4, 4))
+    B = torch.randn(4, 3, dtype=torch.float64)
+    choice = {"format": "bsr", "block": 2}
+    torch.testing.assert_close(tuning.run_choice(A, B, choice), A.to_dense() @ B)
+    A.indices[3] = 2  # (3, 3) -> (3, 2): same 2 x 2 block, another slot
+    out = tuning.run_choice(A, B, choice)
+    assert torch.allclose(out, A.to_dense() @ B), "BSR path used stale blocks"
+
+
+@pytest.mark.parametrize("b", [2, 3])
+def test_bsr_gradients_match_csr(b):
+    csr = make_csr(6, 6, density=0.4, seed=40 + b, duplicates=2, shuffle=True)
+    indptr, indices = structure(csr, "int64")
+    values = torch.from_numpy(csr.values.copy()).requires_grad_()
+    B = torch.randn(6, 3, dtype=torch.float64, requires_grad=True)
+    A = st.SparseMatrix(indptr, indices, values, csr.shape)
+    bsr = {"format": "bsr", "block": b}
+
+    def run(choice):
+        return lambda v, d: tuning.run_choice(A.with_values(v), d, choice)
+
+    assert torch.autograd.gradcheck(run(bsr), (values, B))
+    grad_out = torch.randn(6, 3, dtype=torch.float64)
+    grads = {}
+    for name, choice in (("csr", {"format": "csr"}), ("bsr", bsr)):
+        out = tuning.run_choice(A, B, choice)
+        grads[name] = torch.autograd.grad(out, (values, B), grad_out)
+    for g_csr, g_bsr in zip(grads["csr"], grads["bsr"]):
+        torch.testing.assert_close(g_bsr, g_csr, rtol=1e-12, atol=1e-12)
+
+    # Through st.spmm with the choice forced on the handle (as a persisted choice would be).
+    A._derived[("choice", "spmm", 3, torch.float64)] = dict(bsr, candidates=[], source="persisted")
+    out = st.spmm(A, B)
+    got = torch.autograd.grad(out, (values, B), grad_out)
+    for g_csr, g in zip(grads["csr"], got):
+        torch.testing.assert_close(g, g_csr, rtol=1e-12, atol=1e-12)
