@@ -139,6 +139,17 @@ CsrSummary Validate(const std::string& op, const at::Tensor& indptr, const at::T
 
 GraphInfo::GraphInfo(const at::Tensor& indptr, CsrSummary summary) : summary_(summary) {
   row_lengths_ = (indptr.slice(0, 1) - indptr.slice(0, 0, -1)).to(at::kLong).unsqueeze(1);
+  empty_rows_ = summary_.empty_rows > 0 ? at::nonzero(row_lengths_.squeeze(1) == 0).squeeze(1)
+                                        : at::empty({0}, row_lengths_.options());
+}
+
+at::Tensor GraphInfo::MeanWeights(const at::Tensor& indptr) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!mean_weights_.defined()) {
+    at::Tensor lengths = row_lengths_.squeeze(1);
+    mean_weights_ = at::repeat_interleave(lengths.to(at::kDouble).reciprocal(), lengths, 0, summary_.nnz);
+  }
+  return mean_weights_;
 }
 
 CsrTranspose GraphInfo::Transpose(const at::Tensor& indptr_, const at::Tensor& indices_, int64_t columns) {

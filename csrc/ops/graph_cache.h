@@ -45,8 +45,13 @@ class GraphInfo {
   GraphInfo(const at::Tensor& indptr, CsrSummary summary);
 
   const CsrSummary& summary() const { return summary_; }
-  // Row lengths as an int64 column (rows, 1), for mean and for empty rows.
+  // Row lengths as an int64 column (rows, 1).
   const at::Tensor& row_lengths() const { return row_lengths_; }
+  // The rows without non-zeros (int64), for the max / min reductions.
+  const at::Tensor& empty_rows() const { return empty_rows_; }
+  // 1 / (length of its row) for every non-zero (float64): mean = the sum of
+  // the non-zeros scaled by it, a pass over nnz rather than over the output.
+  at::Tensor MeanWeights(const at::Tensor& indptr);
   // The transpose for `columns` columns (built once per column count) of the
   // structure this entry describes, passed again by the caller: the entry
   // itself holds no reference to it, so freeing the structure frees the entry.
@@ -58,6 +63,8 @@ class GraphInfo {
  private:
   CsrSummary summary_;
   at::Tensor row_lengths_;
+  at::Tensor empty_rows_;
+  at::Tensor mean_weights_;
   std::mutex mutex_;
   std::map<int64_t, CsrTranspose> transposes_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, BsrFromCsr> bsr_;

@@ -21,11 +21,13 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
                     csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(a.sizes()));
   at::Tensor out = at::empty({csr.rows(), b.size(1)}, b.options());
   const std::string script = how == "max" ? "csrmm_max" : how == "min" ? "csrmm_min" : "csrmm";
-  RunCsrmm(script, csr.indptr, csr.indices, a, b, out);
   if (how == "mean") {
-    out.div_(csr.info->row_lengths().clamp_min(1));
-  } else if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {
-    out.masked_fill_(csr.info->row_lengths() == 0, 0);  // the kernel leaves the identity (+-inf) there
+    // The sum of the non-zeros scaled by 1 / row length (computed in float64).
+    a = (a.to(at::kDouble) * csr.info->MeanWeights(csr.indptr)).to(a.scalar_type());
+  }
+  RunCsrmm(script, csr.indptr, csr.indices, a, b, out);
+  if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {
+    out.index_fill_(0, csr.info->empty_rows(), 0);  // the kernel leaves the identity (+-inf) there
   }
   return out;
 }

@@ -467,8 +467,8 @@ std::string CodegenC::VectorExpr(const Expr& e, const VarNode* lane, const std::
         case BinaryOp::kSub:
         case BinaryOp::kMul:
         case BinaryOp::kDiv: return "(" + a + " " + ToString(n->op) + " " + b + ")";
-        case BinaryOp::kMin: return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
-        case BinaryOp::kMax: return "(" + a + " < " + b + " ? " + b + " : " + a + ")";
+        case BinaryOp::kMin: return "sparsetir_vmin(" + a + ", " + b + ")";
+        case BinaryOp::kMax: return "sparsetir_vmax(" + a + ", " + b + ")";
         default: break;
       }
       break;
