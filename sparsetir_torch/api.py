@@ -36,13 +36,14 @@ def spmm(A, B: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
         if reduce != "sum":
             raise ValueError(f"st.spmm: a block-sparse A supports reduce='sum' only, got {reduce!r}")
         return ops.bsrmm(A.indptr, A.indices, A.values, B)
-    if reduce == "sum" and A.values.dtype == B.dtype and not torch.compiler.is_compiling():
+    if reduce == "sum":
         # The format chosen for this graph (tuning.py); inside torch.compile
         # only a choice made earlier in eager mode is used.
-        return tuning.run_choice(A, B, tuning.choose(A, "spmm", B.shape[1], B.dtype))
-    choice = A._derived.get(("choice", "spmm", B.shape[1], B.dtype))
-    if reduce == "sum" and choice is not None:
-        return tuning.run_choice(A, B, choice)
+        choice = A._derived.get(("choice", "spmm", B.shape[1], B.dtype))
+        if choice is None and A.values.dtype == B.dtype and not torch.compiler.is_compiling():
+            choice = tuning.choose(A, "spmm", B.shape[1], B.dtype)
+        if choice is not None:
+            return tuning.run_choice(A, B, choice)
     return ops.spmm(A.indptr, A.indices, A.values, B, reduce)
 
 
@@ -81,7 +82,33 @@ def _mask_matrix(mask, L: int, S: int) -> SparseMatrix:
     m = as_sparse_matrix(mask, "st.sparse_attention: argument 'mask'")
     if m.shape != (L, S):
         raise ValueError(f"st.sparse_attention: mask has shape {m.shape}, expected (L, S) = ({L}, {S})")
+    if m.is_block:
+        m = _element_pattern(m)
+    if m.shape != (L, S):
+        raise ValueError(f"st.sparse_attention: mask has shape {m.shape}, expected (L, S) = ({L}, {S})")
     return m
+
+
+def _element_pattern(m: SparseMatrix) -> SparseMatrix:
+    """The element-level CSR pattern of a block-sparse mask: every position of
+    a stored block is allowed (built once, cached on the matrix)."""
+    cached = m._derived.get("element_pattern")
+    if cached is not None:
+        return cached
+    nnzb, bh, bw = m.values.shape
+    block_rows = torch.repeat_interleave(torch.arange(m.indptr.shape[0] - 1), (m.indptr[1:] - m.indptr[:-1]).long(),
+                                         output_size=nnzb)
+    r = torch.arange(bh).view(1, bh, 1).expand(nnzb, bh, bw)
+    c = torch.arange(bw).view(1, 1, bw).expand(nnzb, bh, bw)
+    rows = (block_rows.view(nnzb, 1, 1) * bh + r).reshape(-1)
+    cols = (m.indices.long().view(nnzb, 1, 1) * bw + c).reshape(-1)
+    order = torch.argsort(rows * m.shape[1] + cols)
+    rows, cols = rows[order], cols[order]
+    indptr = torch.zeros(m.shape[0] + 1, dtype=torch.int64)
+    indptr[1:] = torch.bincount(rows, minlength=m.shape[0]).cumsum(0)
+    pattern = SparseMatrix(indptr.to(m.indptr.dtype), cols.to(m.indices.dtype), torch.ones(cols.shape[0]), m.shape)
+    m._derived["element_pattern"] = pattern
+    return pattern
 
 
 def sparse_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask, scale: float | None = None) -> torch.Tensor:

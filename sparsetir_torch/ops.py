@@ -65,7 +65,17 @@ def _csr_transpose_fake(indptr, indices, columns):
 def _sparse_attention_backward_fake(indptr, indices, q, k, v, out, grad_out, scale=None):
     _check_devices("sparsetir._sparse_attention_backward", indptr=indptr, indices=indices, q=q, k=k, v=v,
                    out=out, grad_out=grad_out)
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    # The kernel returns contiguous gradients whatever the inputs' strides.
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+@torch.library.register_fake("sparsetir::_csr_to_bsr")
+def _csr_to_bsr_fake(indptr, indices, columns, block_h, block_w):
+    _check_devices("sparsetir._csr_to_bsr", indptr=indptr, indices=indices)
+    rows = indptr.shape[0] - 1
+    blocks = torch.library.get_ctx().new_dynamic_size()  # how many blocks depends on the structure
+    return (indptr.new_empty(((rows + block_h - 1) // block_h + 1,)), indices.new_empty((blocks,)),
+            indices.new_empty((indices.shape[0],), dtype=torch.int64))
 
 
 # --------------------------------------------------------------------------- autograd
@@ -172,6 +182,19 @@ torch.library.register_autograd("sparsetir::spmm", _spmm_backward, setup_context
 torch.library.register_autograd("sparsetir::sddmm", _sddmm_backward, setup_context=_sddmm_setup)
 torch.library.register_autograd("sparsetir::bsrmm", _bsrmm_backward, setup_context=_bsrmm_setup)
 torch.library.register_autograd("sparsetir::sparse_attention", _attention_backward, setup_context=_attention_setup)
+
+
+def _no_double_backward(ctx, *grads):
+    raise RuntimeError("sparsetir.sparse_attention: second derivatives are not supported "
+                       "(sparsetir._sparse_attention_backward has no backward)")
+
+
+def _no_setup(ctx, inputs, output):
+    pass
+
+
+torch.library.register_autograd("sparsetir::_sparse_attention_backward", _no_double_backward,
+                                setup_context=_no_setup)
 
 
 def graph_cache_info() -> dict:

@@ -101,16 +101,20 @@ class SparseMatrix:
     def to_dense(self) -> torch.Tensor:
         return self.to_torch().to_dense()
 
+    @classmethod
+    def _assemble(cls, indptr, indices, values, shape, derived) -> "SparseMatrix":
+        """A matrix from parts already checked (no validation), sharing `derived`."""
+        out = cls.__new__(cls)
+        out.indptr, out.indices, out.values, out.shape, out._derived = indptr, indices, values, shape, derived
+        return out
+
     def with_values(self, values: torch.Tensor) -> "SparseMatrix":
         """The same structure (and its cached derived formats) with new values
         of the same shape (checked; the structure was checked already)."""
         if values.shape != self.values.shape:
             raise ValueError(f"SparseMatrix.with_values: values must have shape {tuple(self.values.shape)}, "
                              f"got {tuple(values.shape)}")
-        out = SparseMatrix.__new__(SparseMatrix)
-        out.indptr, out.indices, out.values, out.shape, out._derived = (
-            self.indptr, self.indices, values, self.shape, self._derived)
-        return out
+        return SparseMatrix._assemble(self.indptr, self.indices, values, self.shape, self._derived)
 
     def __matmul__(self, other):
         from .api import spmm
@@ -137,7 +141,9 @@ class _ConversionCache:
     def __init__(self, capacity: int = 64):
         self.capacity = capacity
         self._entries: OrderedDict[int, tuple] = OrderedDict()
-        self._lock = threading.Lock()
+        # Reentrant: dropping an entry can free its tensor, whose weakref
+        # callback (_forget) takes the lock again on the same thread.
+        self._lock = threading.RLock()
 
     @staticmethod
     def _version(t: torch.Tensor):
@@ -156,10 +162,14 @@ class _ConversionCache:
             entry = self._entries.get(key)
             if entry is not None and entry[0]() is t and entry[1] == version:
                 self._entries.move_to_end(key)
-                return entry[2].with_values(self._values(t))
+                indptr, indices, shape, derived = entry[2]
+                return SparseMatrix._assemble(indptr, indices, self._values(t), shape, derived)
         matrix = self._convert(t)
+        # The entry keeps the structure only: t.values() is a view of t, and
+        # holding it would keep t (and so the entry) alive forever.
+        structure = (matrix.indptr, matrix.indices, matrix.shape, matrix._derived)
         with self._lock:
-            self._entries[key] = (weakref.ref(t, self._forget(key)), version, matrix)
+            self._entries[key] = (weakref.ref(t, self._forget(key)), version, structure)
             self._entries.move_to_end(key)
             while len(self._entries) > self.capacity:
                 self._entries.popitem(last=False)

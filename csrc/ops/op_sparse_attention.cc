@@ -63,11 +63,14 @@ KernelRequest Request(const char* script, const AttentionArgs& a, std::map<std::
 }
 
 // Runs `body(head)` for every head: heads in parallel when there are at least
-// as many as threads (the kernels' own launches then run inline), one after
-// another otherwise, each head's rows in parallel.
+// as many as threads and enough work (the kernels' own launches then run
+// inline), one after another otherwise, each head's rows in parallel when
+// large enough.
+constexpr int64_t kParallelHeadsWork = 1 << 16;
+
 template <typename Body>
-void ForEachHead(int64_t heads, const Body& body) {
-  if (heads < at::get_num_threads()) {
+void ForEachHead(int64_t heads, int64_t work_per_head, const Body& body) {
+  if (heads < at::get_num_threads() || heads * work_per_head < kParallelHeadsWork) {
     for (int64_t h = 0; h < heads; ++h) body(h);
     return;
   }
@@ -87,7 +90,7 @@ at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, 
   if (out.numel() > 0 && nnz > 0) {
     at::Tensor qs = (a.q * a.scale).contiguous();
     auto kernel = GetOpKernel(Request("sparse_attention", a, {{"head_dim", D}, {"value_dim", Dv}}));
-    ForEachHead(a.heads(), [&](int64_t h) {
+    ForEachHead(a.heads(), 2 * nnz * (D + Dv), [&](int64_t h) {
       at::Tensor probs = at::empty({nnz}, a.q.options()), row_max = at::empty({L}, a.q.options()),
                  row_sum = at::empty({L}, a.q.options());
       at::Tensor out_h = out[h];
@@ -122,7 +125,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
     at::Tensor qs = (a.q * a.scale).contiguous();
     auto probs_kernel = GetOpKernel(Request("attention_probs", a, {{"head_dim", D}}));
     auto grad_kernel = GetOpKernel(Request("attention_grad_scores", a, {{"value_dim", Dv}}));
-    ForEachHead(a.heads(), [&](int64_t h) {
+    ForEachHead(a.heads(), 4 * nnz * (D + Dv), [&](int64_t h) {
       auto options = a.q.options();
       at::Tensor probs = at::empty({nnz}, options), row_max = at::empty({L}, options),
                  row_sum = at::empty({L}, options);
