@@ -24,7 +24,7 @@ fi
 if ! python3 -c "import torch" >/dev/null 2>&1; then
   python3 -m pip install -q torch==2.14.1
 fi
-python3 -m pip install -q numpy scipy pytest ninja
+python3 -m pip install -q numpy scipy pytest ninja matplotlib
 
 # The extension, compiled against that torch (no isolated build environment,
 # so no second torch is downloaded).
