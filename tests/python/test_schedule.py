@@ -687,7 +687,10 @@ def test_rfactor_ir():
     assert "sch.rfactor('k_1')" in sch.trace or 'sch.rfactor("k_1")' in sch.trace
     text = sch.mod.script()
     assert 'Y_local_rf = T.alloc_buffer((16,), "float32", scope="local")' in text, text
-    assert "for k_1_init in T.serial(16):" in text and "for k_1_merge in T.serial(16):" in text, text
+    assert "for k_1_init in T.serial(16):" in text, text
+    # 16 partials are merged as a tree: 8, 4, 2, 1 pairwise additions, then one into Y_local.
+    assert "for k_1_tree in T.vectorized(8):" in text and "Y_local_rf[k_1_tree] + Y_local_rf[k_1_tree + 8]" in text, text
+    assert "Y_local[0] = Y_local[0] + Y_local_rf[0]" in text, text
     assert "for k_1 in T.vectorized(16):" in text, text
     assert_round_trips(sch)
     replayed = st.Schedule.replay(sch.trace, script("sddmm"))

@@ -31,6 +31,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "ir/equal.h"
 #include "ir/functor.h"
@@ -231,35 +232,70 @@ std::string Schedule::RFactor(const std::string& loop_name) {
   Stmt partial = MakeStore(rf, rf_index, combine(MakeLoad(rf, rf_index), r.operand));
   // Init and merge: the factored loop outermost, then copies (fresh
   // variables, same kinds) of the spatial inner loops.
-  auto nest = [&](const std::string& suffix, const std::function<Stmt(const std::vector<Expr>&, const std::map<const VarNode*, Expr>&)>& leaf) {
-    std::vector<Var> vars = {MakeVar(FreshName(func_, loop_name + suffix), loop->var->dtype)};
+  // `first`: the extent of the loop over the partials (null: no loop, the
+  // first index is 0).
+  using Leaf = std::function<Stmt(const std::vector<Expr>&, const std::map<const VarNode*, Expr>&)>;
+  std::set<std::string> taken;  // names given out here, not yet in func_
+  auto fresh = [&](const std::string& base) {
+    std::string name = FreshName(func_, base);
+    for (int k = 1; taken.count(name); ++k) name = FreshName(func_, base + "_" + std::to_string(k));
+    taken.insert(name);
+    return name;
+  };
+  auto nest_over = [&](const std::string& suffix, Expr first, const Leaf& leaf, ForKind first_kind = ForKind::kSerial) {
+    std::vector<Var> vars = {MakeVar(fresh(loop_name + suffix), loop->var->dtype)};
     std::map<const VarNode*, Expr> renamed;
     for (const ForNode* l : spatial) {
-      vars.push_back(MakeVar(FreshName(func_, l->var->name + suffix), l->var->dtype));
+      vars.push_back(MakeVar(fresh(l->var->name + suffix), l->var->dtype));
       renamed[l->var.get()] = vars.back();
     }
     std::vector<Expr> index(vars.begin(), vars.end());
+    if (!first) index[0] = IntLike(0, loop->extent);
     Stmt body = leaf(index, renamed);
     for (size_t d = spatial.size(); d > 0; --d) {
       const ForNode* l = spatial[d - 1];
       body = MakeFor(vars[d], l->min, l->extent, l->for_kind, body);
     }
-    return MakeFor(vars[0], IntLike(0, loop->extent), loop->extent, ForKind::kSerial, body);
+    return first ? MakeFor(vars[0], IntLike(0, loop->extent), first, first_kind, body) : body;
   };
+  auto nest = [&](const std::string& suffix, const Leaf& leaf) { return nest_over(suffix, loop->extent, leaf); };
   Stmt init = nest("_init", [&](const std::vector<Expr>& index, const std::map<const VarNode*, Expr>&) {
     return MakeStore(rf, index, Identity(r.op, target->dtype));
   });
-  Stmt merge = nest("_merge", [&](const std::vector<Expr>& index, const std::map<const VarNode*, Expr>& renamed) {
+  // The merge. With a power-of-two number of partials it is a tree: halve
+  // the partials until one is left (rf[t] = rf[t] + rf[t + half], each level
+  // a loop of independent operations the C++ compiler vectorizes), then add
+  // that one to the target; otherwise one chain over the partials.
+  auto merge_leaf = [&](const std::vector<Expr>& index, const std::map<const VarNode*, Expr>& renamed) {
     std::vector<Expr> target_index;
     for (const Expr& e : r.store->indices) target_index.push_back(Substitute(e, renamed));
     return MakeStore(target, target_index, combine(MakeLoad(target, target_index), MakeLoad(rf, index)));
-  });
+  };
+  std::vector<Stmt> merge;
+  if (*extent >= 4 && (*extent & (*extent - 1)) == 0) {
+    std::vector<Stmt> levels;
+    for (int64_t half = *extent / 2; half >= 1; half /= 2) {
+      levels.push_back(nest_over("_tree", IntLike(half, loop->extent),
+                                 [&](const std::vector<Expr>& index, const std::map<const VarNode*, Expr>&) {
+                                   std::vector<Expr> upper = index;
+                                   upper[0] = Add(index[0], IntLike(half, index[0]));
+                                   return MakeStore(rf, index, combine(MakeLoad(rf, index), MakeLoad(rf, upper)));
+                                 },
+                                 // a level over the innermost dimension is one SIMD operation
+                                 half >= 2 && spatial.empty() ? ForKind::kVectorized : ForKind::kSerial));
+    }
+    levels.push_back(nest_over("_merge", nullptr, merge_leaf));
+    merge = levels;
+  } else {
+    merge = {nest("_merge", merge_leaf)};
+  }
   Factorer factorer;
   factorer.store = r.store;
   factorer.top = top;
   factorer.partial = partial;
   factorer.wrap = [&](Stmt nest, std::vector<Stmt> rest) {
-    std::vector<Stmt> body = {init, nest, merge};
+    std::vector<Stmt> body = {init, nest};
+    body.insert(body.end(), merge.begin(), merge.end());
     body.insert(body.end(), rest.begin(), rest.end());
     return MakeAllocate(rf, MakeSeq(body));
   };
