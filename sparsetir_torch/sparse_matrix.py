@@ -204,7 +204,6 @@ class _ConversionCache:
 
 
 _TORCH_SPARSE_CACHE = _ConversionCache()
-_COO_CACHE = _TORCH_SPARSE_CACHE  # (older name)
 
 
 def as_sparse_matrix(a, what: str) -> SparseMatrix:

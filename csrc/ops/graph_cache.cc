@@ -143,7 +143,7 @@ GraphInfo::GraphInfo(const at::Tensor& indptr, CsrSummary summary) : summary_(su
                                         : at::empty({0}, row_lengths_.options());
 }
 
-at::Tensor GraphInfo::MeanWeights(const at::Tensor& indptr) {
+at::Tensor GraphInfo::MeanWeights() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!mean_weights_.defined()) {
     at::Tensor lengths = row_lengths_.squeeze(1);

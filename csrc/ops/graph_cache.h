@@ -51,7 +51,7 @@ class GraphInfo {
   const at::Tensor& empty_rows() const { return empty_rows_; }
   // 1 / (length of its row) for every non-zero (float64): mean = the sum of
   // the non-zeros scaled by it, a pass over nnz rather than over the output.
-  at::Tensor MeanWeights(const at::Tensor& indptr);
+  at::Tensor MeanWeights();
   // The transpose for `columns` columns (built once per column count) of the
   // structure this entry describes, passed again by the caller: the entry
   // itself holds no reference to it, so freeing the structure frees the entry.

@@ -23,7 +23,7 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
   const std::string script = how == "max" ? "csrmm_max" : how == "min" ? "csrmm_min" : "csrmm";
   if (how == "mean") {
     // The sum of the non-zeros scaled by 1 / row length (computed in float64).
-    a = (a.to(at::kDouble) * csr.info->MeanWeights(csr.indptr)).to(a.scalar_type());
+    a = (a.to(at::kDouble) * csr.info->MeanWeights()).to(a.scalar_type());
   }
   RunCsrmm(script, csr.indptr, csr.indices, a, b, out);
   if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {

@@ -332,14 +332,10 @@ class _CountConversions:
 def private_conversion_cache(monkeypatch):
     """Every test gets an empty conversion cache of its own, so the tests are
     independent and none leaves entries behind in the process-wide cache
-    (entries for torch CSR/BSR tensors are never released; see
-    test_conversion_cache_does_not_deadlock). The cache is dropped without
+    (an entry lives as long as its tensor). The cache is dropped without
     holding its lock."""
     fresh = sm._ConversionCache()
-    names = [name for name in ("_COO_CACHE", "_TORCH_SPARSE_CACHE") if hasattr(sm, name)]
-    assert names, "no conversion cache in sparsetir_torch.sparse_matrix"
-    for name in names:
-        monkeypatch.setattr(sm, name, fresh)
+    monkeypatch.setattr(sm, "_TORCH_SPARSE_CACHE", fresh)
     yield fresh
     entries, fresh._entries = fresh._entries, type(fresh._entries)()
     del entries
@@ -348,7 +344,7 @@ def private_conversion_cache(monkeypatch):
 @pytest.fixture
 def coo_cache(monkeypatch, private_conversion_cache):
     """.cache: the (empty) conversion cache the API uses in this test
-    (sparsetir_torch.sparse_matrix._COO_CACHE); .calls: its conversions."""
+    (sparsetir_torch.sparse_matrix._TORCH_SPARSE_CACHE); .calls: its conversions."""
     counter = _CountConversions(monkeypatch)
     counter.cache = private_conversion_cache
     assert len(counter.cache) == 0
