@@ -212,14 +212,14 @@ def _script_kernel_factory(script: str, **replacements: str) -> Callable:
     return factory
 
 
-def _scheduled_spmm_factory(p: Problem) -> Callable:
+def _scheduled_spmm_factory(p: Problem, **recipe_options) -> Callable:
     """kernels/csrmm.py scheduled by sparsetir_torch.recipes.spmm_cpu for this K."""
     import sparsetir_torch as st
     from sparsetir_torch.recipes import spmm_cpu
 
-    key = ("spmm_cpu", p.K)
+    key = ("spmm_cpu", p.K, tuple(sorted(recipe_options.items())))
     if key not in _COMPILED:
-        _COMPILED[key] = st.compile(spmm_cpu(p.K))
+        _COMPILED[key] = st.compile(spmm_cpu(p.K, **recipe_options))
     k = _COMPILED[key]
     C = _nan_output(p)
 
@@ -235,6 +235,7 @@ def ours_kernels() -> Dict[str, Callable]:
     return {
         "ours": _script_kernel_factory("csrmm"),
         "sched": _scheduled_spmm_factory,
+        "nopf": lambda p: _scheduled_spmm_factory(p, prefetch=None),
     }
 
 

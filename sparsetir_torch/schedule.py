@@ -119,5 +119,12 @@ class Schedule:
         reduction, so that `loop` can be vectorized. Reassociates the sum."""
         return self._native.rfactor(str(loop))
 
+    def prefetch(self, loop: str, buffer: str, offset: int) -> None:
+        """At the top of ``loop``'s body, prefetch the span of ``buffer`` that
+        iteration ``loop + offset`` reads (stage III). For gathers such as
+        ``B[indices[j], k]``, whose addresses hardware prefetchers cannot
+        guess; index arrays read to form the address are bounds-guarded."""
+        self._native.prefetch(str(loop), buffer, int(offset))
+
     def __repr__(self) -> str:
         return f"<Schedule of {self.mod.name}, {len(self.trace.splitlines())} primitives>"

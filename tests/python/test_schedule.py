@@ -500,6 +500,21 @@ def _fast_spmm_cache_read(s):
     s.cache_read("j", "B", "local")
 
 
+def _prefetch_b(offset):
+    def apply(s):
+        s.specialize(feat_size=20)
+        s.prefetch("j", "B", offset)
+        s.parallel("i")
+
+    return apply
+
+
+def _two_accumulators_prefetch(s):
+    """The operator's SpMM recipe: two accumulator sets and B rows prefetched."""
+    _two_accumulators(s)
+    s.prefetch("j_1", "B", 32)
+
+
 CSRMM_SCHEDULES = {
     "sparse_reorder_IKJ": (_sp_reorder_csrmm, 20),
     "sparse_reorder_IKJ_parallel": (_sp_reorder_csrmm_par, 20),
@@ -522,6 +537,10 @@ CSRMM_SCHEDULES = {
     "fast_spmm_cache_read_B": (_fast_spmm_cache_read, 32),
     "two_accumulators_K32": (_two_accumulators, 32),
     "two_accumulators_K16": (lambda s: _two_accumulators(s, 16), 16),
+    "prefetch_B_ahead": (_prefetch_b(3), 20),
+    "prefetch_B_far_ahead": (_prefetch_b(1000), 20),
+    "prefetch_B_behind": (_prefetch_b(-2), 20),
+    "two_accumulators_prefetch": (_two_accumulators_prefetch, 32),
 }
 
 
@@ -744,6 +763,88 @@ def test_rfactor_inner_spatial_loops_become_dimensions():
     assert_round_trips(sch)
 
 
+def test_prefetch_ir():
+    """The B row of the non-zero `offset` ahead, its index reads bounds-guarded;
+    the hint prints and parses back, replays, and compiles to cache-line prefetches."""
+    sch = new_schedule("csrmm")
+    _two_accumulators_prefetch(sch)
+    assert "sch.prefetch('j_1', 'B', 32)" in sch.trace or 'sch.prefetch("j_1", "B", 32)' in sch.trace, sch.trace
+    text = sch.mod.script()
+    assert "if J_indptr[i] + (j_0 * 2 + (j_1 + 32)) < nnz:" in text, text
+    assert "T.prefetch(B[J_indices[J_indptr[i] + (j_0 * 2 + (j_1 + 32))], 0], 32)" in text, text
+    assert_round_trips(sch)
+    assert st.Schedule.replay(sch.trace, script("csrmm")).mod == sch.mod
+    source = st.compile(sch).source
+    assert "__builtin_prefetch(" in source and "sparsetir_off < 128" in source, source
+
+
+def test_prefetch_behind_checks_the_lower_bound():
+    sch = new_schedule("csrmm")
+    _prefetch_b(-2)(sch)
+    text = sch.mod.script()
+    assert "J_indptr[i] + (j - 2) >= 0" in text, text
+
+
+def test_prefetch_sddmm_keeps_results():
+    """The SDDMM recipe with the gathered B rows prefetched (the partial sums
+    of rfactor read B inside a split, vectorized k: one 32-element span)."""
+    sch = new_schedule("sddmm")
+    _sd_rfactor_vectorize(sch)
+    sch.prefetch("j", "B", 8)
+    assert "T.prefetch(B[J_indices[J_indptr[i] + (j + 8)], 0], 32)" in sch.mod.script(), sch.mod.script()
+    assert_round_trips(sch)
+    check_sddmm(st.compile(sch), 32, what="prefetch B")
+
+
+def test_prefetch_of_an_empty_region_changes_nothing():
+    sch = new_schedule("csrmm")
+    sch.specialize(feat_size=0)
+    sch.lower_sparse_buffer()
+    before = sch.mod
+    sch.prefetch("j", "B", 4)
+    assert sch.mod == before
+
+
+@pytest.mark.parametrize("prepare,args,message", [
+    (lambda s: s.specialize(feat_size=20), ("q", "B", 4), r"no loop named 'q'"),
+    (lambda s: s.specialize(feat_size=20), ("j", "X", 4), r"prefetch: buffer 'X' is not read inside loop 'j'"),
+    (lambda s: s.specialize(feat_size=20), ("j", "B", 0), r"prefetch: the offset must be non-zero"),
+    (lambda s: None, ("j", "B", 4), r"prefetch: the span of 'B' one iteration of 'j' reads has no constant size"),
+    (lambda s: (s.specialize(feat_size=20), s.reorder("k", "j")), ("k", "B", 4),
+     r"prefetch: the region of 'B' one iteration of 'k' reads is not contiguous \(an inner loop moves index 0\)"),
+    (lambda s: (s.specialize(feat_size=16), s.vectorize("k")), ("k", "B", 4), r"prefetch: loop 'k' is vectorized"),
+])
+def test_prefetch_errors(prepare, args, message):
+    sch = new_schedule("csrmm")
+    prepare(sch)
+    with pytest.raises(st.ScheduleError, match=message):
+        sch.prefetch(*args)
+    with pytest.raises(st.ScheduleError) as info:
+        sch.prefetch(*args)
+    assert "for " in str(info.value) or "no loop" in str(info.value)  # the IR around the loop is printed
+
+
+@pytest.mark.parametrize("statement,message", [
+    ("T.prefetch(B[0, 0])", r"T.prefetch\(buffer\[indices\], extent\)"),
+    ("T.prefetch(B, 4)", r"T.prefetch\(buffer\[indices\], extent\)"),
+    ("T.prefetch(B[0, 0], 0)", r"the extent of a prefetch is a positive integer literal"),
+    ("T.prefetch(B[0, 0], n)", r"the extent of a prefetch is a positive integer literal"),
+])
+def test_prefetch_statement_errors(statement, message):
+    sch = new_schedule("csrmm")
+    sch.lower_sparse_buffer()
+    text = sch.mod.script().replace("    for i in T.serial(m):", f"    {statement}\n    for i in T.serial(m):")
+    assert statement in text
+    with pytest.raises(st.ScriptError, match=message):
+        st.parse(text)
+
+
+def test_prefetch_statement_is_stage_iii_only():
+    text = script("csrmm").replace("    with T.sp.iteration", "    T.prefetch(B[0, 0], 4)\n    with T.sp.iteration")
+    with pytest.raises(st.ScriptError, match=r"T.prefetch belongs to stage III"):
+        st.parse(text)
+
+
 def test_bound_kernel_does_not_compile_for_cpu():
     sch = new_schedule()
     sch.bind("i", "blockIdx.x")
@@ -777,6 +878,8 @@ def _random_csrmm_schedule(rnd: random.Random, feat: int) -> st.Schedule:
         sch.parallel(i)
     if specialized and rnd.random() < 0.7:
         sch.cache_write(i, "C", rnd.choice(["local", "local", "shared"]))
+    if specialized and rnd.random() < 0.4:
+        sch.prefetch(j, "B", rnd.choice([-1, 1, 8, 64]))
     return sch
 
 
@@ -799,7 +902,7 @@ def test_random_schedules_are_varied():
         feat = rnd.choice([1, 7, 16, 20, 33, 64])
         traces.append(_random_csrmm_schedule(rnd, feat).trace)
     joined = "\n".join(traces)
-    for needle in ("specialize", "split", "vectorize", "unroll", "parallel", "cache_write", "sparse_reorder"):
+    for needle in ("specialize", "split", "vectorize", "unroll", "parallel", "cache_write", "sparse_reorder", "prefetch"):
         assert needle in joined, needle
     assert any("specialize" not in t for t in traces)
 

@@ -194,6 +194,10 @@ class Comparator {
         const auto *x = a->as<AssumeNode>(), *y = b->as<AssumeNode>();
         return SameBuffer(x->buffer, y->buffer) && E(x->lo, y->lo) && E(x->hi, y->hi);
       }
+      case StmtKind::kPrefetch: {
+        const auto *x = a->as<PrefetchNode>(), *y = b->as<PrefetchNode>();
+        return x->extent == y->extent && E(x->address, y->address);
+      }
     }
     return false;
   }
@@ -259,6 +263,7 @@ class Hasher : public IRVisitor {
   void Visit(const BlockNode* n) override { Mix(std::hash<std::string>()(n->name)); IRVisitor::Visit(n); }
   void Visit(const AllocateNode* n) override { BufferId(n->buffer); IRVisitor::Visit(n); }
   void Visit(const AssumeNode* n) override { BufferId(n->buffer); IRVisitor::Visit(n); }
+  void Visit(const PrefetchNode* n) override { Mix(std::hash<int64_t>()(n->extent)); IRVisitor::Visit(n); }
 
  private:
   void Mix(size_t v) { hash_ ^= v + 0x9e3779b97f4a7c15ULL + (hash_ << 6) + (hash_ >> 2); }

@@ -50,6 +50,7 @@ void IRVisitor::Visit(const IfThenElseNode* n) {
 void IRVisitor::Visit(const LetNode* n) { VisitExpr(n->value); VisitStmt(n->body); }
 void IRVisitor::Visit(const AssumeNode* n) { VisitExpr(n->lo); VisitExpr(n->hi); }
 void IRVisitor::Visit(const BlockNode* n) { VisitStmt(n->body); }
+void IRVisitor::Visit(const PrefetchNode* n) { VisitExpr(n->address); }
 void IRVisitor::Visit(const AllocateNode* n) {
   for (const Expr& dim : n->buffer->shape) VisitExpr(dim);
   VisitStmt(n->body);
@@ -194,6 +195,12 @@ Stmt IRMutator::Mutate(const AssumeNode* n, const Stmt& self) {
   Expr lo = VisitExpr(n->lo), hi = VisitExpr(n->hi);
   if (lo == n->lo && hi == n->hi) return self;
   return MakeAssume(n->buffer, lo, hi);
+}
+
+Stmt IRMutator::Mutate(const PrefetchNode* n, const Stmt& self) {
+  Expr address = VisitExpr(n->address);
+  if (address == n->address) return self;
+  return MakePrefetch(address, n->extent);
 }
 
 }  // namespace sparsetir

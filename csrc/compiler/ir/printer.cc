@@ -359,6 +359,11 @@ class FunctionPrinter {
         Line("T.assume_buffer_domain(" + n->buffer->name + ", [" + E(n->lo) + ", " + E(n->hi) + "])");
         return;
       }
+      case StmtKind::kPrefetch: {
+        const auto* n = s->as<PrefetchNode>();
+        Line("T.prefetch(" + E(n->address) + ", " + std::to_string(n->extent) + ")");
+        return;
+      }
     }
   }
 

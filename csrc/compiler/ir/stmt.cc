@@ -78,4 +78,10 @@ Stmt MakeAssume(Buffer buffer, Expr lo, Expr hi) {
   return std::make_shared<AssumeNode>(std::move(buffer), std::move(lo), std::move(hi));
 }
 
+Stmt MakePrefetch(Expr address, int64_t extent) {
+  ICHECK(address && address->as<BufferLoadNode>()) << "a prefetch address must be a buffer element";
+  ICHECK(extent > 0) << "a prefetch covers at least one element";
+  return std::make_shared<PrefetchNode>(std::move(address), extent);
+}
+
 }  // namespace sparsetir

@@ -124,6 +124,18 @@ struct AllocateNode : StmtNode {
   const Stmt body;
 };
 
+// T.prefetch(B[v3, 0], 32): a hint that `extent` consecutive elements of a
+// buffer, starting at the element `address` reads, will be read soon. It has
+// no effect on results; the CPU backend issues one cache-line prefetch per 64
+// bytes. `address` is a BufferLoad so that passes rewriting loads (flattening
+// a buffer, substituting a variable) rewrite the address with them.
+struct PrefetchNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kPrefetch;
+  PrefetchNode(Expr address, int64_t extent) : StmtNode(kKind), address(std::move(address)), extent(extent) {}
+  const Expr address;
+  const int64_t extent;
+};
+
 Stmt MakeStore(Buffer buffer, std::vector<Expr> indices, Expr value);
 Stmt MakeAllocate(Buffer buffer, Stmt body);
 // Flattens nested sequences; a single statement is returned as is.
@@ -134,5 +146,6 @@ Stmt MakeBlock(std::string name, Stmt body);
 Stmt MakeIf(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt MakeLet(Var var, Expr value, Stmt body);
 Stmt MakeAssume(Buffer buffer, Expr lo, Expr hi);
+Stmt MakePrefetch(Expr address, int64_t extent);
 
 }  // namespace sparsetir

@@ -550,11 +550,28 @@ class Builder {
       auto range = Pair(call->children[2], "the domain is written [lo, hi]");
       return MakeAssume(sym.buffer, BuildIndexScalar(range[0], "lo"), BuildIndexScalar(range[1], "hi"));
     }
+    if (callee == "T.prefetch") return BuildPrefetch(s.value);
     if (callee == "T.sp.iteration_attr") {
       ThrowScriptError("T.sp.iteration_attr must be the first statement inside a T.sp.iteration", s.span);
     }
     if (callee == "T.func_attr") ThrowScriptError("T.func_attr belongs at the top level of the function", s.span);
     ThrowScriptError("this expression has no effect; a kernel statement stores into a buffer", s.span);
+  }
+
+  // T.prefetch(B[v3, 0], 32): a cache hint (stage III, as the prefetch
+  // primitive prints it).
+  Stmt BuildPrefetch(const AstExprPtr& call) {
+    if (func_.stage != Stage::kIII) ThrowScriptError("T.prefetch belongs to stage III (\"sparse_tir_level\": 0)", call->span);
+    if (call->children.size() != 3 || call->children[1]->kind != Kind::kSubscript) {
+      ThrowScriptError("T.prefetch(buffer[indices], extent)", call->span);
+    }
+    Expr address = BuildExpr(call->children[1]);
+    const AstExprPtr& extent = call->children[2];
+    int64_t count = 0;
+    if (extent->kind != Kind::kInt || (count = extent->int_value) <= 0) {
+      ThrowScriptError("the extent of a prefetch is a positive integer literal", extent->span);
+    }
+    return MakePrefetch(address, count);
   }
 
   Stmt BuildStore(const AstExprPtr& target, const AstExprPtr& value_ast, const std::string& aug_op, const Span& span) {

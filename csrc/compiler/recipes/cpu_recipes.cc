@@ -28,9 +28,23 @@ void RowsInParallel(Schedule& sch, const std::string& block) { sch.Parallel(sch.
 // vector and non-zero): two sets, each taking every other non-zero, hide it.
 constexpr int64_t kMaxTwoAccumulatorWidth = 64;
 
+// How many non-zeros ahead the dense rows they gather are prefetched
+// (ARCHITECTURE.md: 16 to 64 measure alike; under 12 is too late when the
+// dense operand is not in L2).
+constexpr int64_t kPrefetchDistance = 32;
+
+// The rows of `buffer` gathered through the column indices of non-zero loop
+// `j` are prefetched kPrefetchDistance non-zeros ahead: no hardware
+// prefetcher predicts a gather, and on an operand larger than L2 its loads
+// are what the kernel waits on.
+void PrefetchGather(Schedule& sch, const std::string& j, const std::string& buffer) {
+  sch.Prefetch(j, buffer, kPrefetchDistance);
+}
+
 // csrmm / csrmm_max / csrmm_min: loops i, j, k.
 void Csrmm(Schedule& sch, int64_t feat) {
   auto loops = sch.GetLoops("csrmm");
+  std::string j = loops[1];
   bool vectorized = VectorizeInner(sch, loops[2], feat);
   if (feat <= kMaxLocalTile) {
     sch.CacheWrite(loops[0], "C", "local");
@@ -38,8 +52,10 @@ void Csrmm(Schedule& sch, int64_t feat) {
       auto halves = sch.Split(loops[1], {std::nullopt, 2});
       sch.RFactor(halves[1]);
       sch.Unroll(halves[1]);
+      j = halves[1];
     }
   }
+  PrefetchGather(sch, j, "B");
   sch.Parallel(loops[0]);
 }
 
@@ -61,6 +77,7 @@ void VectorDot(Schedule& sch, const std::string& j, const std::string& k, const 
 void Sddmm(Schedule& sch, int64_t feat) {
   auto loops = sch.GetLoops("sddmm");
   VectorDot(sch, loops[1], loops[2], "O", feat);
+  PrefetchGather(sch, loops[1], "Y");
   sch.Parallel(loops[0]);
 }
 
@@ -69,6 +86,7 @@ void Sddmm(Schedule& sch, int64_t feat) {
 void AttentionProbs(Schedule& sch, int64_t head_dim) {
   auto scores = sch.GetLoops("scores");
   VectorDot(sch, scores[1], scores[2], "P", head_dim);
+  PrefetchGather(sch, scores[1], "K");
   for (const char* block : {"scores", "row_max", "row_exp", "row_sum", "row_div"}) RowsInParallel(sch, block);
 }
 
@@ -87,6 +105,7 @@ void SparseAttention(Schedule& sch, int64_t head_dim, int64_t value_dim) {
   auto loops = sch.GetLoops("weighted_sum");
   VectorizeInner(sch, loops[2], value_dim);
   if (value_dim <= kMaxLocalTile) sch.CacheWrite(loops[0], "O", "local");
+  PrefetchGather(sch, loops[1], "V");
   sch.Parallel(loops[0]);
 }
 

@@ -57,6 +57,9 @@ class Schedule {
   // Factors the reduction carried by `loop` into per-iteration partials (a
   // local buffer) combined after the reduction; returns the buffer's name.
   std::string RFactor(const std::string& loop);
+  // Stage III. At the top of `loop`'s body, prefetches the span of `buffer`
+  // that iteration `loop + offset` reads (schedule/prefetch.cc).
+  void Prefetch(const std::string& loop, const std::string& buffer, int64_t offset);
   void LowerSparseBuffer();  // explicit; stage-III primitives call it when needed
 
  private:

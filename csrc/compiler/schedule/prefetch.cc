@@ -1,0 +1,170 @@
+// prefetch: at the top of a loop's body, ask the memory system for the part of
+// a buffer that a later iteration of the loop will read.
+//
+// Before:  for j in T.serial(J_indptr[i + 1] - J_indptr[i]):
+//              v2: T.int32 = J_indptr[i] + j
+//              v3: T.int32 = J_indices[v2]
+//              for k in T.vectorized(32):
+//                  C[i, k] = C[i, k] + A[v2] * B[v3, k]
+// After:   sch.prefetch("j", "B", 32)
+//          for j in T.serial(J_indptr[i + 1] - J_indptr[i]):
+//              if J_indptr[i] + (j + 32) < nnz:
+//                  T.prefetch(B[J_indices[J_indptr[i] + (j + 32)], 0], 32)
+//              v2: T.int32 = J_indptr[i] + j
+//              ...
+//
+// A gather such as B[J_indices[...], k] has addresses no hardware prefetcher
+// can guess; on a B larger than the caches its loads are the bottleneck, and
+// asking for them some iterations ahead hides that latency. The region is the
+// span that one iteration reads (inner loops contribute the last index's
+// range); the loop variable is advanced by `offset`, and every index array
+// read to form the address is guarded to stay in bounds (a prefetch of any
+// address is harmless, reading an index array past its end is not).
+#include <vector>
+
+#include "ir/equal.h"
+#include "ir/functor.h"
+#include "ir/substitute.h"
+#include "schedule/loop_utils.h"
+#include "schedule/schedule.h"
+#include "schedule/trace_format.h"
+#include "transforms/simplify.h"
+
+namespace sparsetir {
+namespace {
+
+// One read of the buffer inside the loop, with what encloses it between the
+// loop and the read: let bindings and inner loops, outermost first.
+struct Read {
+  const BufferLoadNode* load;
+  std::vector<const LetNode*> lets;
+  std::vector<const ForNode*> loops;
+};
+
+std::vector<Read> ReadsOf(const Stmt& body, const std::string& buffer) {
+  struct Collector : IRVisitor {
+    std::string buffer;
+    std::vector<const LetNode*> lets;
+    std::vector<const ForNode*> loops;
+    std::vector<Read> reads;
+    void Visit(const BufferLoadNode* n) override {
+      if (n->buffer->name == buffer) reads.push_back({n, lets, loops});
+      IRVisitor::Visit(n);
+    }
+    void Visit(const LetNode* n) override {
+      VisitExpr(n->value);
+      lets.push_back(n);
+      VisitStmt(n->body);
+      lets.pop_back();
+    }
+    void Visit(const ForNode* n) override {
+      VisitExpr(n->min);
+      VisitExpr(n->extent);
+      loops.push_back(n);
+      VisitStmt(n->body);
+      loops.pop_back();
+    }
+    void Visit(const PrefetchNode*) override {}  // an earlier prefetch is not a read
+  } collector;
+  collector.buffer = buffer;
+  collector.VisitStmt(body);
+  return collector.reads;
+}
+
+// The read's indices in terms of variables bound outside the loop: let
+// variables are replaced by their values (innermost first, since an inner
+// value may mention an outer variable) and inner loop variables by `at(loop)`.
+std::vector<Expr> IndicesAt(const Read& read, const std::function<Expr(const ForNode*)>& at) {
+  std::vector<Expr> indices = read.load->indices;
+  for (auto let = read.lets.rbegin(); let != read.lets.rend(); ++let) {
+    for (Expr& index : indices) index = Substitute(index, {{(*let)->var.get(), (*let)->value}});
+  }
+  VarMap inner;
+  for (const ForNode* loop : read.loops) inner[loop->var.get()] = at(loop);
+  for (Expr& index : indices) index = Simplify(Substitute(index, inner));
+  return indices;
+}
+
+// Bounds checks for every index-array read in `indices` that depends on `var`.
+Expr InBounds(const std::vector<Expr>& indices, const VarNode* var, bool check_lower) {
+  struct Guard : IRVisitor {
+    const VarNode* var;
+    bool check_lower;
+    Expr cond;
+    void Add(Expr c) { cond = cond ? MakeBinary(BinaryOp::kAnd, cond, c) : c; }
+    void Visit(const BufferLoadNode* n) override {
+      IRVisitor::Visit(n);
+      for (size_t d = 0; d < n->indices.size(); ++d) {
+        if (!Uses(n->indices[d], var)) continue;
+        Expr index = n->indices[d], extent = n->buffer->shape[d];
+        UnifyIntegers(&index, &extent);
+        Add(MakeBinary(BinaryOp::kLT, index, extent));
+        if (check_lower) Add(MakeBinary(BinaryOp::kGE, index, IntLike(0, index)));
+      }
+    }
+  } guard;
+  guard.var = var;
+  guard.check_lower = check_lower;
+  for (const Expr& index : indices) guard.VisitExpr(index);
+  return guard.cond ? Simplify(guard.cond) : nullptr;
+}
+
+PrimFunc PrefetchRewrite(const PrimFunc& f, const std::string& loop_name, const std::string& buffer_name,
+                         int64_t offset) {
+  const ForNode* loop = FindLoop(f, loop_name, "prefetch");
+  if (offset == 0) ThrowScheduleError("prefetch: the offset must be non-zero (iterations ahead)", Excerpt(loop));
+  if (loop->for_kind == ForKind::kVectorized) {
+    ThrowScheduleError("prefetch: loop '" + loop_name + "' is vectorized; prefetch in an enclosing loop", Excerpt(loop));
+  }
+  std::vector<Read> reads = ReadsOf(loop->body, buffer_name);
+  if (reads.empty()) {
+    ThrowScheduleError("prefetch: buffer '" + buffer_name + "' is not read inside loop '" + loop_name + "'",
+                       Excerpt(loop));
+  }
+  auto first = [](const ForNode* l) { return l->min; };
+  auto last = [](const ForNode* l) { return Simplify(Sub(Add(l->min, l->extent), IntLike(1, l->extent))); };
+  std::vector<Expr> start = IndicesAt(reads[0], first), end = IndicesAt(reads[0], last);
+  for (const Read& other : reads) {
+    std::vector<Expr> s = IndicesAt(other, first);
+    for (size_t d = 0; d < s.size(); ++d) {
+      if (!StructuralEqual(s[d], start[d])) {
+        ThrowScheduleError("prefetch: buffer '" + buffer_name + "' is read at different places in loop '" +
+                               loop_name + "'; prefetch needs one region",
+                           Excerpt(loop));
+      }
+    }
+  }
+  // One contiguous span: inner loops may move the last index only.
+  for (size_t d = 0; d + 1 < start.size(); ++d) {
+    if (!StructuralEqual(start[d], end[d])) {
+      ThrowScheduleError("prefetch: the region of '" + buffer_name + "' one iteration of '" + loop_name +
+                             "' reads is not contiguous (an inner loop moves index " + std::to_string(d) + ")",
+                         Excerpt(loop));
+    }
+  }
+  const Expr span_expr = Simplify(Add(Sub(end.back(), start.back()), IntLike(1, end.back())));
+  const int64_t* span = AsConstInt(span_expr);
+  if (span && *span == 0) return f;  // an inner loop of extent 0: the buffer is never read
+  if (!span || *span < 0) {
+    ThrowScheduleError("prefetch: the span of '" + buffer_name + "' one iteration of '" + loop_name +
+                           "' reads has no constant size; specialize the inner extents",
+                       Excerpt(loop));
+  }
+  const VarNode* var = loop->var.get();
+  const Expr ahead = offset > 0 ? Add(loop->var, IntLike(offset, loop->var)) : Sub(loop->var, IntLike(-offset, loop->var));
+  for (Expr& index : start) index = Simplify(Substitute(index, {{var, ahead}}));
+  Stmt hint = MakePrefetch(MakeLoad(reads[0].load->buffer, start), *span);
+  if (Expr cond = InBounds(start, var, offset < 0)) hint = MakeIf(cond, hint);
+  Stmt body = MakeSeq({hint, loop->body});
+  return ReplaceStmt(f, loop, MakeFor(loop->var, loop->min, loop->extent, loop->for_kind, body, loop->thread_tag));
+}
+
+}  // namespace
+
+void Schedule::Prefetch(const std::string& loop, const std::string& buffer, int64_t offset) {
+  EnsureStageIII("prefetch");
+  func_ = PrefetchRewrite(func_, loop, buffer, offset);
+  Record("sch.prefetch(" + PyStr(loop) + ", " + PyStr(buffer) + ", " + std::to_string(offset) + ")");
+}
+
+}  // namespace sparsetir
