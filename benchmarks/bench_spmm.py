@@ -3,7 +3,11 @@
     base    hand-written AVX-512 kernel (benchmarks/baseline/spmm_avx512.cc), K-specialized, 2 threads
     torch   torch.sparse.mm on a torch CSR tensor (MKL), torch.set_num_threads(2)
     scipy   scipy.sparse csr_matrix @ ndarray (single-threaded)
-    ours*   our generated kernels, from ours_kernels() below (add scheduled variants there)
+    ours*   our generated kernels, from ours_kernels() below (add scheduled variants there):
+            ours = kernels/csrmm.py unscheduled, sched = the operators' recipe (sparsetir_torch.recipes.spmm_cpu),
+            nopf = the same recipe without the B-row prefetch (both through the Kernel API, which validates the
+            structure arrays on every call), op = torch.ops.sparsetir.spmm (the recipe's kernel; validation cached
+            per graph, as in training)
 
 Matrices: /work/shared/datasets/*.mtx.gz (pattern matrices get random values in [0.5, 1.5)), R-MAT power-law graphs
 (scale 16 and 17, edge factor 16, a=0.57, b=c=0.19, Graph500-style random vertex relabelling, duplicates removed)
@@ -229,6 +233,16 @@ def _scheduled_spmm_factory(p: Problem, **recipe_options) -> Callable:
     return run
 
 
+def _operator_factory(p: Problem) -> Callable:
+    """torch.ops.sparsetir.spmm: the recipe's kernel as the operator runs it (structure validated once per graph and
+    cached; the Kernel API of the sched/nopf columns validates indptr and indices on every call, O(nnz))."""
+    import sparsetir_torch  # noqa: F401  (registers the op)
+
+    def run():
+        return torch.ops.sparsetir.spmm(p.indptr, p.indices, p.values, p.B)
+    return run
+
+
 def ours_kernels() -> Dict[str, Callable]:
     """Our generated kernels to benchmark: name -> factory(Problem) -> run(). Add variants (scheduled kernels, other
     scripts) here; each gets its own columns and ratio columns against base and torch."""
@@ -236,6 +250,7 @@ def ours_kernels() -> Dict[str, Callable]:
         "ours": _script_kernel_factory("csrmm"),
         "sched": _scheduled_spmm_factory,
         "nopf": lambda p: _scheduled_spmm_factory(p, prefetch=None),
+        "op": _operator_factory,
     }
 
 

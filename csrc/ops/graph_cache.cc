@@ -1,36 +1,14 @@
 #include "graph_cache.h"
 
-#include <c10/util/intrusive_ptr.h>
-
 #include <list>
 #include <unordered_map>
 
 #include "runtime/bsr_conversion.h"
 #include "support/error.h"
+#include "tensor_fingerprint.h"
 
 namespace sparsetir::ops {
 namespace {
-
-using WeakImpl = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
-
-// Identity plus everything that changes when a tensor is modified or replaced.
-struct Fingerprint {
-  WeakImpl impl;
-  uint32_t version;
-  const void* data;
-  int64_t numel;
-
-  explicit Fingerprint(const at::Tensor& t)
-      : impl(t.getIntrusivePtr()), version(t.unsafeGetTensorImpl()->version_counter().current_version()),
-        data(t.data_ptr()), numel(t.numel()) {}
-
-  bool Matches(const at::Tensor& t) const {
-    auto alive = impl.lock();
-    return alive.get() == t.unsafeGetTensorImpl() && data == t.data_ptr() && numel == t.numel() &&
-           version == t.unsafeGetTensorImpl()->version_counter().current_version();
-  }
-  bool Expired() const { return impl.expired(); }
-};
 
 struct Entry {
   Fingerprint indptr, indices;

@@ -19,6 +19,7 @@
 #include "transforms/lower_sparse_buffer.h"
 #include "transforms/lower_sparse_iter.h"
 #include "transforms/specialize.h"
+#include "validated_calls.h"
 
 namespace py = pybind11;
 
@@ -41,14 +42,35 @@ PyPrimFunc Lower(const PyPrimFunc& f, Stage expected, const char* pass, PrimFunc
   return PyPrimFunc{run(f.func)};
 }
 
-void RunKernel(const Kernel& kernel, const py::list& values) {
+// The structure tensors and integer arguments of a call, for the validated-call
+// memo; false if a structure argument is not a CPU tensor (the full check
+// reports it).
+bool StructureOf(const Kernel& kernel, const py::list& values, const std::vector<KernelArg>& args,
+                 std::vector<at::Tensor>* structure, std::vector<int64_t>* scalars) {
+  for (size_t i : kernel.structure_params()) {
+    if (i >= args.size() || args[i].kind != KernelArg::Kind::kTensor || args[i].device != "cpu") return false;
+    structure->push_back(THPVariable_Unpack(values[i].ptr()));
+  }
+  for (const KernelArg& a : args) {
+    if (a.kind == KernelArg::Kind::kInt) scalars->push_back(a.int_value);
+  }
+  return true;
+}
+
+void RunKernel(const std::shared_ptr<Kernel>& kernel, const py::list& values) {
   std::vector<KernelArg> args;
   args.reserve(values.size());
   for (const py::handle& v : values) args.push_back(ToKernelArg(v));
+  std::vector<at::Tensor> structure;
+  std::vector<int64_t> scalars;
+  const bool memo = StructureOf(*kernel, values, args, &structure, &scalars);
+  const bool validated = memo && StructureAlreadyValidated(kernel, structure, scalars);
   // Tensors stay alive: the caller's list holds them while the GIL is released.
   SparsetirLauncher launcher = TorchLauncher();
   py::gil_scoped_release release;
-  kernel.Run(args, &launcher);
+  kernel->Check(args, /*contents=*/!validated);
+  if (memo && !validated) RememberValidated(kernel, structure, scalars);
+  kernel->Run(args, &launcher, /*check=*/false);
 }
 
 }  // namespace

@@ -198,3 +198,60 @@ def test_many_bad_calls_then_good_call(kernel):
             with pytest.raises(ValueError):
                 k(**apply(good_args(), changes))
     check_still_works(kernel)
+
+
+# ---- the validated-call memo: a structure that passed is not re-read on the next call with the same tensors, but
+# ---- any change to them (in place, a new tensor, other scalars) is checked again.
+
+
+def test_in_place_change_of_validated_indices_is_caught(kernel):
+    k = kernel("csrmm")
+    args = good_args()
+    k(**args)  # validated and remembered
+    k(**args)  # the memo hit
+    args["indices"][3] = N  # in place: bumps the version counter
+    with pytest.raises(ValueError, match=r"'indices'.*element 3 is 5, outside the valid range \[0, 4\]"):
+        k(**args)
+    args["indices"][3] = 2
+    k(**args)
+    torch.testing.assert_close(args["c"].double(), reference(args), rtol=1e-5, atol=1e-6)
+
+
+def test_in_place_change_of_validated_indptr_is_caught(kernel):
+    k = kernel("csrmm")
+    args = good_args()
+    k(**args)
+    args["indptr"][1] = 4  # 0, 4, 2, ...: decreasing
+    with pytest.raises(ValueError, match=r"'indptr'.*must be non-decreasing"):
+        k(**args)
+
+
+def test_new_tensors_with_bad_contents_are_checked(kernel):
+    """Fresh tensors (possibly at a freed tensor's address, with the same size and version) are checked."""
+    k = kernel("csrmm")
+    for trial in range(20):
+        args = good_args()
+        k(**args)
+        del args
+        bad = good_args()
+        bad["indices"] = i32([0, 4, 1, 2, N + trial])
+        with pytest.raises(ValueError, match=r"'indices'"):
+            k(**bad)
+
+
+def test_validated_indices_are_rechecked_for_other_scalars(kernel):
+    """The range of an index depends on n: the same indices with a smaller n are checked again."""
+    k = kernel("csrmm")
+    args = good_args()
+    k(**args)
+    smaller = dict(args, n=N - 1, b=args["b"][: N - 1].contiguous())
+    with pytest.raises(ValueError, match=r"'indices'.*outside the valid range \[0, 3\]"):
+        k(**smaller)
+
+
+def test_validated_structure_still_checks_shapes(kernel):
+    k = kernel("csrmm")
+    args = good_args()
+    k(**args)
+    with pytest.raises(ValueError, match=r"'b' must have shape"):
+        k(**dict(args, b=torch.rand(N + 1, F)))

@@ -1,6 +1,7 @@
 #include "runtime/kernel.h"
 
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "codegen/codegen_c.h"
@@ -101,6 +102,7 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const std::string& targ
   kernel->lowered_ = LowerToStageIII(f);
   kernel->source_ = CodegenCpu(kernel->lowered_);
   kernel->module_ = GetOrBuildCpuModule(kernel->source_);
+  kernel->structure_params_ = kernel->StructureParams();
   return kernel;
 }
 
@@ -110,7 +112,38 @@ std::vector<std::string> Kernel::param_names() const {
   return names;
 }
 
-void Kernel::Check(const std::vector<KernelArg>& args) const {
+std::map<const BufferNode*, std::pair<Expr, Expr>> Kernel::DomainFacts() const {
+  std::map<const BufferNode*, std::pair<Expr, Expr>> domain;
+  if (lowered_->body) {
+    struct Facts : IRVisitor {
+      std::map<const BufferNode*, std::pair<Expr, Expr>>* out;
+      void Visit(const AssumeNode* n) override { (*out)[n->buffer.get()] = {n->lo, n->hi}; }
+    } facts;
+    facts.out = &domain;
+    facts.VisitStmt(lowered_->body);
+  }
+  return domain;
+}
+
+std::vector<size_t> Kernel::StructureParams() const {
+  const auto domain = DomainFacts();
+  std::set<const VarNode*> indptrs;
+  for (const IndptrRule& rule : indptr_rules_) indptrs.insert(rule.handle.get());
+  std::vector<size_t> out;
+  const auto& params = lowered_->params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    for (const Buffer& b : lowered_->buffers) {
+      if (b->kind == BufferKind::kMatch && b->data == params[i] &&
+          (domain.count(b.get()) > 0 || indptrs.count(params[i].get()) > 0)) {
+        out.push_back(i);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
   const auto& params = lowered_->params;
   if (args.size() != params.size()) {
     ThrowArgumentError(name_ + "() takes " + std::to_string(params.size()) + " arguments but got " +
@@ -161,15 +194,7 @@ void Kernel::Check(const std::vector<KernelArg>& args) const {
   }
   std::map<const VarNode*, const IndptrRule*> indptr_of;
   for (const IndptrRule& rule : indptr_rules_) indptr_of[rule.handle.get()] = &rule;
-  std::map<const BufferNode*, std::pair<Expr, Expr>> domain;
-  if (lowered_->body) {
-    struct Facts : IRVisitor {
-      std::map<const BufferNode*, std::pair<Expr, Expr>>* out;
-      void Visit(const AssumeNode* n) override { (*out)[n->buffer.get()] = {n->lo, n->hi}; }
-    } facts;
-    facts.out = &domain;
-    facts.VisitStmt(lowered_->body);
-  }
+  const auto domain = DomainFacts();
   auto is_structure = [&](const HandleBinding& h) {
     return domain.count(h.buffer.get()) > 0 || indptr_of.count(h.buffer->data.get()) > 0;
   };
@@ -198,6 +223,8 @@ void Kernel::Check(const std::vector<KernelArg>& args) const {
                            "', from the scalar arguments), got " + ShapeText(a.shape));
       }
       if (pass != 0) continue;
+      eval.arrays[h.buffer.get()] = &a;
+      if (!contents) continue;
       int64_t length = expected.empty() ? 1 : expected[0];
       auto rule = indptr_of.find(h.buffer->data.get());
       if (rule != indptr_of.end() && length > 0) {
@@ -230,13 +257,12 @@ void Kernel::Check(const std::vector<KernelArg>& args) const {
           }
         }
       }
-      eval.arrays[h.buffer.get()] = &a;
     }
   }
 }
 
-void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* launcher) const {
-  Check(args);
+void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* launcher, bool check) const {
+  if (check) Check(args);
   std::vector<SparsetirArg> packed(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].kind == KernelArg::Kind::kTensor) {

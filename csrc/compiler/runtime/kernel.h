@@ -9,6 +9,7 @@
 // never an out-of-bounds access.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,15 +47,26 @@ class Kernel {
   std::vector<std::string> param_names() const;
 
   // Throws an ArgumentError (ValueError in Python) naming the parameter.
-  void Check(const std::vector<KernelArg>& args) const;
-  // Checks, then runs. `launcher` runs parallel loops.
-  void Run(const std::vector<KernelArg>& args, const SparsetirLauncher* launcher) const;
+  // `contents` = false skips reading the structure arrays' elements (indptr
+  // order, index ranges: O(nnz)) for a caller that knows these very arrays,
+  // unchanged, passed the full check with the same scalar arguments; every
+  // kind, dtype and shape is still checked.
+  void Check(const std::vector<KernelArg>& args, bool contents = true) const;
+  // The parameters whose elements Check reads (indptr and index arrays), in
+  // parameter order.
+  const std::vector<size_t>& structure_params() const { return structure_params_; }
+  // Checks (unless `check` is false: the caller just called Check), then
+  // runs. `launcher` runs parallel loops.
+  void Run(const std::vector<KernelArg>& args, const SparsetirLauncher* launcher, bool check = true) const;
   // Runs packed arguments (parameter order) without the checks: for callers
   // that validated the same contract themselves, such as the operators, which
   // validate a structure once per graph rather than on every call.
   void RunUnchecked(const SparsetirArg* args, const SparsetirLauncher* launcher) const;
 
  private:
+  std::map<const BufferNode*, std::pair<Expr, Expr>> DomainFacts() const;  // assume_buffer_domain
+  std::vector<size_t> StructureParams() const;
+
   struct IndptrRule {
     Var handle;
     Expr nnz;  // may be null
@@ -63,6 +75,7 @@ class Kernel {
   std::string source_;
   PrimFunc lowered_;                 // stage III
   std::vector<IndptrRule> indptr_rules_;
+  std::vector<size_t> structure_params_;
   std::shared_ptr<Module> module_;
 };
 
