@@ -102,5 +102,29 @@ TEST(KernelTest, MalformedIndptrIsAnArgumentError) {
   }
 }
 
+TEST(KernelTest, StructureParamsAreTheIndexArrays) {
+  auto kernel = Kernel::Build(Parse(ReadScript("csrmm.py")), "cpu");
+  // csrmm(a, b, c, indptr, indices, m, n, feat_size, nnz)
+  EXPECT_EQ(kernel->structure_params(), (std::vector<size_t>{3, 4}));
+}
+
+TEST(KernelTest, CheckWithoutContentsStillChecksShapes) {
+  auto kernel = Kernel::Build(Parse(ReadScript("csrmm.py")), "cpu");
+  Csr a = RandomCsr(4, 4, 3);
+  int nnz = static_cast<int>(a.values.size());
+  a.indices[0] = 99;  // out of range: only a contents check sees it
+  std::vector<float> b(4 * 2), c(4 * 2);
+  std::vector<KernelArg> args = {Tensor(a.values.data(), DataType::kFloat32, {nnz}),
+                                 Tensor(b.data(), DataType::kFloat32, {4, 2}),
+                                 Tensor(c.data(), DataType::kFloat32, {4, 2}),
+                                 Tensor(a.indptr.data(), DataType::kInt32, {5}),
+                                 Tensor(a.indices.data(), DataType::kInt32, {nnz}),
+                                 Int(4), Int(4), Int(2), Int(nnz)};
+  EXPECT_THROW(kernel->Check(args), UserError);
+  EXPECT_NO_THROW(kernel->Check(args, /*contents=*/false));
+  args[1] = Tensor(b.data(), DataType::kFloat32, {4, 3});  // wrong shape for b
+  EXPECT_THROW(kernel->Check(args, /*contents=*/false), UserError);
+}
+
 }  // namespace
 }  // namespace sparsetir
