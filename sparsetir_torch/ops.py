@@ -92,38 +92,8 @@ def _transpose(indptr, indices, columns):
     return ops._csr_transpose(indptr, indices, columns)
 
 
-def _spmm_setup(ctx, inputs, output):
-    indptr, indices, values, dense, reduce = inputs
-    ctx.reduce = reduce
-    ctx.save_for_backward(indptr, indices, values, dense, output if reduce in ("max", "min") else None)
-
-
-def _spmm_backward(ctx, grad):
-    indptr, indices, values, dense, output = ctx.saved_tensors
-    grad_values = grad_dense = None
-    if ctx.reduce in ("sum", "mean"):
-        g = grad
-        if ctx.reduce == "mean":
-            lengths = (indptr[1:] - indptr[:-1]).clamp(min=1)
-            g = grad / lengths.unsqueeze(1).to(grad.dtype)
-        if ctx.needs_input_grad[2]:
-            grad_values = ops.sddmm(indptr, indices, None, g, dense)
-        if ctx.needs_input_grad[3]:
-            t_indptr, t_indices, perm = _transpose(indptr, indices, dense.shape[0])
-            grad_dense = ops.spmm(t_indptr, t_indices, values.index_select(0, perm), g)
-        return None, None, grad_values, grad_dense, None
-    # max / min: the gradient of each output element goes to the non-zeros that
-    # attain it, split evenly among ties (as torch.amax does).
-    rows = _row_ids(indptr, indices.shape[0])
-    gathered = dense.index_select(0, indices)
-    hit = (values.unsqueeze(1) * gathered == output.index_select(0, rows)).to(grad.dtype)
-    count = torch.zeros_like(output).index_add_(0, rows, hit)
-    share = hit * (grad / count.clamp(min=1)).index_select(0, rows)
-    if ctx.needs_input_grad[2]:
-        grad_values = (share * gathered).sum(1)
-    if ctx.needs_input_grad[3]:
-        grad_dense = torch.zeros_like(dense).index_add_(0, indices, share * values.unsqueeze(1))
-    return None, None, grad_values, grad_dense, None
+# spmm's autograd kernel is in C++ (csrc/ops/autograd_spmm.cc): it is the op
+# called most, and a Python autograd kernel costs microseconds on every call.
 
 
 def _sddmm_setup(ctx, inputs, output):
@@ -178,7 +148,6 @@ def _attention_backward(ctx, grad):
     return None, None, dq, dk, dv, None
 
 
-torch.library.register_autograd("sparsetir::spmm", _spmm_backward, setup_context=_spmm_setup)
 torch.library.register_autograd("sparsetir::sddmm", _sddmm_backward, setup_context=_sddmm_setup)
 torch.library.register_autograd("sparsetir::bsrmm", _bsrmm_backward, setup_context=_bsrmm_setup)
 torch.library.register_autograd("sparsetir::sparse_attention", _attention_backward, setup_context=_attention_setup)

@@ -1,7 +1,8 @@
 // The torch.ops.sparsetir library: schemas (the public API: names and
 // argument orders are fixed; optional arguments may only be appended) and the
 // CPU implementations. register_fake and autograd live in Python
-// (sparsetir_torch/ops.py); both are built from these same operators.
+// (sparsetir_torch/ops.py), except spmm's autograd (autograd_spmm.cc); both
+// are built from these same operators.
 #include <torch/library.h>
 
 #include "ops.h"
@@ -14,7 +15,7 @@ TORCH_LIBRARY(sparsetir, m) {
   m.def("sparse_attention(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, float? scale=None) -> Tensor",
         tags);
   // Helpers of the backward passes.
-  m.def("_csr_transpose(Tensor indptr, Tensor indices, int columns) -> (Tensor, Tensor, Tensor)", tags);
+  m.def("_csr_transpose(Tensor indptr, Tensor indices, SymInt columns) -> (Tensor, Tensor, Tensor)", tags);
   // Format conversion (automatic format choice in the Python wrappers).
   m.def("_csr_to_bsr(Tensor indptr, Tensor indices, int columns, int block_h, int block_w) -> (Tensor, Tensor, Tensor)",
         tags);

@@ -431,6 +431,32 @@ def test_compile_gcn_forward_backward(dynamo_reset):
     assert counter.frame_count == 2
 
 
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max"])
+def test_compile_dynamic_spmm_every_gradient(dynamo_reset, reduce):
+    """spmm's C++ autograd kernel under dynamic shapes: gradients for the edge
+    weights and the features, graphs of different sizes, one compiled frame."""
+    counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
+
+    def layer(indptr, indices, weights, x):
+        return torch.ops.sparsetir.spmm(indptr, indices, weights, x * 2, reduce).sum(1)
+
+    compiled = torch.compile(layer, backend=counter, fullgraph=True, dynamic=True)
+    for n, p, seed in ((12, 0.3, 1), (20, 0.25, 2), (31, 0.2, 3)):
+        ip, ix, w = random_graph(n, p, seed, empty_rows=(1,))
+        x = torch.randn(n, 7)
+        got_inputs = (w.clone().requires_grad_(), x.clone().requires_grad_())
+        ref_inputs = (w.clone().requires_grad_(), x.clone().requires_grad_())
+        g = torch.randn(n)
+        got = compiled(ip, ix, *got_inputs)
+        got.backward(g)
+        ref = layer(ip, ix, *ref_inputs)
+        ref.backward(g)
+        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+        for a, b in zip(got_inputs, ref_inputs):
+            torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=1e-5)
+    assert counter.frame_count == 1
+
+
 class SparseAttentionBlock(torch.nn.Module):
     def __init__(self, embed=6, heads=2, contiguous_heads=False):
         super().__init__()
