@@ -36,11 +36,6 @@ import glob
 import gzip
 import math
 import os
-
-# MKL's threads (torch.sparse.mm) spin for up to 200 ms after each call (KMP_BLOCKTIME) and take the two cores from
-# whichever method runs next: interleaved, both ours and torch.sparse.mm measured up to 2-3x slower at K = 256. Set
-# before torch loads MKL; an explicit setting wins.
-os.environ.setdefault("KMP_BLOCKTIME", "0")
 import re
 import statistics
 import sys

@@ -778,6 +778,28 @@ def test_prefetch_ir():
     assert "__builtin_prefetch(" in source and "sparsetir_off < 128" in source, source
 
 
+def _feature_tiles_prefetch(s):
+    """Feature tiles outside the non-zero loop: each tile's span of a B row is prefetched."""
+    s.specialize(feat_size=64)
+    i, j, k = s.get_loops("csrmm")
+    kt, kv, kl = s.split(k, [None, 2, 16])
+    s.reorder(kt, j)
+    s.unroll(kv)
+    s.vectorize(kl)
+    s.cache_write(kt, "C", "local")
+    s.prefetch(j, "B", 4)
+    s.parallel(i)
+
+
+def test_prefetch_of_a_feature_tile():
+    sch = new_schedule("csrmm")
+    _feature_tiles_prefetch(sch)
+    text = sch.mod.script()
+    assert "T.prefetch(B[J_indices[J_indptr[i] + (j + 4)], k_0 * 2 * 16], 32)" in text, text
+    assert_round_trips(sch)
+    check_csrmm(st.compile(sch), 64, what="feature tiles + prefetch")
+
+
 def test_prefetch_behind_checks_the_lower_bound():
     sch = new_schedule("csrmm")
     _prefetch_b(-2)(sch)
