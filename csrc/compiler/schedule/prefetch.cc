@@ -112,21 +112,19 @@ Expr InBounds(const std::vector<Expr>& indices, const VarNode* var, bool check_l
 // end - start + 1 as a constant, if it is one. The difference of two affine
 // indices does not depend on the variables of the enclosing loops (a feature
 // tile's offset cancels out), but the simplifier does not always cancel them,
-// so they are set to 0 first. (The span is a hint: an index that is not affine
-// would at worst prefetch the wrong lines.)
-Expr SpanSize(const Expr& start, const Expr& end) {
-  struct Vars : IRVisitor {
+// so loop variables are set to 0 first; scalar parameters stay (an extent
+// that is not specialized leaves the span symbolic). The span is a hint: an
+// index that is not affine would at worst prefetch the wrong lines.
+Expr SpanSize(const PrimFunc& f, const Expr& start, const Expr& end) {
+  struct LoopVars : IRVisitor {
     VarMap zero;
-    void Visit(const VarNode* n) override {
-      for (auto& [var, value] : zero) {
-        if (var == n) return;
-      }
-      zero[n] = MakeInt(0, n->dtype);
+    void Visit(const ForNode* n) override {
+      zero[n->var.get()] = MakeInt(0, n->var->dtype);
+      IRVisitor::Visit(n);
     }
-  } vars;
-  Expr diff = Add(Sub(end, start), IntLike(1, end));
-  vars.VisitExpr(diff);
-  return Simplify(Substitute(diff, vars.zero));
+  } loops;
+  loops.VisitStmt(f->body);
+  return Simplify(Substitute(Add(Sub(end, start), IntLike(1, end)), loops.zero));
 }
 
 PrimFunc PrefetchRewrite(const PrimFunc& f, const std::string& loop_name, const std::string& buffer_name,
@@ -162,7 +160,7 @@ PrimFunc PrefetchRewrite(const PrimFunc& f, const std::string& loop_name, const 
                          Excerpt(loop));
     }
   }
-  const Expr span_expr = SpanSize(start.back(), end.back());
+  const Expr span_expr = SpanSize(f, start.back(), end.back());
   const int64_t* span = AsConstInt(span_expr);
   if (span && *span == 0) return f;  // an inner loop of extent 0: the buffer is never read
   if (!span || *span < 0) {
