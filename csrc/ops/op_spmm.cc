@@ -22,8 +22,14 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
   at::Tensor out = at::empty({csr.rows(), b.size(1)}, b.options());
   const std::string script = how == "max" ? "csrmm_max" : how == "min" ? "csrmm_min" : "csrmm";
   if (how == "mean") {
-    // The sum of the non-zeros scaled by 1 / row length (computed in float64).
-    a = (a.to(at::kDouble) * csr.info->MeanWeights()).to(a.scalar_type());
+    // The sum of the non-zeros scaled by 1 / row length. float32 and float64
+    // values take one multiplication by cached weights of their dtype (a
+    // float32 product is rounded twice, within 1.5 ulp); 16-bit values are
+    // scaled in float64 and rounded once, as their 8- or 11-bit mantissa
+    // cannot hold 1 / length.
+    const bool wide = a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble;
+    a = wide ? a * csr.info->MeanWeights(a.scalar_type())
+             : (a.to(at::kDouble) * csr.info->MeanWeights()).to(a.scalar_type());
   }
   RunCsrmm(script, csr.indptr, csr.indices, a, b, out);
   if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {
