@@ -351,6 +351,38 @@ def test_cache_write_ir():
     assert_round_trips(sch)
 
 
+def test_cache_write_skips_the_copy_in_an_init_overwrites():
+    """The init block stores every element of the cache first: no copy in (a read
+    of never-written output memory would map the zero page and double the page
+    faults); without an init in the loop (cache at j), the copy in stays."""
+    sch = new_schedule()
+    sch.specialize(feat_size=64)
+    sch.cache_write("i", "C", "local")
+    text = sch.mod.script()
+    assert "= C[i, " not in text, text
+    check_csrmm(st.compile(sch), 64, what="cache_write without copy in")
+
+    sch = new_schedule()
+    sch.specialize(feat_size=20)
+    sch.cache_write("j", "C", "local")
+    text = sch.mod.script()
+    assert "C_local[ax0] = C[i, ax0]" in text, text
+    check_csrmm(st.compile(sch), 20, what="cache_write at j keeps the copy in")
+
+
+def test_cache_write_keeps_the_copy_in_for_a_partial_init():
+    """An init over part of the row only (its loop split with an outer factor
+    kept outside) does not cover the cache: the copy in stays."""
+    sch = new_schedule()
+    sch.specialize(feat_size=32)
+    (k_init,) = sch.get_loops("csrmm_init")[1:]
+    sch.split(k_init, [None, 16])
+    sch.cache_write("i", "C", "local")
+    text = sch.mod.script()
+    assert "= C[i, " in text, text
+    check_csrmm(st.compile(sch), 32, what="split init keeps the copy in")
+
+
 def test_cache_write_shared_ir():
     sch = new_schedule()
     sch.specialize(feat_size=16)

@@ -1,5 +1,8 @@
 #include "schedule/cache.h"
 
+#include <map>
+#include <set>
+
 #include "ir/equal.h"
 #include "ir/functor.h"
 #include "ir/substitute.h"
@@ -122,6 +125,49 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
   return body;
 }
 
+// True if `body` begins by storing every element of `cache` with values that
+// do not read it: a perfect nest of loops from 0 (blocks allowed) around one
+// store whose indices are the nest's variables, each loop spanning its cache
+// dimension. A reduction's init block is such a nest. Then the copy into the
+// cache is dead, and it must go rather than be left to the C++ compiler: a
+// read of output memory that was never written maps the shared zero page, and
+// the first write then costs a second page fault plus a TLB shootdown.
+bool OverwritesFirst(const Stmt& body, const Buffer& cache) {
+  Stmt s = body;
+  if (const auto* seq = s->as<SeqNode>()) s = seq->stmts.front();
+  std::map<const VarNode*, int64_t> extents;
+  for (;;) {
+    if (const auto* loop = s->as<ForNode>()) {
+      const int64_t *min = AsConstInt(loop->min), *extent = AsConstInt(loop->extent);
+      if (!min || *min != 0 || !extent) return false;
+      extents[loop->var.get()] = *extent;
+      s = loop->body;
+    } else if (const auto* block = s->as<BlockNode>()) {
+      s = block->body;
+    } else {
+      break;
+    }
+  }
+  const auto* store = s->as<BufferStoreNode>();
+  if (!store || store->buffer != cache || store->indices.size() != cache->shape.size()) return false;
+  AccessCollector reads(cache.get());
+  reads.VisitExpr(store->value);
+  if (!reads.accesses.empty()) return false;
+  std::set<const VarNode*> used;
+  for (size_t d = 0; d < store->indices.size(); ++d) {
+    const int64_t* dim = AsConstInt(cache->shape[d]);
+    if (!dim) return false;
+    const Expr& index = store->indices[d];
+    if (const int64_t* c = AsConstInt(index)) {
+      if (*dim != 1 || *c != 0) return false;
+      continue;
+    }
+    const auto* var = index->as<VarNode>();
+    if (!var || !extents.count(var) || extents[var] != *dim || !used.insert(var).second) return false;
+  }
+  return used.size() == extents.size();  // every loop of the nest indexes a dimension
+}
+
 }  // namespace
 
 PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std::string& buffer_name,
@@ -197,7 +243,11 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   Buffer cache = MakeBuffer(std::move(node));
   *cache_name = cache->name;
   Stmt body = Redirector(buffer.get(), cache, varying, direction == CacheDirection::kWrite).VisitStmt(loop->body);
-  std::vector<Stmt> parts = {CopyNest(f, buffer, cache, fixed, varying, true), body};
+  std::vector<Stmt> parts;
+  if (!(direction == CacheDirection::kWrite && OverwritesFirst(body, cache))) {
+    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, true));
+  }
+  parts.push_back(body);
   if (direction == CacheDirection::kWrite) parts.push_back(CopyNest(f, buffer, cache, fixed, varying, false));
   Stmt new_body = MakeAllocate(cache, MakeSeq(parts));
   return ReplaceStmt(f, loop, MakeFor(loop->var, loop->min, loop->extent, loop->for_kind, new_body, loop->thread_tag));
