@@ -102,6 +102,7 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const std::string& targ
   kernel->lowered_ = LowerToStageIII(f);
   kernel->source_ = CodegenCpu(kernel->lowered_);
   kernel->module_ = GetOrBuildCpuModule(kernel->source_);
+  kernel->domain_ = kernel->DomainFacts();
   kernel->structure_params_ = kernel->StructureParams();
   return kernel;
 }
@@ -126,7 +127,7 @@ std::map<const BufferNode*, std::pair<Expr, Expr>> Kernel::DomainFacts() const {
 }
 
 std::vector<size_t> Kernel::StructureParams() const {
-  const auto domain = DomainFacts();
+  const auto& domain = domain_;
   std::set<const VarNode*> indptrs;
   for (const IndptrRule& rule : indptr_rules_) indptrs.insert(rule.handle.get());
   std::vector<size_t> out;
@@ -194,7 +195,7 @@ void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
   }
   std::map<const VarNode*, const IndptrRule*> indptr_of;
   for (const IndptrRule& rule : indptr_rules_) indptr_of[rule.handle.get()] = &rule;
-  const auto domain = DomainFacts();
+  const auto& domain = domain_;
   auto is_structure = [&](const HandleBinding& h) {
     return domain.count(h.buffer.get()) > 0 || indptr_of.count(h.buffer->data.get()) > 0;
   };

@@ -75,6 +75,9 @@ class Kernel {
   std::string source_;
   PrimFunc lowered_;                 // stage III
   std::vector<IndptrRule> indptr_rules_;
+  // The assume_buffer_domain facts of lowered_, found once at build (Check
+  // runs on every call).
+  std::map<const BufferNode*, std::pair<Expr, Expr>> domain_;
   std::vector<size_t> structure_params_;
   std::shared_ptr<Module> module_;
 };

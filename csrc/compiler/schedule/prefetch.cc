@@ -20,6 +20,7 @@
 // range); the loop variable is advanced by `offset`, and every index array
 // read to form the address is guarded to stay in bounds (a prefetch of any
 // address is harmless, reading an index array past its end is not).
+#include <functional>
 #include <vector>
 
 #include "ir/equal.h"
