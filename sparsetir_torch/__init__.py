@@ -13,6 +13,7 @@ from . import _C
 from .compiler import Kernel, PrimFunc, cache_info, compile, lower_sparse_buffer, lower_sparse_iter, parse, specialize
 from .errors import CompileError, ScheduleError, ScriptError
 from .schedule import Schedule
+from .decompose import FormatRewriteRule, compute_part, format_decompose, preprocess_part
 from .ops import clear_graph_cache, graph_cache_info
 from .sparse_matrix import SparseMatrix
 from .api import bsrmm, sddmm, sparse_attention, spmm
@@ -22,6 +23,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CompileError",
+    "FormatRewriteRule",
     "Kernel",
     "PrimFunc",
     "Schedule",
@@ -36,9 +38,12 @@ __all__ = [
     "spmm",
     "cache_info",
     "compile",
+    "compute_part",
+    "format_decompose",
     "explain",
     "lower_sparse_buffer",
     "lower_sparse_iter",
     "parse",
+    "preprocess_part",
     "specialize",
 ]

@@ -16,6 +16,7 @@
 #include "schedule/schedule.h"
 #include "support/error.h"
 #include "tensor_args.h"
+#include "transforms/format_decompose.h"
 #include "transforms/lower_sparse_buffer.h"
 #include "transforms/lower_sparse_iter.h"
 #include "transforms/specialize.h"
@@ -139,6 +140,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("lower_sparse_buffer",
         [](const PyPrimFunc& f) { return Lower(f, Stage::kII, "lower_sparse_buffer", LowerSparseBuffer); });
+  m.def("format_decompose", [](const PyPrimFunc& f, const std::vector<std::pair<std::string, PyPrimFunc>>& rules) {
+    std::vector<std::pair<std::string, PrimFunc>> formats;
+    for (const auto& [name, format] : rules) formats.emplace_back(name, format.func);
+    return PyPrimFunc{FormatDecompose(f.func, formats)};
+  });
+  m.def("preprocess_part", [](const PyPrimFunc& f) { return PyPrimFunc{PreprocessPart(f.func)}; });
+  m.def("compute_part", [](const PyPrimFunc& f, bool with_init) { return PyPrimFunc{ComputePart(f.func, with_init)}; },
+        py::arg("f"), py::arg("with_init") = true);
 
   py::class_<Kernel, std::shared_ptr<Kernel>>(m, "Kernel")
       .def_property_readonly("name", &Kernel::name)

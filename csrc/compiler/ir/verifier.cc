@@ -36,7 +36,11 @@ class StageIVerifier : public IRVisitor {
       }
     }
     bool reduces = it->roles.find('R') != std::string::npos;
-    if (reduces && !it->init) {
+    // {"accumulate": True}: the iteration adds into an output initialized
+    // before it (a composable format's share of a result).
+    AttrPtr accumulate = FindAttr(it->attrs, "accumulate");
+    bool accumulates = accumulate && accumulate->kind == AttrValue::Kind::kBool && accumulate->bool_value;
+    if (reduces && !it->init && !accumulates) {
       Buffer output = FirstStored(it->body);
       if (output) {
         std::string reductions;
@@ -44,7 +48,7 @@ class StageIVerifier : public IRVisitor {
           if (it->roles[t] == 'R') reductions += (reductions.empty() ? "" : ", ") + it->iterators[t]->name;
         }
         ThrowScriptError(where + " reduces over " + reductions + " into buffer '" + output->name +
-                             "' but has no 'with T.init():' block to initialize it",
+                             "' but has no 'with T.init():' block to initialize it (or T.sp.iteration_attr({\"accumulate\": True}) when it adds into an output initialized before)",
                          it->span);
       }
     }
