@@ -212,6 +212,9 @@ class Builder {
         body.push_back(s);
       }
     }
+    // Attributes are built once iterators and buffers exist: an index map may
+    // read one of the format's buffers (a row map).
+    BuildFunctionAttrs(def.body);
     func_.body = BuildBlock(body, 0);
     PrimFunc f = MakePrimFunc(std::move(func_));
     if (f->stage == Stage::kI) VerifyStageI(f);
@@ -222,8 +225,9 @@ class Builder {
     return s->kind == AstStmt::Kind::kExpr && CallName(s->value) == "T.func_attr";
   }
 
-  // Reads T.func_attr first (it may come last, as in a format function) and
-  // notes every iterator name so that a forward reference gets a clear error.
+  // Reads the stage from T.func_attr first (it may come last, as in a format
+  // function) and notes every iterator name so that a forward reference gets
+  // a clear error.
   void PrescanFunction(const std::vector<AstStmtPtr>& body) {
     for (const AstStmtPtr& s : body) {
       if (s->kind == AstStmt::Kind::kAssign && s->target->kind == Kind::kName &&
@@ -247,9 +251,18 @@ class Builder {
             ThrowScriptError("\"sparse_tir_level\" must be 2 (stage I), 1 (stage II) or 0 (stage III)", v->span);
           }
           func_.stage = static_cast<Stage>(v->int_value);
-          continue;
         }
-        func_.attrs.emplace_back(key, BuildAttr(dict->children[i]));
+      }
+    }
+  }
+
+  void BuildFunctionAttrs(const std::vector<AstStmtPtr>& body) {
+    for (const AstStmtPtr& s : body) {
+      if (!IsFuncAttr(s)) continue;
+      const AstExprPtr& dict = s->value->children[1];
+      for (size_t i = 0; i < dict->keys.size(); ++i) {
+        if (dict->keys[i]->text == "sparse_tir_level") continue;
+        func_.attrs.emplace_back(dict->keys[i]->text, BuildAttr(dict->children[i]));
       }
     }
   }

@@ -77,6 +77,18 @@ struct Rewrite {
   Buffer original;
 };
 
+// Whether a coordinate of the original may be reached from several positions
+// of the format: it reads memory (a map), or it is the coordinate of a
+// compressed format level, which distinct parents may store alike (an ELL
+// bucket's row map; within one fiber compressed coordinates are distinct).
+bool MayRepeat(const Expr& coordinate, const Buffer& format, const std::vector<Var>& format_vars) {
+  if (ContainsLoad(coordinate)) return true;
+  for (size_t q = 0; q < format_vars.size(); ++q) {
+    if (IsCompressed(format->axes[q]->kind) && Uses(coordinate, format_vars[q].get())) return true;
+  }
+  return false;
+}
+
 // AND of the conditions that every inverse-mapped coordinate lies within its
 // original axis; null when all are bare coordinates of the format.
 Expr InRange(const std::vector<Expr>& coordinates, const Buffer& original, const std::vector<Var>& format_vars) {
@@ -252,10 +264,10 @@ Stmt ComputeCopy(const SparseIterationNode* node, const std::vector<Rewrite>& re
   std::vector<Expr> at(format_vars.begin(), format_vars.end());
   std::vector<Expr> coordinates = target.inv_idx_map.Apply(at);
   VarMap substitute;
-  bool scattered = false;  // a spatial coordinate read through a map
+  bool scattered = false;  // a spatial coordinate that several positions may share
   for (size_t t = 0; t < original->axes.size(); ++t) {
     substitute[original_vars[t]] = coordinates[t];
-    scattered = scattered || (node->roles[place[t]] == 'S' && ContainsLoad(coordinates[t]));
+    scattered = scattered || (node->roles[place[t]] == 'S' && MayRepeat(coordinates[t], target.format_buffer, format_vars));
   }
   std::map<const BufferNode*, Buffer> buffers;
   for (const Rewrite& r : rewrites) buffers[r.original.get()] = r.target->format_buffer;
@@ -285,7 +297,7 @@ PrimFunc FormatDecompose(const PrimFunc& f, const std::vector<std::pair<std::str
   if (f->stage != Stage::kI) DecomposeError("expects a stage I function, got " + std::string(ToString(f->stage)));
   if (rules.empty()) DecomposeError("needs at least one format rewrite rule");
   std::vector<FormatRule> instantiated;
-  for (const auto& [name, format] : rules) instantiated.push_back(InstantiateFormatRule(name, format));
+  for (const auto& [name, format] : rules) instantiated.push_back(InstantiateFormatRule(name, format, f));
 
   PrimFuncNode out = *f;
   auto add_unique = [&](const std::string& name, const std::string& what) {

@@ -75,6 +75,38 @@ IndexMap ReadMap(const PrimFunc& format, const std::string& key, size_t arity, s
   return map;
 }
 
+// A format level whose coordinate is, unchanged, an original coordinate (an
+// ELL row's mapped row, its columns) ranges over the original extent: its
+// extent parameter is bound to that extent, so the runtime's check of the
+// level's index array (< extent) also keeps the original access in range.
+VarMap BoundExtents(const PrimFunc& format, const PrimFunc& computation) {
+  VarMap bound;
+  AttrPtr inv = FindAttr(format->attrs, "inv_idx_map");
+  AttrPtr targets = FindAttr(format->attrs, "buffer_to_rewrite");
+  if (!inv || inv->kind != AttrValue::Kind::kLambda || !targets) return bound;
+  std::vector<std::string> names = StringList(format, targets, "buffer_to_rewrite");
+  Buffer original, stored;
+  for (const Buffer& b : computation->buffers) if (b->name == names[0]) original = b;
+  for (const Buffer& b : format->buffers) if (b->name == names[0]) stored = b;
+  if (!stored && format->buffers.size() == 1) stored = format->buffers[0];
+  if (!original || !stored || inv->lambda_params.size() != stored->axes.size() ||
+      inv->items.size() != original->axes.size()) {
+    return bound;  // InstantiateFormatRule reports what is wrong
+  }
+  for (size_t t = 0; t < inv->items.size(); ++t) {
+    const Expr& result = inv->items[t]->expr;
+    for (size_t q = 0; q < inv->lambda_params.size(); ++q) {
+      if (result != inv->lambda_params[q]) continue;
+      const auto* extent = stored->axes[q]->extent->as<VarNode>();
+      const Expr& to = original->axes[t]->extent;
+      bool is_param = std::any_of(format->params.begin(), format->params.end(),
+                                  [&](const Var& p) { return p.get() == extent; });
+      if (is_param && extent->dtype == to->dtype) bound[extent] = to;
+    }
+  }
+  return bound;
+}
+
 }  // namespace
 
 std::vector<Expr> IndexMap::Apply(const std::vector<Expr>& args) const {
@@ -87,7 +119,7 @@ std::vector<Expr> IndexMap::Apply(const std::vector<Expr>& args) const {
   return out;
 }
 
-FormatRule InstantiateFormatRule(const std::string& name, const PrimFunc& format) {
+FormatRule InstantiateFormatRule(const std::string& name, const PrimFunc& format, const PrimFunc& computation) {
   if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(c) || c == '_'; })) {
     RuleError(format, "the rule's name '" + name + "' must be letters, digits and '_' (it suffixes generated names)");
   }
@@ -97,10 +129,15 @@ FormatRule InstantiateFormatRule(const std::string& name, const PrimFunc& format
   rule.name = name;
   VarMap vars;
   const std::map<std::string, int64_t> fixed = SpecializedValues(format);
+  const VarMap bound = BoundExtents(format, computation);
   for (const Var& p : format->params) {
     auto constant = fixed.find(p->name);
     if (constant != fixed.end()) {
       vars[p.get()] = MakeInt(constant->second, p->dtype);
+      continue;
+    }
+    if (auto b = bound.find(p.get()); b != bound.end()) {
+      vars[p.get()] = b->second;
       continue;
     }
     Var renamed = MakeVar(p->name + suffix, p->dtype);

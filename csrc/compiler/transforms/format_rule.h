@@ -52,10 +52,12 @@ struct FormatRule {
   std::vector<FormatTarget> targets;      // one per buffer_to_rewrite
 };
 
-// Reads the rule from `format`'s attributes and renames it with `name`.
+// Reads the rule from `format`'s attributes and renames it with `name`. A
+// format level whose coordinate is an original coordinate unchanged takes the
+// original iterator's extent from `computation` instead of a parameter.
 // Throws a ScriptError naming the format and the attribute when one is
 // missing or inconsistent (an iterator_map naming unknown iterators, an
 // index map of the wrong arity, a format iterator mapped twice or never).
-FormatRule InstantiateFormatRule(const std::string& name, const PrimFunc& format);
+FormatRule InstantiateFormatRule(const std::string& name, const PrimFunc& format, const PrimFunc& computation);
 
 }  // namespace sparsetir
