@@ -43,6 +43,11 @@ class _Coordinate:
     def __rmod__(self, o): return self._binary("%", o, True)
     def __neg__(self): return _Coordinate(f"(-{self.text})")
 
+    def __truediv__(self, o):
+        raise TypeError("index maps are integer arithmetic: use // and %, not /")
+
+    __rtruediv__ = __truediv__
+
     def __bool__(self):
         raise TypeError("an index map must be arithmetic on its coordinates (no comparisons or branches)")
 

@@ -202,7 +202,11 @@ class BodyRewriter : public IRMutator {
 
 // The copy of iteration `node` over the formats of one rule; `rewrites` are
 // that rule's targets the iteration touches (they share one iterator_map).
-Stmt ComputeCopy(const SparseIterationNode* node, const std::vector<Rewrite>& rewrites, Names names) {
+// When the iteration writes a rewritten buffer, each copy has an output of its
+// own and keeps the T.init() (rewritten like the body); otherwise the copies
+// share the output and accumulate into it.
+Stmt ComputeCopy(const SparseIterationNode* node, const std::vector<Rewrite>& rewrites, bool own_output,
+                 Names names) {
   const Rewrite& first = rewrites.front();
   const Buffer& original = first.original;
   const FormatTarget& target = *first.target;
@@ -271,11 +275,19 @@ Stmt ComputeCopy(const SparseIterationNode* node, const std::vector<Rewrite>& re
   }
   std::map<const BufferNode*, Buffer> buffers;
   for (const Rewrite& r : rewrites) buffers[r.original.get()] = r.target->format_buffer;
-  Stmt body = BodyRewriter(node, buffers, original_vars, at, substitute).VisitStmt(node->body);
-  if (Expr guard = InRange(coordinates, original, format_vars)) body = MakeIf(Simplify(guard), body);
+  BodyRewriter rewriter(node, buffers, original_vars, at, substitute);
+  Stmt body = rewriter.VisitStmt(node->body);
+  Expr guard = InRange(coordinates, original, format_vars);
+  if (guard) body = MakeIf(Simplify(guard), body);
   it.body = body;
-  it.attrs = WithAttr(node->attrs, "accumulate", MakeBoolAttr(true));
-  if (scattered) it.attrs = WithAttr(it.attrs, "atomic", MakeBoolAttr(true));
+  it.attrs = node->attrs;
+  if (own_output && node->init) {
+    it.init = rewriter.VisitStmt(node->init);
+    if (guard) it.init = MakeIf(Simplify(guard), it.init);
+  } else if (!own_output) {
+    it.attrs = WithAttr(it.attrs, "accumulate", MakeBoolAttr(true));
+  }
+  if (scattered && !own_output) it.attrs = WithAttr(it.attrs, "atomic", MakeBoolAttr(true));
   it.span = node->span;
   return MakeIteration(std::move(it));
 }
@@ -352,8 +364,12 @@ PrimFunc FormatDecompose(const PrimFunc& f, const std::vector<std::pair<std::str
       continue;
     }
     if (!it) DecomposeError("a rewritten buffer is accessed outside a sparse iteration");
-    if (it->init) compute.push_back(InitIteration(it));
-    for (const auto& rewrites : per_rule) compute.push_back(ComputeCopy(it, rewrites, names));
+    bool own_output = false;
+    for (const auto& rewrites : per_rule) {
+      for (const Rewrite& r : rewrites) own_output = own_output || touched.stored.count(r.original.get());
+    }
+    if (it->init && !own_output) compute.push_back(InitIteration(it));
+    for (const auto& rewrites : per_rule) compute.push_back(ComputeCopy(it, rewrites, own_output, names));
   }
   preprocess.insert(preprocess.end(), compute.begin(), compute.end());
   out.body = MakeSeq(std::move(preprocess));

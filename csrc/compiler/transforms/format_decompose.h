@@ -14,7 +14,9 @@
 // over the spatial iterators ("<name>_init", tagged {"init": True}) that runs
 // once before them, and the copies only accumulate (tagged {"accumulate": True}). (The design document's
 // example keeps T.init() in every copy, which would let each format's init
-// erase what the formats before it added.) Coordinates computed by an inverse
+// erase what the formats before it added.) An iteration that writes a
+// rewritten buffer (an SDDMM's output moved to the format too) gives each copy
+// an output of its own; those copies keep their T.init(). Coordinates computed by an inverse
 // map (io * 4 + ii) may pass the original extent where a format pads (m not a
 // multiple of 4), so the copies and the preprocess are guarded by it.
 // The format's parameters are appended to the signature with the rule's name

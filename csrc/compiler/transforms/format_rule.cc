@@ -216,8 +216,8 @@ FormatRule InstantiateFormatRule(const std::string& name, const PrimFunc& format
     }
     for (const SparseIterator& axis : t.format_buffer->axes) {
       if (!mapped.count(axis.get())) {
-        RuleError(format, "\"iterator_map\" does not say which original iterator '" +
-                              axis->name.substr(0, axis->name.size() - suffix.size()) + "' stands for");
+        RuleError(format, "\"iterator_map\" maps no original iterator to format iterator '" +
+                              axis->name.substr(0, axis->name.size() - suffix.size()) + "' of buffer '" + target + "'");
       }
     }
     const size_t original = t.iterator_map.size(), stored = t.format_buffer->axes.size();
