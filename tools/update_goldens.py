@@ -41,7 +41,7 @@ GOLDEN_DIR = os.path.join(REPO_ROOT, "tests", "golden")
 # The pipeline of a stage-I function, in order (csrc/compiler/lower.cc,
 # PipelineFrom). The tool checks the dump against this list, so a pass added to
 # or removed from the pipeline is reported here rather than silently ignored.
-PASSES = ("lower_sparse_iter", "lower_sparse_buffer", "simplify", "hoist_invariants")
+PASSES = ("lower_atomic", "lower_sparse_iter", "lower_sparse_buffer", "simplify", "hoist_invariants")
 INPUT_STEP = "input"
 SIDES = ("before", "after")
 

@@ -8,6 +8,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "transforms/hoist_invariants.h"
+#include "transforms/lower_atomic.h"
 #include "transforms/lower_sparse_buffer.h"
 #include "transforms/lower_sparse_iter.h"
 #include "transforms/simplify.h"
@@ -16,6 +17,7 @@ namespace sparsetir {
 
 std::vector<Pass> PipelineFrom(Stage stage) {
   std::vector<Pass> passes;
+  if (stage == Stage::kI) passes.push_back({"lower_atomic", LowerAtomic});
   if (stage == Stage::kI) passes.push_back({"lower_sparse_iter", LowerSparseIter});
   if (stage != Stage::kIII) passes.push_back({"lower_sparse_buffer", LowerSparseBuffer});
   passes.push_back({"simplify", [](const PrimFunc& f) { return Simplify(f); }});

@@ -17,6 +17,7 @@
 #include "support/error.h"
 #include "tensor_args.h"
 #include "transforms/format_decompose.h"
+#include "transforms/lower_atomic.h"
 #include "transforms/lower_sparse_buffer.h"
 #include "transforms/lower_sparse_iter.h"
 #include "transforms/specialize.h"
@@ -134,7 +135,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("parse", [](const std::string& text, const std::string& name) { return PyPrimFunc{Parse(text, name)}; },
         py::arg("text"), py::arg("source_name") = "<script>");
   m.def("lower_sparse_iter",
-        [](const PyPrimFunc& f) { return Lower(f, Stage::kI, "lower_sparse_iter", LowerSparseIter); });
+        [](const PyPrimFunc& f) {
+          return Lower(f, Stage::kI, "lower_sparse_iter", [](const PrimFunc& g) { return LowerSparseIter(LowerAtomic(g)); });
+        });
+  m.def("lower_atomic", [](const PyPrimFunc& f) { return Lower(f, Stage::kI, "lower_atomic", LowerAtomic); });
   m.def("specialize", [](const PyPrimFunc& f, const std::map<std::string, int64_t>& values) {
     return PyPrimFunc{Specialize(f.func, values)};
   });

@@ -350,3 +350,83 @@ def test_rule_constructor_errors():
                              lambda i, j: (i / 4, j, i, j), lambda io, jo, ii, ji: (io, jo))
     with pytest.raises(TypeError, match="rules must be FormatRewriteRule objects"):
         st.format_decompose(st.parse(CSRMM), ["bsr"])
+
+
+# --------------------------------------------------------------------------- atomics
+
+
+def split_bucket(indptr, indices, values, width):
+    """Every non-empty row in pieces of `width` slots (a long row gives several
+    ELL rows with the same row map), as the hyb conversion splits long rows."""
+    rows, idx, val = [], [], []
+    for r in range(len(indptr) - 1):
+        s, e = int(indptr[r]), int(indptr[r + 1])
+        for start in range(s, e, width):
+            stop = min(start + width, e)
+            rows.append(r)
+            idx.append(list(indices[start:stop]) + [indices[stop - 1]] * (width - (stop - start)))
+            val.append(list(values[start:stop]) + [0.0] * (width - (stop - start)))
+    return (np.array(rows, np.int32), np.array(idx, np.int32).reshape(-1, width),
+            np.array(val, np.float32).reshape(-1, width))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_split_rows_in_parallel_add_atomically(threads):
+    rng = np.random.default_rng(5)
+    m, n, K, width = 12, 300, 16, 4
+    dense, indptr, indices, values = random_csr(rng, m, n, 0.4, (3,))
+    rows, idx, val = split_bucket(indptr, indices, values, width)
+    assert len(set(rows.tolist())) < rows.size  # rows do repeat
+    comp = st.compute_part(st.format_decompose(st.parse(CSRMM), [st.FormatRewriteRule("ell", ELL_ROWS)]),
+                           with_init=False)
+    sch = st.Schedule(comp)
+    sch.specialize(feat_size=K, width_ell=width)
+    sch.lower_sparse_iter()
+    assert "T.atomic_add(C[" in sch.mod.script()
+    o, _, _, _ = sch.get_loops("csrmm_ell")
+    sch.parallel(o)
+    kernel = st.compile(sch)
+    assert "sparsetir_atomic_add(&C[" in kernel.source
+    B = torch.from_numpy(rng.standard_normal((n, K)).astype(np.float32))
+    C = torch.zeros(m, K)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        kernel(b=B, c=C, m=m, n=n, feat_size=K, a_ell=torch.from_numpy(val).view(-1),
+               row_map_ell=torch.from_numpy(rows), indices_ell=torch.from_numpy(idx).view(-1),
+               rows_ell=rows.size, width_ell=width)
+    finally:
+        torch.set_num_threads(previous)
+    np.testing.assert_allclose(C.double().numpy(), dense @ B.double().numpy(), rtol=1e-5, atol=1e-4)
+
+
+ATOMIC_STORE = '''
+@T.prim_func
+def scale(a: T.handle, c: T.handle, indptr: T.handle, indices: T.handle, m: T.int32, n: T.int32, nnz: T.int32) -> None:
+    I = T.sp.dense_fixed(m)
+    J = T.sp.compressed_varied(I, (n, nnz), (indptr, indices), "int32")
+    A = T.sp.match_buffer(a, (I, J), "float32")
+    C = T.sp.match_buffer(c, (I, J), "float32")
+    with T.sp.iteration([I, J], "SS", "scale") as [i, j]:
+        T.sp.iteration_attr({"atomic": True})
+        C[i, j] = STORE
+'''
+
+
+def test_atomic_lowering_of_an_accumulation_in_either_order():
+    for store, addend in (("C[i, j] + A[i, j] * 2.0", "A[i, j] * T.float32(2.0)"),
+                          ("A[i, j] * 2.0 + C[i, j]", "A[i, j] * T.float32(2.0)")):
+        f = st.parse(ATOMIC_STORE.replace("STORE", store))
+        lowered = st.lower_sparse_iter(f)
+        assert "T.atomic_add(C[" in lowered.script()
+        assert st.parse(lowered.script()) == lowered  # T.atomic_add prints and parses back
+        assert f"T.atomic_add(C[i, j], {addend})" in st._C.lower_atomic(f).script()
+
+
+def test_atomic_iteration_errors():
+    with pytest.raises(st.ScriptError, match="is atomic, but its store into 'C' is not a floating-point accumulation"):
+        st.lower_sparse_iter(st.parse(ATOMIC_STORE.replace("STORE", "A[i, j] * 2.0")))
+    with pytest.raises(st.ScriptError, match=r"T.atomic_add\(buffer\[indices\], value\)"):
+        st.parse(ATOMIC_STORE.replace("        C[i, j] = STORE", "        T.atomic_add(C)"))
+    with pytest.raises(st.ScriptError, match="dtype mismatch: adding a int32 value"):
+        st.parse(ATOMIC_STORE.replace("        C[i, j] = STORE", "        T.atomic_add(C[i, j], i)"))

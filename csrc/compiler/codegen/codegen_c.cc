@@ -225,6 +225,16 @@ void CodegenC::EmitStmt(const Stmt& s) {
       Line("// assume " + n->buffer->name + " in [" + Print(n->lo) + ", " + Print(n->hi) + "] (checked by the host)");
       return;
     }
+    case StmtKind::kAtomicAdd: {
+      const auto* n = s->as<AtomicAddNode>();
+      const auto* load = n->target->as<BufferLoadNode>();
+      std::string address = "&" + Name(load->buffer.get(), load->buffer->name) + "[" + Index(load->buffer, load->indices) + "]";
+      std::string add = "sparsetir_atomic_add";
+      if (!Widened(load->buffer.get()) && load->buffer->dtype == DataType::kFloat16) add = "sparsetir_atomic_add_half";
+      if (!Widened(load->buffer.get()) && load->buffer->dtype == DataType::kBFloat16) add = "sparsetir_atomic_add_bf16";
+      Line(add + "(" + address + ", " + Expr2C(n->value) + ");");
+      return;
+    }
     case StmtKind::kPrefetch: {
       // One prefetch per 64-byte line of the span (for read, into all cache
       // levels). A span that starts mid-line may leave its last line out; the

@@ -54,6 +54,35 @@ static inline uint16_t sparsetir_float_to_bf16(float f) {
 static inline float sparsetir_round_half(float f) { return sparsetir_half_to_float(sparsetir_float_to_half(f)); }
 static inline float sparsetir_round_bf16(float f) { return sparsetir_bf16_to_float(sparsetir_float_to_bf16(f)); }
 
+// Atomic addition of floating-point values: a compare-and-swap loop on the
+// element's bits (GCC's atomic builtins add integers only). Relaxed order:
+// the parallel loop's join orders the results for the host.
+template <typename T, typename Bits, typename Add>
+static inline void sparsetir_atomic_update(T* p, const Add& add) {
+  Bits* bits = (Bits*)p;
+  Bits old = __atomic_load_n(bits, __ATOMIC_RELAXED), next;
+  do {
+    T value;
+    __builtin_memcpy(&value, &old, sizeof(T));
+    value = add(value);
+    __builtin_memcpy(&next, &value, sizeof(T));
+  } while (!__atomic_compare_exchange_n(bits, &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+static inline void sparsetir_atomic_add(float* p, float v) {
+  sparsetir_atomic_update<float, uint32_t>(p, [v](float x) { return x + v; });
+}
+static inline void sparsetir_atomic_add(double* p, double v) {
+  sparsetir_atomic_update<double, uint64_t>(p, [v](double x) { return x + v; });
+}
+static inline void sparsetir_atomic_add_half(uint16_t* p, float v) {
+  sparsetir_atomic_update<uint16_t, uint16_t>(
+      p, [v](uint16_t x) { return sparsetir_float_to_half(sparsetir_half_to_float(x) + v); });
+}
+static inline void sparsetir_atomic_add_bf16(uint16_t* p, float v) {
+  sparsetir_atomic_update<uint16_t, uint16_t>(
+      p, [v](uint16_t x) { return sparsetir_float_to_bf16(sparsetir_bf16_to_float(x) + v); });
+}
+
 template <typename T> static inline T sparsetir_min(T a, T b) { return b < a ? b : a; }
 template <typename T> static inline T sparsetir_max(T a, T b) { return a < b ? b : a; }
 template <typename T> static inline T sparsetir_floordiv(T a, T b) {

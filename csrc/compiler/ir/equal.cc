@@ -198,6 +198,10 @@ class Comparator {
         const auto *x = a->as<PrefetchNode>(), *y = b->as<PrefetchNode>();
         return x->extent == y->extent && E(x->address, y->address);
       }
+      case StmtKind::kAtomicAdd: {
+        const auto *x = a->as<AtomicAddNode>(), *y = b->as<AtomicAddNode>();
+        return E(x->target, y->target) && E(x->value, y->value);
+      }
     }
     return false;
   }

@@ -51,6 +51,7 @@ void IRVisitor::Visit(const LetNode* n) { VisitExpr(n->value); VisitStmt(n->body
 void IRVisitor::Visit(const AssumeNode* n) { VisitExpr(n->lo); VisitExpr(n->hi); }
 void IRVisitor::Visit(const BlockNode* n) { VisitStmt(n->body); }
 void IRVisitor::Visit(const PrefetchNode* n) { VisitExpr(n->address); }
+void IRVisitor::Visit(const AtomicAddNode* n) { VisitExpr(n->target); VisitExpr(n->value); }
 void IRVisitor::Visit(const AllocateNode* n) {
   for (const Expr& dim : n->buffer->shape) VisitExpr(dim);
   VisitStmt(n->body);
@@ -201,6 +202,12 @@ Stmt IRMutator::Mutate(const PrefetchNode* n, const Stmt& self) {
   Expr address = VisitExpr(n->address);
   if (address == n->address) return self;
   return MakePrefetch(address, n->extent);
+}
+
+Stmt IRMutator::Mutate(const AtomicAddNode* n, const Stmt& self) {
+  Expr target = VisitExpr(n->target), value = VisitExpr(n->value);
+  if (target == n->target && value == n->value) return self;
+  return MakeAtomicAdd(target, value);
 }
 
 }  // namespace sparsetir

@@ -364,6 +364,11 @@ class FunctionPrinter {
         Line("T.prefetch(" + E(n->address) + ", " + std::to_string(n->extent) + ")");
         return;
       }
+      case StmtKind::kAtomicAdd: {
+        const auto* n = s->as<AtomicAddNode>();
+        Line("T.atomic_add(" + E(n->target) + ", " + E(n->value) + ")");
+        return;
+      }
     }
   }
 

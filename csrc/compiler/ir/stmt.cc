@@ -84,4 +84,13 @@ Stmt MakePrefetch(Expr address, int64_t extent) {
   return std::make_shared<PrefetchNode>(std::move(address), extent);
 }
 
+Stmt MakeAtomicAdd(Expr target, Expr value) {
+  ICHECK(target && value) << "incomplete atomic_add";
+  const auto* load = target->as<BufferLoadNode>();
+  ICHECK(load) << "atomic_add target is not a buffer element";
+  ICHECK(IsFloat(load->buffer->dtype)) << "atomic_add into non-float buffer " << load->buffer->name;
+  ICHECK(value->dtype == load->buffer->dtype) << "atomic_add value dtype differs from buffer " << load->buffer->name;
+  return std::make_shared<AtomicAddNode>(std::move(target), std::move(value));
+}
+
 }  // namespace sparsetir

@@ -136,6 +136,18 @@ struct PrefetchNode : StmtNode {
   const int64_t extent;
 };
 
+// T.atomic_add(C[i, k], value): C[i, k] += value as one indivisible update,
+// for outputs that several parallel iterations may add into at once (a
+// composable format whose rows map onto the same output row). `target` is the
+// BufferLoad of the element, so that passes rewriting loads (positions,
+// flattening, substitution) rewrite it with them.
+struct AtomicAddNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kAtomicAdd;
+  AtomicAddNode(Expr target, Expr value) : StmtNode(kKind), target(std::move(target)), value(std::move(value)) {}
+  const Expr target;
+  const Expr value;
+};
+
 Stmt MakeStore(Buffer buffer, std::vector<Expr> indices, Expr value);
 Stmt MakeAllocate(Buffer buffer, Stmt body);
 // Flattens nested sequences; a single statement is returned as is.
@@ -147,5 +159,7 @@ Stmt MakeIf(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt MakeLet(Var var, Expr value, Stmt body);
 Stmt MakeAssume(Buffer buffer, Expr lo, Expr hi);
 Stmt MakePrefetch(Expr address, int64_t extent);
+// Checks that target is a BufferLoad of a floating-point buffer and value has its dtype.
+Stmt MakeAtomicAdd(Expr target, Expr value);
 
 }  // namespace sparsetir

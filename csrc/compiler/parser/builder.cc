@@ -564,6 +564,7 @@ class Builder {
       return MakeAssume(sym.buffer, BuildIndexScalar(range[0], "lo"), BuildIndexScalar(range[1], "hi"));
     }
     if (callee == "T.prefetch") return BuildPrefetch(s.value);
+    if (callee == "T.atomic_add") return BuildAtomicAdd(s.value);
     if (callee == "T.sp.iteration_attr") {
       ThrowScriptError("T.sp.iteration_attr must be the first statement inside a T.sp.iteration", s.span);
     }
@@ -585,6 +586,25 @@ class Builder {
       ThrowScriptError("the extent of a prefetch is a positive integer literal", extent->span);
     }
     return MakePrefetch(address, count);
+  }
+
+  // T.atomic_add(C[i, k], value): an indivisible C[i, k] += value.
+  Stmt BuildAtomicAdd(const AstExprPtr& call) {
+    if (call->children.size() != 3 || call->children[1]->kind != Kind::kSubscript) {
+      ThrowScriptError("T.atomic_add(buffer[indices], value)", call->span);
+    }
+    Expr target = BuildExpr(call->children[1]);
+    const auto* load = target->as<BufferLoadNode>();
+    if (!load || !IsFloat(load->buffer->dtype)) {
+      ThrowScriptError("T.atomic_add adds into an element of a floating-point buffer", call->children[1]->span);
+    }
+    Expr value = CastLiteralTo(BuildExpr(call->children[2]), load->buffer->dtype, call->children[2]->span);
+    if (value->dtype != load->buffer->dtype) {
+      ThrowScriptError("dtype mismatch: adding a " + ToString(value->dtype) + " value into buffer '" +
+                           load->buffer->name + "' of " + ToString(load->buffer->dtype),
+                       call->children[2]->span);
+    }
+    return MakeAtomicAdd(target, value);
   }
 
   Stmt BuildStore(const AstExprPtr& target, const AstExprPtr& value_ast, const std::string& aug_op, const Span& span) {

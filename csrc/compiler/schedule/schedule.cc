@@ -5,6 +5,7 @@
 #include "schedule/loop_utils.h"
 #include "schedule/trace_format.h"
 #include "support/error.h"
+#include "transforms/lower_atomic.h"
 #include "transforms/lower_sparse_buffer.h"
 #include "transforms/lower_sparse_iter.h"
 #include "transforms/specialize.h"
@@ -31,7 +32,7 @@ void Schedule::LowerSparseIter() {
   if (func_->stage != Stage::kI) {
     ThrowScheduleError("lower_sparse_iter: function '" + func_->name + "' is already at " + ToString(func_->stage), "");
   }
-  func_ = sparsetir::LowerSparseIter(func_);
+  func_ = sparsetir::LowerSparseIter(LowerAtomic(func_));
   VerifyWellFormed(func_);
   Record("sch.lower_sparse_iter()");
 }

@@ -28,6 +28,10 @@ struct Bindings : IRVisitor {
     written.insert(n->buffer.get());
     IRVisitor::Visit(n);
   }
+  void Visit(const AtomicAddNode* n) override {
+    written.insert(n->target->as<BufferLoadNode>()->buffer.get());
+    IRVisitor::Visit(n);
+  }
 };
 
 // Every name in the function, so new variables get unused ones.

@@ -222,6 +222,19 @@ class IterationLowerer : public IRMutator {
     return MakeSelect(found, load, zero);
   }
 
+  Stmt Mutate(const AtomicAddNode* node, const Stmt& self) override {
+    const auto* target = node->target->as<BufferLoadNode>();
+    Expr found;
+    std::vector<Expr> positions = Positions(target->buffer, target->indices, &found);
+    if (found) {
+      ThrowScriptError("buffer '" + target->buffer->name +
+                           "': an atomic_add must walk the buffer's own compressed iterators; a coordinate located by "
+                           "search may be absent",
+                       it_->span);
+    }
+    return MakeAtomicAdd(MakeLoad(target->buffer, positions), VisitExpr(node->value));
+  }
+
   Stmt Mutate(const BufferStoreNode* node, const Stmt& self) override {
     Expr found;
     std::vector<Expr> positions = Positions(node->buffer, node->indices, &found);
