@@ -78,6 +78,32 @@ def _csr_to_bsr_fake(indptr, indices, columns, block_h, block_w):
             indices.new_empty((indices.shape[0],), dtype=torch.int64))
 
 
+@torch.library.register_fake("sparsetir::_coo_to_csr")
+def _coo_to_csr_fake(row, col, rows, columns, sum_duplicates=True):
+    _check_devices("sparsetir._coo_to_csr", row=row, col=col)
+    nnz = row.shape[0]
+    # Summing duplicates leaves as many entries as distinct (row, col) pairs.
+    stored = torch.library.get_ctx().new_dynamic_size() if sum_duplicates else nnz
+    return row.new_empty((rows + 1,)), row.new_empty((stored,)), row.new_empty((nnz,), dtype=torch.int64)
+
+
+@torch.library.register_fake("sparsetir::_csr_to_ell")
+def _csr_to_ell_fake(indptr, indices, width):
+    _check_devices("sparsetir._csr_to_ell", indptr=indptr, indices=indices)
+    rows = indptr.shape[0] - 1
+    return indices.new_empty((rows, width)), indices.new_empty((indices.shape[0],), dtype=torch.int64)
+
+
+@torch.library.register_fake("sparsetir::_csr_to_hyb")
+def _csr_to_hyb_fake(indptr, indices, columns, parts, max_width):
+    _check_devices("sparsetir._csr_to_hyb", indptr=indptr, indices=indices)
+    # The bucket count, ELL rows and slots all depend on the structure.
+    ctx = torch.library.get_ctx()
+    buckets, ell_rows, slots = ctx.new_dynamic_size(), ctx.new_dynamic_size(), ctx.new_dynamic_size()
+    return (indptr.new_empty((buckets, 3), dtype=torch.int64), indices.new_empty((ell_rows,)),
+            indices.new_empty((slots,)), indices.new_empty((indices.shape[0],), dtype=torch.int64))
+
+
 # --------------------------------------------------------------------------- autograd
 
 

@@ -15,6 +15,7 @@ from collections import OrderedDict
 
 import torch
 
+from .ell_formats import EllMatrix, HybMatrix, scatter_values
 from .ops import ops
 
 
@@ -60,6 +61,25 @@ class SparseMatrix:
         raise ValueError(f"SparseMatrix.from_torch: expected a sparse CSR, COO or BSR tensor, got layout {t.layout}")
 
     @classmethod
+    def from_coo(cls, row: torch.Tensor, col: torch.Tensor, values: torch.Tensor, shape,
+                 sum_duplicates: bool = True) -> "SparseMatrix":
+        """From COO arrays (any order): the C++ runtime sorts them into CSR
+        (columns sorted within rows) and returns each entry's slot, so the
+        values move with one index_add. With `sum_duplicates`, equal
+        (row, col) pairs add up into one entry; otherwise they are all kept.
+        `row` and `col` are int32 or int64 (the CSR keeps their dtype)."""
+        shape = tuple(int(s) for s in shape)
+        if len(shape) != 2:
+            raise ValueError(f"SparseMatrix.from_coo: shape must have two dimensions, got {shape}")
+        if not isinstance(values, torch.Tensor) or values.dim() != 1:
+            raise ValueError("SparseMatrix.from_coo: values must be a 1-D tensor")
+        indptr, indices, slot = ops._coo_to_csr(row, col, shape[0], shape[1], sum_duplicates)  # checks row, col
+        if values.shape[0] != slot.shape[0]:
+            raise ValueError(f"SparseMatrix.from_coo: values must have one element per entry of row and col, got "
+                             f"{values.shape[0]} values for {slot.shape[0]} entries")
+        return cls(indptr, indices, values.new_zeros(indices.shape[0]).index_add(0, slot, values), shape)
+
+    @classmethod
     def from_dense(cls, dense: torch.Tensor, index_dtype=torch.int64) -> "SparseMatrix":
         csr = dense.to_sparse_csr()
         return cls(csr.crow_indices().to(index_dtype), csr.col_indices().to(index_dtype), csr.values(), dense.shape)
@@ -84,6 +104,35 @@ class SparseMatrix:
             columns = self.shape[1] // (self.values.shape[2] if self.is_block else 1)
             self._derived["transpose"] = ops._csr_transpose(self.indptr, self.indices, columns)
         return self._derived["transpose"]
+
+    def _check_not_block(self, what: str) -> None:
+        if self.is_block:
+            raise ValueError(f"SparseMatrix.{what}: a block (BSR) matrix has no {what} form; convert a CSR matrix")
+
+    def ell(self, width: int) -> EllMatrix:
+        """The ELL form with `width` slots per row (at least the longest row).
+        The structure is built once (cached here and per graph in C++); the
+        values are scattered on every call, so they follow with_values."""
+        self._check_not_block("ell")
+        key = ("ell", int(width))
+        if key not in self._derived:
+            self._derived[key] = ops._csr_to_ell(self.indptr, self.indices, int(width))
+        indices, slot = self._derived[key]
+        values = scatter_values(self.values, slot, indices.numel()).view(indices.shape)
+        return EllMatrix(indices, values, slot, self.shape)
+
+    def hyb(self, parts: int, max_width: int) -> HybMatrix:
+        """The hyb(parts, max_width) form (max_width a power of two; parts =
+        1 is bucketed ELL). Structure cached as for ell(); values scattered
+        on every call."""
+        self._check_not_block("hyb")
+        key = ("hyb", int(parts), int(max_width))
+        if key not in self._derived:
+            self._derived[key] = ops._csr_to_hyb(self.indptr, self.indices, self.shape[1], int(parts),
+                                                 int(max_width))
+        bucket_info, row_map, indices, slot = self._derived[key]
+        values = scatter_values(self.values, slot, indices.numel())
+        return HybMatrix(bucket_info, row_map, indices, values, slot, self.shape, int(parts), int(max_width))
 
     def t(self) -> "SparseMatrix":
         """The transpose as a SparseMatrix (values permuted; blocks transposed)."""

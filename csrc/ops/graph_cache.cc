@@ -3,9 +3,12 @@
 #include <list>
 #include <unordered_map>
 
+#include "launcher.h"
 #include "runtime/bsr_conversion.h"
+#include "runtime/ell_conversion.h"
 #include "support/error.h"
 #include "tensor_fingerprint.h"
+#include "vector_tensor.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -113,6 +116,18 @@ CsrSummary Validate(const std::string& op, const at::Tensor& indptr, const at::T
   }
 }
 
+// Runs `convert` on the structure's raw arrays of its index dtype; a
+// UserError (bad parameters) becomes a ValueError.
+template <typename Convert>
+auto WithIndexPointers(const at::Tensor& indptr, const at::Tensor& indices, const Convert& convert) {
+  try {
+    if (indptr.scalar_type() == at::kInt) return convert(indptr.data_ptr<int32_t>(), indices.data_ptr<int32_t>());
+    return convert(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>());
+  } catch (const UserError& e) {
+    TORCH_CHECK_VALUE(false, e.what());
+  }
+}
+
 }  // namespace
 
 GraphInfo::GraphInfo(const at::Tensor& indptr, CsrSummary summary) : summary_(summary) {
@@ -175,6 +190,43 @@ BsrFromCsr GraphInfo::Bsr(const at::Tensor& indptr, const at::Tensor& indices, i
                        ? convert(indptr.data_ptr<int32_t>(), indices.data_ptr<int32_t>())
                        : convert(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>());
   bsr_.emplace(key, out);
+  return out;
+}
+
+EllFromCsr GraphInfo::Ell(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices,
+                          int64_t width) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = ell_.find(width);
+  if (found != ell_.end()) return found->second;
+  const SparsetirLauncher launcher = TorchLauncher();
+  EllFromCsr out = WithIndexPointers(indptr, indices, [&](auto* ip, auto* ix) {
+    auto ell = CsrToEll(op, ip, ix, summary_.rows, width, &launcher);
+    return EllFromCsr{VectorToTensor(std::move(ell.indices)).view({summary_.rows, width}),
+                      VectorToTensor(std::move(ell.slot))};
+  });
+  ell_.emplace(width, out);
+  return out;
+}
+
+HybFromCsr GraphInfo::Hyb(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices,
+                          int64_t columns, int64_t parts, int64_t max_width) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto key = std::make_tuple(columns, parts, max_width);
+  auto found = hyb_.find(key);
+  if (found != hyb_.end()) return found->second;
+  ICHECK(summary_.max_index < columns) << "hyb conversion with too few columns";
+  const SparsetirLauncher launcher = TorchLauncher();
+  HybFromCsr out = WithIndexPointers(indptr, indices, [&](auto* ip, auto* ix) {
+    auto hyb = CsrToHyb(op, ip, ix, summary_.rows, columns, parts, max_width, &launcher);
+    std::vector<int64_t> info;
+    for (int64_t b = 0; b < hyb.buckets(); ++b) {
+      info.insert(info.end(), {hyb.bucket_part[b], hyb.bucket_width[b], hyb.bucket_rows[b]});
+    }
+    return HybFromCsr{VectorToTensor(std::move(info)).view({hyb.buckets(), 3}),
+                      VectorToTensor(std::move(hyb.row_map)), VectorToTensor(std::move(hyb.indices)),
+                      VectorToTensor(std::move(hyb.slot))};
+  });
+  hyb_.emplace(key, out);
   return out;
 }
 

@@ -39,6 +39,26 @@ struct BsrFromCsr {
   at::Tensor slot;
 };
 
+// An ELL structure derived from a CSR one: indices (rows, width), padding as
+// in runtime/ell_conversion.h, and slot (nnz, int64): the flat position of
+// each CSR non-zero in the (rows, width) values.
+struct EllFromCsr {
+  at::Tensor indices;
+  at::Tensor slot;
+};
+
+// A hyb(parts, max_width) structure derived from a CSR one (layout in
+// runtime/ell_conversion.h): bucket_info (buckets, 3) int64 rows of (part,
+// width, ELL rows); row_map (ELL rows) and indices (slots), both of the index
+// dtype, concatenated over the buckets; slot (nnz, int64): the flat position
+// of each CSR non-zero in the padded values, laid out as `indices`.
+struct HybFromCsr {
+  at::Tensor bucket_info;
+  at::Tensor row_map;
+  at::Tensor indices;
+  at::Tensor slot;
+};
+
 // What is known about one validated structure.
 class GraphInfo {
  public:
@@ -61,6 +81,13 @@ class GraphInfo {
   // The BSR(block_h, block_w) form of the structure (built once per shape).
   BsrFromCsr Bsr(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,
                  int64_t block_w);
+  // The ELL form with `width` slots per row (built once per width). A row
+  // longer than `width` is a ValueError that starts with `op`.
+  EllFromCsr Ell(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices, int64_t width);
+  // The hyb(parts, max_width) form for `columns` columns (built once per
+  // parameters); bad parameters are a ValueError that starts with `op`.
+  HybFromCsr Hyb(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices, int64_t columns,
+                 int64_t parts, int64_t max_width);
 
  private:
   CsrSummary summary_;
@@ -71,6 +98,8 @@ class GraphInfo {
   std::mutex mutex_;
   std::map<int64_t, CsrTranspose> transposes_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, BsrFromCsr> bsr_;
+  std::map<int64_t, EllFromCsr> ell_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, HybFromCsr> hyb_;
 };
 
 struct GraphCacheStats {

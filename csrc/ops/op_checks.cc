@@ -46,6 +46,14 @@ CheckedCsr CheckCsr(const std::string& op, const at::Tensor& indptr, const at::T
   return csr;
 }
 
+at::Tensor CheckIndexTensor(const std::string& op, const char* name, const at::Tensor& t) {
+  CheckCpu(op, name, t);
+  TORCH_CHECK_VALUE(IsIndexDtype(t.scalar_type()), op, ": argument '", name, "' must have dtype int32 or int64, got ",
+                    t.scalar_type());
+  TORCH_CHECK_VALUE(t.dim() == 1, op, ": argument '", name, "' must be 1-D, got shape ", ShapeString(t.sizes()));
+  return t.contiguous();
+}
+
 at::Tensor CheckFloat(const std::string& op, const char* name, const at::Tensor& t, int64_t dim) {
   CheckCpu(op, name, t);
   auto type = t.scalar_type();

@@ -28,6 +28,10 @@ struct CheckedCsr {
 CheckedCsr CheckCsr(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices, int64_t columns,
                     const std::string& columns_name);
 
+// A 1-D int32 or int64 CPU tensor (coordinates, such as a COO row array);
+// the contiguous version of it.
+at::Tensor CheckIndexTensor(const std::string& op, const char* name, const at::Tensor& t);
+
 // A floating-point CPU tensor with `dim` dimensions (any when dim < 0); the
 // contiguous version of it.
 at::Tensor CheckFloat(const std::string& op, const char* name, const at::Tensor& t, int64_t dim);

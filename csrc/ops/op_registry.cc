@@ -20,6 +20,15 @@ TORCH_LIBRARY(sparsetir, m) {
   m.def("_csr_to_bsr(Tensor indptr, Tensor indices, int columns, int block_h, int block_w) -> (Tensor, Tensor, Tensor)",
         tags);
   m.def(
+      "_coo_to_csr(Tensor row, Tensor col, int rows, int columns, bool sum_duplicates=True) -> "
+      "(Tensor indptr, Tensor indices, Tensor slot)",
+      tags);
+  m.def("_csr_to_ell(Tensor indptr, Tensor indices, int width) -> (Tensor indices, Tensor slot)", tags);
+  m.def(
+      "_csr_to_hyb(Tensor indptr, Tensor indices, int columns, int parts, int max_width) -> "
+      "(Tensor bucket_info, Tensor row_map, Tensor indices, Tensor slot)",
+      tags);
+  m.def(
       "_sparse_attention_backward(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, Tensor out, "
       "Tensor grad_out, float? scale=None) -> (Tensor, Tensor, Tensor)",
       tags);
@@ -33,5 +42,8 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("sparse_attention", &SparseAttention);
   m.impl("_csr_transpose", &CsrTransposeOp);
   m.impl("_csr_to_bsr", &CsrToBsrOp);
+  m.impl("_coo_to_csr", &CooToCsrOp);
+  m.impl("_csr_to_ell", &CsrToEllOp);
+  m.impl("_csr_to_hyb", &CsrToHybOp);
   m.impl("_sparse_attention_backward", &SparseAttentionBackward);
 }

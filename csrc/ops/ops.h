@@ -38,6 +38,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrTransposeOp(const at::Tensor& 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrToBsrOp(const at::Tensor& indptr, const at::Tensor& indices,
                                                           int64_t columns, int64_t block_h, int64_t block_w);
 
+// The CSR form of a rows x columns COO structure: (indptr, indices, slot)
+// with csr_values = zeros(nnz_out).index_add_(0, slot, coo_values); columns
+// sorted within rows, equal (row, col) pairs sharing a slot if
+// `sum_duplicates`. Not cached: a COO structure is converted once.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> CooToCsrOp(const at::Tensor& row, const at::Tensor& col, int64_t rows,
+                                                          int64_t columns, bool sum_duplicates);
+
+// The ELL form (width slots per row) of a CSR structure: (indices (rows,
+// width), slot) with padded.view(-1)[slot] = values; cached per graph.
+std::tuple<at::Tensor, at::Tensor> CsrToEllOp(const at::Tensor& indptr, const at::Tensor& indices, int64_t width);
+
+// The hyb(parts, max_width) form of a CSR structure with `columns` columns:
+// (bucket_info, row_map, indices, slot), see graph_cache.h; cached per graph.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrToHybOp(const at::Tensor& indptr,
+                                                                      const at::Tensor& indices, int64_t columns,
+                                                                      int64_t parts, int64_t max_width);
+
 // How many blocks CsrToBsrOp would store (for choosing a block size).
 int64_t BsrBlockCount(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,
                       int64_t block_w);
