@@ -42,7 +42,8 @@ def spmm(A, B: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
         choice = A._derived.get(("choice", "spmm", B.shape[1], B.dtype))
         if choice is None and A.values.dtype == B.dtype and not torch.compiler.is_compiling():
             choice = tuning.choose(A, "spmm", B.shape[1], B.dtype)
-        if choice is not None:
+        # hyb runs kernels outside torch.ops (one per bucket): not traceable.
+        if choice is not None and not (choice["format"] == "hyb" and torch.compiler.is_compiling()):
             return tuning.run_choice(A, B, choice)
     return ops.spmm(A.indptr, A.indices, A.values, B, reduce)
 

@@ -135,16 +135,19 @@ class FormatRewriteRule:
         return f"FormatRewriteRule({self.name!r}, {self.format.name})"
 
 
-def format_decompose(f: PrimFunc, rules: Sequence[FormatRewriteRule]) -> PrimFunc:
+def format_decompose(f: PrimFunc, rules: Sequence[FormatRewriteRule], disjoint: bool = False) -> PrimFunc:
     """Rewrites stage-I ``f`` to compute on the rules' formats: preprocess
     iterations (tagged ``preprocess``) copy the data in, compute iterations
-    work on the new formats. See csrc/compiler/transforms/format_decompose.h."""
+    work on the new formats and add into one output after one init. With
+    ``disjoint=True`` the formats promise to cover disjoint output elements
+    (a partition of the rows): each copy keeps the init and writes its own
+    outputs. See csrc/compiler/transforms/format_decompose.h."""
     if isinstance(rules, FormatRewriteRule):
         rules = [rules]
     for r in rules:
         if not isinstance(r, FormatRewriteRule):
             raise TypeError(f"format_decompose: rules must be FormatRewriteRule objects, got {type(r).__name__}")
-    return _C.format_decompose(f, [(r.name, r.format) for r in rules])
+    return _C.format_decompose(f, [(r.name, r.format) for r in rules], bool(disjoint))
 
 
 def preprocess_part(f: PrimFunc) -> PrimFunc:

@@ -1,9 +1,12 @@
 """Automatic choice of a storage format per graph (SpMM).
 
 At the first SpMM of a graph (a SparseMatrix or a cached torch sparse tensor)
-with a given feature width and dtype, the candidates are CSR and BSR(b) for
+with a given feature width and dtype, the candidates are CSR, BSR(b) for
 block sizes b that divide the matrix and keep the padding small (a fill
-ratio from the C++ block counter, no conversion needed). Each remaining
+ratio from the C++ block counter, no conversion needed), and, for graphs
+whose row lengths spread widely (power-law degrees), hyb(1, w): rows
+bucketed into power-of-two ELL widths up to the longest row (composable.py,
+kernels made by format_decompose). Each remaining
 candidate is converted once by the C++ runtime classes, warmed up (its kernel
 compiles) and timed on the graph itself; the whole search is bounded by
 MAX_TUNING_CALLS SpMM calls. The choice is cached on the matrix and persisted
@@ -30,6 +33,12 @@ MAX_FILL = 2.0
 # At most this many timed calls (SpMM-equivalent) per choice.
 MAX_TUNING_CALLS = 20
 REPEATS = 3
+# hyb is a candidate when the row lengths' coefficient of variation exceeds
+# this (power-law graphs: email-Enron 2.6, cond-mat-2005 1.6; meshes < 0.3)
+# and the longest row fits one ELL width up to HYB_MAX_WIDTH (no row split:
+# the buckets then partition the rows and write without atomics).
+HYB_MIN_SPREAD = 1.0
+HYB_MAX_WIDTH = 4096
 
 _LOCK = threading.Lock()
 
@@ -115,12 +124,28 @@ def bsr_operands(A, b: int):
     return indptr, indices, blocks
 
 
+def hyb_candidate(A):
+    """(parts, max_width) of the hyb form worth timing, or None."""
+    if A.nnz == 0 or A.values.dtype not in (torch.float32, torch.float64):
+        return None
+    lengths = (A.indptr[1:] - A.indptr[:-1]).double()
+    mean = float(lengths.mean())
+    longest = int(lengths.max())
+    if mean == 0 or float(lengths.std()) / mean < HYB_MIN_SPREAD or longest > HYB_MAX_WIDTH:
+        return None
+    return 1, 1 << max(0, (longest - 1).bit_length())
+
+
 # The overloads themselves: calling them skips the packet's overload lookup.
 _SPMM = ops.spmm.default
 _BSRMM = ops.bsrmm.default
 
 
 def run_choice(A, B: torch.Tensor, choice: dict) -> torch.Tensor:
+    if choice["format"] == "hyb":
+        from .composable import hyb_spmm
+
+        return hyb_spmm(A, B, choice["parts"], choice["max_width"])
     if choice["format"] == "bsr":
         indptr, indices, blocks = bsr_operands(A, choice["block"])
         return _BSRMM(indptr, indices, blocks, B)
@@ -142,11 +167,14 @@ def _median_time(fn, repeats: int) -> float:
 
 def _measure(A, K: int, dtype) -> dict:
     B = torch.randn(A.shape[1], K, dtype=dtype)
-    candidates = [{"format": "csr", "fill": 1.0}] + [
-        {"format": "bsr", "block": b, "fill": round(fill, 3)} for b, fill in block_candidates(A)]
-    # Cheapest-looking blocks first; every candidate gets a warm-up (which
-    # compiles its kernel) and REPEATS timed calls within the budget.
-    candidates = candidates[:1] + sorted(candidates[1:], key=lambda c: c["fill"] / c["block"])
+    candidates = [{"format": "csr", "fill": 1.0}]
+    hyb = hyb_candidate(A)
+    if hyb is not None:
+        candidates.append({"format": "hyb", "parts": hyb[0], "max_width": hyb[1]})
+    # Cheapest-looking blocks next; every candidate gets a warm-up (which
+    # compiles its kernels) and REPEATS timed calls within the budget.
+    candidates += sorted(({"format": "bsr", "block": b, "fill": round(fill, 3)} for b, fill in block_candidates(A)),
+                         key=lambda c: c["fill"] / c["block"])
     repeats = max(1, min(REPEATS, MAX_TUNING_CALLS - 1))
     candidates = candidates[: MAX_TUNING_CALLS // (repeats + 1)]
     if len(candidates) < 2:
@@ -156,7 +184,10 @@ def _measure(A, K: int, dtype) -> dict:
             run_choice(A, B, c)
             c["time_ms"] = round(1e3 * _median_time(lambda: run_choice(A, B, c), repeats), 4)
     best = min(candidates, key=lambda c: c["time_ms"])
-    return {"format": best["format"], "block": best.get("block"), "candidates": candidates, "source": "measured"}
+    record = {"format": best["format"], "block": best.get("block"), "candidates": candidates, "source": "measured"}
+    if best["format"] == "hyb":
+        record.update(parts=best["parts"], max_width=best["max_width"])
+    return record
 
 
 def _key(A, op: str, K: int, dtype) -> str:
@@ -164,6 +195,8 @@ def _key(A, op: str, K: int, dtype) -> str:
 
 
 def _still_fits(A, record: dict) -> bool:
+    if record.get("format") == "hyb":
+        return hyb_candidate(A) == (record.get("parts"), record.get("max_width"))
     if record.get("format") != "bsr":
         return True
     b = record["block"]

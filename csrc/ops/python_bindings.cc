@@ -144,11 +144,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("lower_sparse_buffer",
         [](const PyPrimFunc& f) { return Lower(f, Stage::kII, "lower_sparse_buffer", LowerSparseBuffer); });
-  m.def("format_decompose", [](const PyPrimFunc& f, const std::vector<std::pair<std::string, PyPrimFunc>>& rules) {
-    std::vector<std::pair<std::string, PrimFunc>> formats;
-    for (const auto& [name, format] : rules) formats.emplace_back(name, format.func);
-    return PyPrimFunc{FormatDecompose(f.func, formats)};
-  });
+  m.def(
+      "format_decompose",
+      [](const PyPrimFunc& f, const std::vector<std::pair<std::string, PyPrimFunc>>& rules, bool disjoint) {
+        std::vector<std::pair<std::string, PrimFunc>> formats;
+        for (const auto& [name, format] : rules) formats.emplace_back(name, format.func);
+        return PyPrimFunc{FormatDecompose(f.func, formats, disjoint)};
+      },
+      py::arg("f"), py::arg("rules"), py::arg("disjoint") = false);
   m.def("preprocess_part", [](const PyPrimFunc& f) { return PyPrimFunc{PreprocessPart(f.func)}; });
   m.def("compute_part", [](const PyPrimFunc& f, bool with_init) { return PyPrimFunc{ComputePart(f.func, with_init)}; },
         py::arg("f"), py::arg("with_init") = true);

@@ -1,5 +1,6 @@
 #include "validated_calls.h"
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -12,10 +13,18 @@ struct Entry {
   std::weak_ptr<Kernel> kernel;  // a dead kernel's address may be reused
   std::vector<Fingerprint> structure;
   std::vector<int64_t> scalars;
+  bool Dead() const {
+    bool dead = kernel.expired();
+    for (const Fingerprint& f : structure) dead |= f.Expired();
+    return dead;
+  }
 };
 
-// Kernels are few; past this many entries the ones of dead kernels or dead
-// tensors are dropped.
+// A kernel may serve several structures in turn (the ELL buckets of one hyb
+// matrix share a kernel): it remembers the last few, newest last.
+constexpr size_t kPerKernel = 16;
+// Kernels are few; past this many the entries of dead kernels or dead tensors
+// are dropped.
 constexpr size_t kPruneAbove = 256;
 
 std::mutex& Mutex() {
@@ -23,28 +32,24 @@ std::mutex& Mutex() {
   return mutex;
 }
 
-std::unordered_map<const Kernel*, Entry>& Entries() {
-  static auto* entries = new std::unordered_map<const Kernel*, Entry>();  // leaked: no exit-order issues
+using Entries = std::unordered_map<const Kernel*, std::vector<Entry>>;
+
+Entries& AllEntries() {
+  static auto* entries = new Entries();  // leaked: no exit-order issues
   return *entries;
 }
 
-void Prune(std::unordered_map<const Kernel*, Entry>& entries) {
+void Prune(Entries& entries) {
   for (auto it = entries.begin(); it != entries.end();) {
-    bool dead = it->second.kernel.expired();
-    for (const Fingerprint& f : it->second.structure) dead |= f.Expired();
-    it = dead ? entries.erase(it) : std::next(it);
+    auto& list = it->second;
+    list.erase(std::remove_if(list.begin(), list.end(), [](const Entry& e) { return e.Dead(); }), list.end());
+    it = list.empty() ? entries.erase(it) : std::next(it);
   }
   if (entries.size() > kPruneAbove) entries.clear();
 }
 
-}  // namespace
-
-bool StructureAlreadyValidated(const std::shared_ptr<Kernel>& kernel, const std::vector<at::Tensor>& structure,
-                               const std::vector<int64_t>& scalars) {
-  std::lock_guard<std::mutex> lock(Mutex());
-  auto found = Entries().find(kernel.get());
-  if (found == Entries().end()) return false;
-  const Entry& e = found->second;
+bool Matches(const Entry& e, const std::shared_ptr<Kernel>& kernel, const std::vector<at::Tensor>& structure,
+             const std::vector<int64_t>& scalars) {
   if (e.kernel.lock() != kernel || e.scalars != scalars || e.structure.size() != structure.size()) return false;
   for (size_t i = 0; i < structure.size(); ++i) {
     if (!e.structure[i].Matches(structure[i])) return false;
@@ -52,14 +57,30 @@ bool StructureAlreadyValidated(const std::shared_ptr<Kernel>& kernel, const std:
   return true;
 }
 
+}  // namespace
+
+bool StructureAlreadyValidated(const std::shared_ptr<Kernel>& kernel, const std::vector<at::Tensor>& structure,
+                               const std::vector<int64_t>& scalars) {
+  std::lock_guard<std::mutex> lock(Mutex());
+  auto found = AllEntries().find(kernel.get());
+  if (found == AllEntries().end()) return false;
+  for (const Entry& e : found->second) {
+    if (Matches(e, kernel, structure, scalars)) return true;
+  }
+  return false;
+}
+
 void RememberValidated(const std::shared_ptr<Kernel>& kernel, const std::vector<at::Tensor>& structure,
                        const std::vector<int64_t>& scalars) {
   Entry entry{kernel, {}, scalars};
   for (const at::Tensor& t : structure) entry.structure.emplace_back(t);
   std::lock_guard<std::mutex> lock(Mutex());
-  auto& entries = Entries();
+  Entries& entries = AllEntries();
   if (entries.size() >= kPruneAbove) Prune(entries);
-  entries.insert_or_assign(kernel.get(), std::move(entry));
+  std::vector<Entry>& list = entries[kernel.get()];
+  if (!list.empty() && list.front().kernel.lock() != kernel) list.clear();  // an earlier kernel at this address
+  if (list.size() >= kPerKernel) list.erase(list.begin());
+  list.push_back(std::move(entry));
 }
 
 }  // namespace sparsetir::ops

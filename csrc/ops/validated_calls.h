@@ -1,7 +1,7 @@
 // Kernels called from Python (st.compile) check the contents of their
 // structure arrays (indptr order, index ranges: O(nnz)) before they run. A
 // training or benchmark loop passes the same index tensors on every call, so
-// this memo remembers, per kernel, the last structure that passed: the same
+// this memo remembers, per kernel, the last few structures that passed: the same
 // tensors (alive, unmodified: see tensor_fingerprint.h) with the same scalar
 // arguments skip the element checks. Kinds, dtypes, devices and shapes are
 // checked on every call.

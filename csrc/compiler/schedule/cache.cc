@@ -15,6 +15,7 @@ namespace {
 struct Access {
   std::vector<Expr> indices;
   bool is_store;
+  bool is_atomic = false;  // a T.atomic_add into the buffer
 };
 
 // Variables bound inside a statement (loops, lets).
@@ -47,6 +48,12 @@ class AccessCollector : public IRVisitor {
     if (n->buffer.get() == buffer_) accesses.push_back({n->indices, true});
     IRVisitor::Visit(n);
   }
+  void Visit(const AtomicAddNode* n) override {
+    const auto* target = n->target->as<BufferLoadNode>();
+    if (target->buffer.get() == buffer_) accesses.push_back({target->indices, true, true});
+    for (const Expr& index : target->indices) VisitExpr(index);
+    VisitExpr(n->value);
+  }
 
  private:
   const BufferNode* buffer_;
@@ -72,6 +79,16 @@ class Redirector : public IRMutator {
     if (n->buffer.get() != from_ || !stores_) return MakeStore(n->buffer, indices, value);
     return MakeStore(to_, Keep(indices), value);
   }
+  // An atomic update of the buffer becomes a private accumulation in the cache.
+  Stmt Mutate(const AtomicAddNode* n, const Stmt& self) override {
+    const auto* target = n->target->as<BufferLoadNode>();
+    bool changed = false;
+    std::vector<Expr> indices = VisitExprs(target->indices, &changed);
+    Expr value = VisitExpr(n->value);
+    if (target->buffer.get() != from_ || !stores_) return MakeAtomicAdd(MakeLoad(target->buffer, indices), value);
+    Expr element = MakeLoad(to_, Keep(indices));
+    return MakeStore(to_, Keep(indices), Add(element, value));
+  }
 
  private:
   std::vector<Expr> Keep(const std::vector<Expr>& indices) const {
@@ -88,10 +105,18 @@ class Redirector : public IRMutator {
   bool stores_;
 };
 
+// How a copy nest moves data between the cache and the buffer.
+enum class Copy {
+  kIn,        // cache = buffer
+  kOut,       // buffer = cache
+  kZero,      // cache = 0 (a private accumulation of atomic updates starts empty)
+  kAtomicOut  // atomic_add(buffer, cache): the private sums published at once
+};
+
 // A copy loop nest between the cache and the buffer; the innermost dimension is
 // vectorized (and the loop around its vectors unrolled) when it divides evenly.
 Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, const std::vector<Expr>& fixed,
-              const std::vector<bool>& varying, bool to_cache) {
+              const std::vector<bool>& varying, Copy copy) {
   std::vector<Var> vars;
   std::vector<Expr> cache_index, buffer_index;
   size_t f_index = 0;
@@ -106,13 +131,19 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
     buffer_index.push_back(v);
   }
   if (cache_index.empty()) cache_index.push_back(MakeInt(0));  // a one-element cache
-  Stmt body = to_cache ? MakeStore(cache, cache_index, MakeLoad(buffer, buffer_index))
-                       : MakeStore(buffer, buffer_index, MakeLoad(cache, cache_index));
+  Stmt body;
+  switch (copy) {
+    case Copy::kIn: body = MakeStore(cache, cache_index, MakeLoad(buffer, buffer_index)); break;
+    case Copy::kOut: body = MakeStore(buffer, buffer_index, MakeLoad(cache, cache_index)); break;
+    case Copy::kZero: body = MakeStore(cache, cache_index, MakeFloat(0.0, cache->dtype)); break;
+    case Copy::kAtomicOut: body = MakeAtomicAdd(MakeLoad(buffer, buffer_index), MakeLoad(cache, cache_index)); break;
+  }
   const int lanes = 64 / BytesOf(buffer->dtype);
+  const bool vectorize = copy != Copy::kAtomicOut;  // an atomic update is one compare-and-swap per element
   for (size_t t = vars.size(); t-- > 0;) {
     int64_t extent = *AsConstInt(cache->shape[t]);
 
-    if (t + 1 == vars.size() && extent % lanes == 0 && extent >= lanes) {
+    if (vectorize && t + 1 == vars.size() && extent % lanes == 0 && extent >= lanes) {
       Var outer = MakeVar(vars[t]->name + "_o", DataType::kInt32);
       Var inner = MakeVar(vars[t]->name + "_i", DataType::kInt32);
       Stmt inner_body = Substitute(body, {{vars[t].get(), Add(Mul(outer, MakeInt(lanes)), inner)}});
@@ -189,8 +220,20 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   if (collector.accesses.empty()) {
     ThrowScheduleError(p + ": loop '" + loop_name + "' does not access buffer '" + buffer_name + "'", context);
   }
-  bool stores = false;
-  for (const Access& a : collector.accesses) stores |= a.is_store;
+  bool stores = false, atomics = false;
+  for (const Access& a : collector.accesses) {
+    stores |= a.is_store;
+    atomics |= a.is_atomic;
+  }
+  if (atomics) {
+    for (const Access& a : collector.accesses) {
+      if (a.is_store && !a.is_atomic) {
+        ThrowScheduleError(p + ": loop '" + loop_name + "' updates buffer '" + buffer_name +
+                               "' both atomically and with plain stores; a cache cannot hold both",
+                           context);
+      }
+    }
+  }
   if (direction == CacheDirection::kRead && stores) {
     ThrowScheduleError(p + ": loop '" + loop_name + "' writes buffer '" + buffer_name + "'; use cache_write", context);
   }
@@ -243,12 +286,19 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   Buffer cache = MakeBuffer(std::move(node));
   *cache_name = cache->name;
   Stmt body = Redirector(buffer.get(), cache, varying, direction == CacheDirection::kWrite).VisitStmt(loop->body);
+  // Atomic updates (other iterations may add into the same elements
+  // meanwhile) are summed privately from zero and published with one atomic
+  // add per element, not copied in and out.
   std::vector<Stmt> parts;
-  if (!(direction == CacheDirection::kWrite && OverwritesFirst(body, cache))) {
-    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, true));
+  if (atomics) {
+    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, Copy::kZero));
+  } else if (!(direction == CacheDirection::kWrite && OverwritesFirst(body, cache))) {
+    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, Copy::kIn));
   }
   parts.push_back(body);
-  if (direction == CacheDirection::kWrite) parts.push_back(CopyNest(f, buffer, cache, fixed, varying, false));
+  if (direction == CacheDirection::kWrite) {
+    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, atomics ? Copy::kAtomicOut : Copy::kOut));
+  }
   Stmt new_body = MakeAllocate(cache, MakeSeq(parts));
   return ReplaceStmt(f, loop, MakeFor(loop->var, loop->min, loop->extent, loop->for_kind, new_body, loop->thread_tag));
 }

@@ -9,6 +9,9 @@
 //          for i in T.serial(m):
 //              C_local = T.alloc_buffer((128,), "float32", scope="local")
 //              (copy in) ... C_local[k] = C_local[k] + ... (copy out) C[i, ax0] = C_local[ax0]
+// When the loop adds into the buffer with T.atomic_add, the copy starts at 0,
+// the body accumulates into it privately, and the copy out is one
+// T.atomic_add per element.
 #include "schedule/cache.h"
 #include "schedule/schedule.h"
 #include "schedule/trace_format.h"

@@ -305,7 +305,8 @@ bool HasFlag(const SparseIterationNode* it, const std::string& key) {
 
 }  // namespace
 
-PrimFunc FormatDecompose(const PrimFunc& f, const std::vector<std::pair<std::string, PrimFunc>>& rules) {
+PrimFunc FormatDecompose(const PrimFunc& f, const std::vector<std::pair<std::string, PrimFunc>>& rules,
+                         bool disjoint) {
   if (f->stage != Stage::kI) DecomposeError("expects a stage I function, got " + std::string(ToString(f->stage)));
   if (rules.empty()) DecomposeError("needs at least one format rewrite rule");
   std::vector<FormatRule> instantiated;
@@ -364,7 +365,7 @@ PrimFunc FormatDecompose(const PrimFunc& f, const std::vector<std::pair<std::str
       continue;
     }
     if (!it) DecomposeError("a rewritten buffer is accessed outside a sparse iteration");
-    bool own_output = false;
+    bool own_output = disjoint;
     for (const auto& rewrites : per_rule) {
       for (const Rewrite& r : rewrites) own_output = own_output || touched.stored.count(r.original.get());
     }

@@ -56,7 +56,12 @@
 namespace sparsetir {
 
 // rules: (name, format function) pairs; the name suffixes what the rule adds.
-PrimFunc FormatDecompose(const PrimFunc& f, const std::vector<std::pair<std::string, PrimFunc>>& rules);
+// disjoint: the formats cover disjoint sets of the output's elements (they
+// partition the rows, as hyb buckets without split rows do), so each copy
+// initializes and writes its own outputs: every copy keeps the T.init(), as
+// in the design document's example, and nothing accumulates or is atomic.
+PrimFunc FormatDecompose(const PrimFunc& f, const std::vector<std::pair<std::string, PrimFunc>>& rules,
+                         bool disjoint = false);
 
 // The preprocess iterations of a decomposed function alone, and the rest
 // (optionally without the init iterations, for formats that accumulate into
