@@ -118,27 +118,9 @@ def _transpose(indptr, indices, columns):
     return ops._csr_transpose(indptr, indices, columns)
 
 
-# spmm's autograd kernel is in C++ (csrc/ops/autograd_spmm.cc): it is the op
-# called most, and a Python autograd kernel costs microseconds on every call.
-
-
-def _sddmm_setup(ctx, inputs, output):
-    indptr, indices, values, x, y = inputs
-    ctx.save_for_backward(indptr, indices, values, x, y)
-
-
-def _sddmm_backward(ctx, grad):
-    indptr, indices, values, x, y = ctx.saved_tensors
-    g = grad if values is None else grad * values
-    grad_values = grad_x = grad_y = None
-    if ctx.needs_input_grad[2]:
-        grad_values = grad * ops.sddmm(indptr, indices, None, x, y)
-    if ctx.needs_input_grad[3]:
-        grad_x = ops.spmm(indptr, indices, g, y)
-    if ctx.needs_input_grad[4]:
-        t_indptr, t_indices, perm = _transpose(indptr, indices, y.shape[0])
-        grad_y = ops.spmm(t_indptr, t_indices, g.index_select(0, perm), x)
-    return None, None, grad_values, grad_x, grad_y
+# spmm's and sddmm's autograd kernels are in C++ (csrc/ops/autograd_spmm.cc,
+# autograd_sddmm.cc): they are the ops called most, and a Python autograd
+# kernel costs microseconds on every call.
 
 
 def _bsrmm_setup(ctx, inputs, output):
@@ -174,7 +156,6 @@ def _attention_backward(ctx, grad):
     return None, None, dq, dk, dv, None
 
 
-torch.library.register_autograd("sparsetir::sddmm", _sddmm_backward, setup_context=_sddmm_setup)
 torch.library.register_autograd("sparsetir::bsrmm", _bsrmm_backward, setup_context=_bsrmm_setup)
 torch.library.register_autograd("sparsetir::sparse_attention", _attention_backward, setup_context=_attention_setup)
 

@@ -4,8 +4,9 @@
 // per-call cost counts: a Python autograd kernel (torch.library.register_autograd)
 // adds several microseconds to every call, inference included, since the
 // dispatcher runs the Autograd kernel whenever a tensor carries the autograd
-// key. This one costs a fraction of that. The other ops keep their Python
-// autograd (sparsetir_torch/ops.py).
+// key. This one costs a fraction of that. sddmm's is C++ too
+// (autograd_sddmm.cc); the other ops keep their Python autograd
+// (sparsetir_torch/ops.py).
 //
 // Gradients (out[i] = reduce over non-zeros e = (i, j) of values[e] * dense[j]):
 //   sum / mean: grad_values = sddmm(grad') and grad_dense = spmm on the cached
