@@ -53,7 +53,7 @@ void ReplaceQuoted(std::string* text, const std::string& from, const std::string
 std::string KeyOf(const KernelRequest& r) {
   std::string key = r.script + "|" + r.recipe + "|" + c10::toString(r.value_dtype) + "|" + c10::toString(r.index_dtype);
   for (const auto& [name, value] : r.sizes) key += "|" + name + "=" + std::to_string(value);
-  return key;
+  return key + (r.prefetch ? "|prefetch" : "");
 }
 
 std::shared_ptr<const OpKernel> Build(const KernelRequest& r) {
@@ -61,7 +61,9 @@ std::shared_ptr<const OpKernel> Build(const KernelRequest& r) {
   ReplaceQuoted(&text, "float32", ToString(FromTorch(r.value_dtype)));
   ReplaceQuoted(&text, "int32", ToString(FromTorch(r.index_dtype)));
   PrimFunc f = Parse(text, r.script + ".py");
-  Schedule sch = ScheduleForCpu(f, r.recipe, r.sizes);
+  RecipeOptions options;
+  options.prefetch = r.prefetch;
+  Schedule sch = ScheduleForCpu(f, r.recipe, r.sizes, options);
   return std::make_shared<OpKernel>(Kernel::Build(sch.mod(), "cpu"));
 }
 

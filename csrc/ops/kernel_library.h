@@ -26,6 +26,7 @@ struct KernelRequest {
   at::ScalarType value_dtype;
   at::ScalarType index_dtype;
   std::map<std::string, int64_t> sizes;
+  bool prefetch = true;  // RecipeOptions::prefetch
 };
 
 // A compiled operator kernel and the position of each parameter.

@@ -31,7 +31,7 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
     a = wide ? a * csr.info->MeanWeights(a.scalar_type())
              : (a.to(at::kDouble) * csr.info->MeanWeights()).to(a.scalar_type());
   }
-  RunCsrmm(script, csr.indptr, csr.indices, a, b, out);
+  RunCsrmm(script, csr.indptr, csr.indices, a, b, out, PrefetchPays(csr.info->summary(), b));
   if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {
     out.index_fill_(0, csr.info->empty_rows(), 0);  // the kernel leaves the identity (+-inf) there
   }

@@ -37,12 +37,12 @@ constexpr int64_t kPrefetchDistance = 32;
 // `j` are prefetched kPrefetchDistance non-zeros ahead: no hardware
 // prefetcher predicts a gather, and on an operand larger than L2 its loads
 // are what the kernel waits on.
-void PrefetchGather(Schedule& sch, const std::string& j, const std::string& buffer) {
-  sch.Prefetch(j, buffer, kPrefetchDistance);
+void PrefetchGather(Schedule& sch, const std::string& j, const std::string& buffer, const RecipeOptions& options) {
+  if (options.prefetch) sch.Prefetch(j, buffer, kPrefetchDistance);
 }
 
 // csrmm / csrmm_max / csrmm_min: loops i, j, k.
-void Csrmm(Schedule& sch, int64_t feat) {
+void Csrmm(Schedule& sch, int64_t feat, const RecipeOptions& options) {
   auto loops = sch.GetLoops("csrmm");
   std::string j = loops[1];
   bool vectorized = VectorizeInner(sch, loops[2], feat);
@@ -55,7 +55,7 @@ void Csrmm(Schedule& sch, int64_t feat) {
       j = halves[1];
     }
   }
-  PrefetchGather(sch, j, "B");
+  PrefetchGather(sch, j, "B", options);
   sch.Parallel(loops[0]);
 }
 
@@ -74,19 +74,19 @@ void VectorDot(Schedule& sch, const std::string& j, const std::string& k, const 
 }
 
 // sddmm_dot: loops i, j, k; k is the reduction.
-void Sddmm(Schedule& sch, int64_t feat) {
+void Sddmm(Schedule& sch, int64_t feat, const RecipeOptions& options) {
   auto loops = sch.GetLoops("sddmm");
   VectorDot(sch, loops[1], loops[2], "O", feat);
-  PrefetchGather(sch, loops[1], "Y");
+  PrefetchGather(sch, loops[1], "Y", options);
   sch.Parallel(loops[0]);
 }
 
 // The scores and softmax iterations of attention (q_i . k_j, then the row's
 // max, exp, sum and division), each parallel over rows.
-void AttentionProbs(Schedule& sch, int64_t head_dim) {
+void AttentionProbs(Schedule& sch, int64_t head_dim, const RecipeOptions& options) {
   auto scores = sch.GetLoops("scores");
   VectorDot(sch, scores[1], scores[2], "P", head_dim);
-  PrefetchGather(sch, scores[1], "K");
+  PrefetchGather(sch, scores[1], "K", options);
   for (const char* block : {"scores", "row_max", "row_exp", "row_sum", "row_div"}) RowsInParallel(sch, block);
 }
 
@@ -100,12 +100,12 @@ void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat) {
 
 // sparse_attention: six row-parallel iterations; the weighted sum of value
 // rows is an SpMM and is scheduled like one.
-void SparseAttention(Schedule& sch, int64_t head_dim, int64_t value_dim) {
-  AttentionProbs(sch, head_dim);
+void SparseAttention(Schedule& sch, int64_t head_dim, int64_t value_dim, const RecipeOptions& options) {
+  AttentionProbs(sch, head_dim, options);
   auto loops = sch.GetLoops("weighted_sum");
   VectorizeInner(sch, loops[2], value_dim);
   if (value_dim <= kMaxLocalTile) sch.CacheWrite(loops[0], "O", "local");
-  PrefetchGather(sch, loops[1], "V");
+  PrefetchGather(sch, loops[1], "V", options);
   sch.Parallel(loops[0]);
 }
 
@@ -128,19 +128,20 @@ int64_t VectorLanes(int64_t extent) {
   return lanes;
 }
 
-Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes) {
+Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes,
+                        const RecipeOptions& options) {
   Schedule sch(f);
   sch.Specialize(sizes);
   if (recipe == "csrmm") {
-    Csrmm(sch, Size(sizes, "feat_size"));
+    Csrmm(sch, Size(sizes, "feat_size"), options);
   } else if (recipe == "sddmm") {
-    Sddmm(sch, Size(sizes, "feat_size"));
+    Sddmm(sch, Size(sizes, "feat_size"), options);
   } else if (recipe == "bsrmm") {
     Bsrmm(sch, Size(sizes, "block_h"), Size(sizes, "feat_size"));
   } else if (recipe == "sparse_attention") {
-    SparseAttention(sch, Size(sizes, "head_dim"), Size(sizes, "value_dim"));
+    SparseAttention(sch, Size(sizes, "head_dim"), Size(sizes, "value_dim"), options);
   } else if (recipe == "attention_probs") {
-    AttentionProbs(sch, Size(sizes, "head_dim"));
+    AttentionProbs(sch, Size(sizes, "head_dim"), options);
   } else if (recipe == "attention_grad_scores") {
     AttentionGradScores(sch);
   } else {

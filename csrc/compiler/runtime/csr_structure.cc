@@ -28,14 +28,19 @@ CsrSummary ValidateCsr(const std::string& op, const Index* indptr, int64_t rows,
     ThrowArgumentError(op + ": indptr must end at nnz = " + std::to_string(nnz) + " (the length of indices), got indptr[" +
                        std::to_string(rows) + "] = " + std::to_string(indptr[rows]));
   }
-  for (int64_t e = 0; e < nnz; ++e) {
-    int64_t c = indices[e];
-    if (c < 0) {
-      ThrowArgumentError(op + ": indices must be non-negative, got indices[" + std::to_string(e) + "] = " +
-                         std::to_string(c));
+  double distance = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t e = indptr[r]; e < indptr[r + 1]; ++e) {
+      int64_t c = indices[e];
+      if (c < 0) {
+        ThrowArgumentError(op + ": indices must be non-negative, got indices[" + std::to_string(e) + "] = " +
+                           std::to_string(c));
+      }
+      if (c > s.max_index) s.max_index = c;
+      distance += static_cast<double>(c > r ? c - r : r - c);
     }
-    if (c > s.max_index) s.max_index = c;
   }
+  s.mean_distance = nnz > 0 ? distance / static_cast<double>(nnz) : 0;
   return s;
 }
 

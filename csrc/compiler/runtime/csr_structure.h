@@ -16,6 +16,10 @@ struct CsrSummary {
   int64_t max_index = -1;
   int64_t empty_rows = 0;
   int64_t max_row_length = 0;
+  // Mean |column - row| over the non-zeros: how far from the diagonal the
+  // structure reaches. A banded matrix (small distance) gathers dense rows
+  // near its own, which stay cached; a scattered one gathers from anywhere.
+  double mean_distance = 0;
 };
 
 // Checks indptr[0] == 0, indptr never decreasing, indptr[rows] == nnz and
