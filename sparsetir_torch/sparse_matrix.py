@@ -5,7 +5,7 @@ Formats derived from it (the transpose used by backward passes, row ids, ...)
 are built by the C++ runtime classes on first use and cached on the handle.
 Torch sparse tensors passed to the operators directly go through a bounded,
 thread-safe cache keyed by the identity and version of their index tensors
-(`_implicit_csr`), so converting a COO tensor to CSR happens once per graph.
+(`_ConversionCache`), so converting a COO tensor to CSR happens once per graph.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from collections import OrderedDict
 
 import torch
 
+from . import _C
 from .ell_formats import EllMatrix, HybMatrix, scatter_values
 from .ops import ops
 
@@ -184,41 +185,67 @@ class _ConversionCache:
     bounded (least recently used dropped first), thread-safe, and an entry
     goes when its tensor is freed. Reusing one SparseMatrix keeps the index
     tensors the operators see identical from call to call, so the per-graph
-    cache in C++ (validation, transposes) hits. Values are not cached: they
-    may change between calls (coalesced COO values are already in CSR order)."""
+    cache in C++ (validation, transposes) hits. Values are read from the
+    tensor on every call: they may change between calls (coalesced COO values
+    are already in CSR order).
+
+    Whether an entry still holds is asked of a C++ fingerprint
+    (csrc/ops/sparse_tensor_fingerprint.h) in one call that also returns the
+    values: reading the versions in Python means building a view of every
+    index tensor on every call, which cost as much as the operator itself on
+    a small matrix. The fingerprint also sees edits of the index tensors a
+    tensor was built from, which do not bump the sparse tensor's own version."""
 
     def __init__(self, capacity: int = 64):
         self.capacity = capacity
-        self._entries: OrderedDict[int, tuple] = OrderedDict()
+        # id(t) -> [weakref to t, its fingerprint, (indptr, indices, shape, derived),
+        #           the SparseMatrix last returned or None]
+        self._entries: OrderedDict[int, list] = OrderedDict()
         # Reentrant: dropping an entry can free its tensor, whose weakref
         # callback (_forget) takes the lock again on the same thread.
         self._lock = threading.RLock()
 
-    @staticmethod
-    def _version(t: torch.Tensor):
-        if t.layout == torch.sparse_coo:
-            return t._indices()._version
-        return (t.crow_indices()._version, t.col_indices()._version)
-
-    @staticmethod
-    def _values(t: torch.Tensor) -> torch.Tensor:
-        return t._values() if t.layout == torch.sparse_coo else t.values()
+    def lookup(self, t) -> SparseMatrix | None:
+        """The cached SparseMatrix of t, None if there is none or it no longer
+        holds. Lock-free: under the GIL, reading the table and moving an entry
+        to the recent end are single operations on it, and a fingerprint is
+        immutable; what changes the table takes the lock."""
+        entry = self._entries.get(id(t))
+        if entry is None:
+            return None
+        # The fingerprint checks identity too: a freed tensor's id may be reused.
+        values = entry[1].values_if_unchanged(t)
+        if values is None:
+            return None
+        try:
+            self._entries.move_to_end(id(t))
+        except KeyError:
+            pass  # dropped by another thread meanwhile; the structure is still right for this call
+        matrix = entry[3]
+        if matrix is None or matrix.values is not values:
+            indptr, indices, shape, derived = entry[2]
+            matrix = SparseMatrix._assemble(indptr, indices, values, shape, derived)
+            # The values t holds come back as the same tensor on every call, so
+            # the matrix is kept for the next; the view t.values() (returned
+            # when gradients must reach t) is not: it would keep t alive.
+            if values._base is not t:
+                entry[3] = matrix
+        return matrix
 
     def get(self, t: torch.Tensor) -> SparseMatrix:
-        version = self._version(t)
+        matrix = self.lookup(t)
+        if matrix is not None:
+            return matrix
         key = id(t)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry[0]() is t and entry[1] == version:
-                self._entries.move_to_end(key)
-                indptr, indices, shape, derived = entry[2]
-                return SparseMatrix._assemble(indptr, indices, self._values(t), shape, derived)
+        fingerprint = _C.sparse_tensor_fingerprint(t)
         matrix = self._convert(t)
-        # The entry keeps the structure only: t.values() is a view of t, and
-        # holding it would keep t (and so the entry) alive forever.
+        if fingerprint is None:
+            return matrix  # inference tensors have no versions: nothing would tell that they changed
+        # The entry keeps the structure, not matrix: matrix.values is the view
+        # t.values(), and holding it would keep t (and so the entry) alive forever.
         structure = (matrix.indptr, matrix.indices, matrix.shape, matrix._derived)
         with self._lock:
-            self._entries[key] = (weakref.ref(t, self._forget(key)), version, structure)
+            self._entries[key] = [weakref.ref(t, self._forget(key)), fingerprint, structure, None]
             self._entries.move_to_end(key)
             while len(self._entries) > self.capacity:
                 self._entries.popitem(last=False)
@@ -261,6 +288,10 @@ def as_sparse_matrix(a, what: str) -> SparseMatrix:
     once), both cached by the tensor's identity and its indices' versions."""
     if isinstance(a, SparseMatrix):
         return a
+    # A tensor seen before: no layout checks (only accepted tensors have entries).
+    cached = _TORCH_SPARSE_CACHE.lookup(a)
+    if cached is not None:
+        return cached
     if isinstance(a, torch.Tensor):
         if a.layout in (torch.sparse_csr, torch.sparse_bsr):
             return _TORCH_SPARSE_CACHE.get(a)

@@ -113,13 +113,14 @@ def bsr_operands(A, b: int):
     cached = A._derived.get(key)
     values = A.values
     # Reusable while the values are unchanged and the structure too (the C++
-    # cache returns the same slot tensor until the indices change).
+    # cache returns the same slot tensor until the indices change). Inference
+    # tensors have no version counter: their blocks are scattered every call.
     if (cached is not None and cached[0] is values and cached[1] == values._version and cached[3] is slot
             and not values.requires_grad):
         return indptr, indices, cached[2]
     blocks = values.new_zeros(indices.shape[0] * b * b).index_put((slot,), values, accumulate=True)
     blocks = blocks.view(indices.shape[0], b, b)
-    if not values.requires_grad:
+    if not values.requires_grad and not values.is_inference():
         A._derived[key] = (values, values._version, blocks, slot)
     return indptr, indices, blocks
 

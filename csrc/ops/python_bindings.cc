@@ -14,6 +14,7 @@
 #include "runtime/kernel.h"
 #include "runtime/kernel_cache.h"
 #include "schedule/schedule.h"
+#include "sparse_tensor_fingerprint.h"
 #include "support/error.h"
 #include "tensor_args.h"
 #include "transforms/format_decompose.h"
@@ -236,4 +237,23 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("clear_graph_cache", &ClearGraphCache);
   m.def("bsr_block_count", &BsrBlockCount, "Blocks a CSR -> BSR(block_h, block_w) conversion would store.");
   m.def("set_graph_cache_capacity", &SetGraphCacheCapacity);
+
+  // The implicit conversion cache of torch sparse tensors (sparse_matrix.py)
+  // keeps one per entry and asks it on every call: one C++ call instead of
+  // building index views in Python only to read their versions.
+  py::class_<SparseTensorFingerprint>(m, "SparseTensorFingerprint")
+      .def(
+          "values_if_unchanged",
+          [](const SparseTensorFingerprint& f, const at::Tensor& t) -> py::object {
+            if (!f.Matches(t)) return py::none();
+            return py::cast(SparseTensorFingerprint::Values(t));
+          },
+          "t's values if t is the tensor fingerprinted and neither it nor its index tensors changed; else None.");
+  m.def(
+      "sparse_tensor_fingerprint",
+      [](const at::Tensor& t) -> py::object {
+        if (!SparseTensorFingerprint::Cacheable(t)) return py::none();
+        return py::cast(SparseTensorFingerprint(t));
+      },
+      "The fingerprint of a torch sparse CSR, BSR or COO tensor; None if its versions are not tracked.");
 }

@@ -470,6 +470,169 @@ def test_csr_bsr_cache_entry_released_with_tensor(coo_cache, layout):
     assert len(coo_cache.cache) == 0
 
 
+def csr_from_components(seed):
+    """(dense float64, Csr, indptr, indices, values, t): a torch CSR tensor built
+    from component tensors, which it then holds itself (not copies)."""
+    a, c = dense_matrix(seed=seed)
+    indptr, indices = c.torch_structure("int64")
+    values = torch.from_numpy(c.values).clone()
+    return a, c, indptr, indices, values, torch.sparse_csr_tensor(indptr, indices, values, c.shape)
+
+
+def test_csr_cache_invalidated_by_edit_of_its_index_tensors(coo_cache):
+    """An in-place edit of the index tensors a CSR tensor was built from bumps
+    their version counters, not the sparse tensor's: the entry is rebuilt and
+    the structure validated again (an out-of-range column raises instead of
+    reaching the kernel)."""
+    a, c, indptr, indices, values, t = csr_from_components(seed=24)
+    B = randn(np.random.default_rng(24), c.n, K)
+    st.spmm(t, B)
+    st.spmm(t, B)
+    assert coo_cache.calls == 1
+    e = int(indptr[1]) - 1  # the last non-zero of row 0
+    col = int(indices[e])
+    assert col < c.n - 1 and (e == 0 or int(indices[e - 1]) < col)
+    indices[e] = c.n - 1  # in place, the row stays sorted
+    a2 = a.clone()
+    a2[0, c.n - 1], a2[0, col] = a[0, col], 0
+    misses = st.graph_cache_info()["misses"]
+    torch.testing.assert_close(st.spmm(t, B), a2 @ B, rtol=1e-12, atol=1e-12)
+    assert coo_cache.calls == 2 and len(coo_cache.cache) == 1
+    assert st.graph_cache_info()["misses"] == misses + 1, "the edited structure was not validated again"
+    indices[e] = 1_000_000
+    with pytest.raises(ValueError, match=r"sparsetir\.spmm: argument 'indices' holds column 1000000, out of range"):
+        st.spmm(t, B)
+    indptr[1:3].fill_(c.nnz + 1)  # through a view of indptr: its counter too
+    indices[e] = col
+    with pytest.raises(ValueError, match=r"sparsetir\.spmm: indptr"):
+        st.spmm(t, B)
+
+
+def test_csr_cache_invalidated_by_edit_through_accessor(coo_cache):
+    """t.col_indices() is a view sharing the sparse tensor's version counter."""
+    a, c, _, _, _, t = csr_from_components(seed=25)
+    B = randn(np.random.default_rng(25), c.n, K)
+    st.spmm(t, B)
+    t.col_indices()[0] = 1_000_000
+    with pytest.raises(ValueError, match=r"sparsetir\.spmm: argument 'indices' holds column 1000000"):
+        st.spmm(t, B)
+    assert coo_cache.calls == 2
+
+
+def test_csr_cache_sees_values_changes(coo_cache):
+    """Values are read from the tensor on every call: an in-place change of the
+    values tensor t was built from is seen without converting again (its
+    counter is its own, not the structure's), and so is a new tensor over the
+    same index tensors."""
+    a, c, indptr, indices, values, t = csr_from_components(seed=26)
+    B = randn(np.random.default_rng(26), c.n, K)
+    for _ in range(2):  # the second call is a hit
+        torch.testing.assert_close(st.spmm(t, B), a @ B, rtol=1e-12, atol=1e-12)
+    misses = st.graph_cache_info()["misses"]
+    values.mul_(-3)
+    torch.testing.assert_close(st.spmm(t, B), -3 * a @ B, rtol=1e-12, atol=1e-12)
+    values[:2] = 7.0  # through a view of the values
+    a7 = -3 * a
+    a7[torch.from_numpy(c.rows()[:2]), torch.from_numpy(c.indices[:2])] = 7.0
+    torch.testing.assert_close(st.spmm(t, B), a7 @ B, rtol=1e-12, atol=1e-12)
+    assert coo_cache.calls == 1 and st.graph_cache_info()["misses"] == misses
+    t2 = torch.sparse_csr_tensor(indptr, indices, values * 2, c.shape)
+    torch.testing.assert_close(st.spmm(t2, B), 2 * a7 @ B, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(st.spmm(t, B), a7 @ B, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_csr_cache_entry_released_after_hits(coo_cache, requires_grad):
+    """After hits (which keep the matrix of the values t holds, or not, when
+    gradients must reach t through the view t.values()) a freed tensor's
+    entry still goes."""
+    a, c = dense_matrix(seed=27)
+    t = a.to_sparse_csr().requires_grad_(requires_grad)
+    B = randn(np.random.default_rng(27), c.n, K)
+    for _ in range(3):
+        st.spmm(t, B)
+    with torch.no_grad():
+        st.spmm(t, B)
+    assert len(coo_cache.cache) == 1
+    del t
+    gc.collect()
+    assert len(coo_cache.cache) == 0
+
+
+def test_grad_to_torch_csr_values(coo_cache):
+    """A torch CSR tensor that requires grad gets the gradient of its values,
+    on every call (hits included)."""
+    a, c = dense_matrix(seed=28)
+    t = a.to_sparse_csr().requires_grad_()
+    rng = np.random.default_rng(28)
+    B, G = randn(rng, c.n, K), randn(rng, c.m, K)
+    for _ in range(2):
+        st.spmm(t, B).backward(G)
+    expected = 2 * (G @ B.T) * (a != 0)
+    torch.testing.assert_close(t.grad.to_dense(), expected, rtol=1e-12, atol=1e-12)
+    assert coo_cache.calls == 1
+
+
+def test_inference_tensors_are_not_cached(coo_cache):
+    """Inference tensors have no version counters: they are converted on every
+    call, so an in-place edit is still seen."""
+    with torch.inference_mode():
+        a, c, indptr, indices, values, t = csr_from_components(seed=29)
+        B = randn(np.random.default_rng(29), c.n, K)
+        for _ in range(2):
+            torch.testing.assert_close(st.spmm(t, B), a @ B, rtol=1e-12, atol=1e-12)
+        assert len(coo_cache.cache) == 0 and coo_cache.calls == 2
+        indices[0] = 1_000_000
+        with pytest.raises(ValueError, match=r"sparsetir\.spmm: argument 'indices' holds column 1000000"):
+            st.spmm(t, B)
+
+
+def test_conversion_cache_threads_smoke(monkeypatch):
+    """Threads calling st.spmm on shared torch sparse tensors, more of them
+    than the cache holds (evictions), while one thread replaces tensors (the
+    old ones are freed and their entries dropped) and another clears the
+    cache: every result is right and nothing hangs."""
+    import threading
+
+    cache = sm._ConversionCache(capacity=3)
+    monkeypatch.setattr(sm, "_TORCH_SPARSE_CACHE", cache)
+    mats = [dense_matrix(seed=30 + i)[0] for i in range(6)]
+
+    def torch_sparse(i):
+        return mats[i].to_sparse_csr() if i % 2 else mats[i].to_sparse().coalesce()
+
+    tensors = [torch_sparse(i) for i in range(len(mats))]
+    B = randn(np.random.default_rng(30), mats[0].shape[1], K)
+    refs = [m @ B for m in mats]
+    errors = []
+
+    def caller(seed):
+        for i in np.random.default_rng(seed).integers(0, len(tensors), 300):
+            try:
+                if not torch.allclose(st.spmm(tensors[i], B), refs[i], rtol=1e-12, atol=1e-12):
+                    errors.append(f"tensor {i}: wrong result")
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append(f"tensor {i}: {e!r}")
+
+    def replacer():
+        for n in range(200):
+            tensors[n % len(tensors)] = torch_sparse(n % len(tensors))
+
+    def clearer():
+        for _ in range(20):
+            cache.clear()
+
+    workers = [threading.Thread(target=caller, args=(s,)) for s in range(4)]
+    workers += [threading.Thread(target=replacer), threading.Thread(target=clearer)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    assert not any(w.is_alive() for w in workers), "a thread hung"
+    assert not errors, errors[:5]
+    assert len(cache) <= cache.capacity
+
+
 _DEADLOCK_SCRIPT = r"""
 import gc, sys, threading, time, warnings
 warnings.simplefilter("ignore")

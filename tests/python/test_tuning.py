@@ -599,6 +599,18 @@ def test_bsr_blocks_follow_new_values():
     torch.testing.assert_close(tuning.run_choice(A, B, choice), A.to_dense() @ B)
 
 
+def test_bsr_blocks_of_inference_tensors():
+    """Inference tensors have no version counter: their blocks are scattered
+    on every call, never cached (reading the version would raise)."""
+    with torch.inference_mode():
+        A = block_structured(6, 6, 2, 0.4, seed=9, dtype=torch.float64)
+        B = torch.randn(12, 3, dtype=torch.float64)
+        choice = {"format": "bsr", "block": 2}
+        for _ in range(2):
+            torch.testing.assert_close(tuning.run_choice(A, B, choice), A.to_dense() @ B)
+        assert ("bsr_blocks", 2) not in A._derived
+
+
 def test_csr_path_follows_in_place_index_change():
     indptr, indices = torch.tensor([0, 1, 2, 3, 4]), torch.tensor([0, 1, 2, 3])
     A = st.SparseMatrix(indptr, indices, torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64), (4, 4))
