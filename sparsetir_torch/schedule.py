@@ -84,6 +84,13 @@ class Schedule:
             loops = tuple(loops[0])
         return self._native.fuse(_names(loops))
 
+    def merge(self, *loops) -> str:
+        """Consecutive sibling loops over the same range become one loop that
+        runs their bodies in order (stage II); returns the merged loop's name."""
+        if len(loops) == 1 and not isinstance(loops[0], str):
+            loops = tuple(loops[0])
+        return self._native.merge(_names(loops))
+
     def reorder(self, *loops) -> None:
         if len(loops) == 1 and not isinstance(loops[0], str):
             loops = tuple(loops[0])

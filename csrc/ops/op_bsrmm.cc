@@ -3,6 +3,7 @@
 #include "kernel_library.h"
 #include "op_checks.h"
 #include "ops.h"
+#include "output_alloc.h"
 
 namespace sparsetir::ops {
 
@@ -21,7 +22,7 @@ at::Tensor Bsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::
   CheckedCsr csr = CheckCsr(op, indptr, indices, block_columns, "dense.size(0) / block width");
   TORCH_CHECK_VALUE(a.size(0) == csr.nnz(), op, ": argument 'blocks' must hold one block per non-zero block (",
                     csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(a.sizes()));
-  at::Tensor out = at::empty({csr.rows() * block_h, feat}, b.options());
+  at::Tensor out = EmptyOutput({csr.rows() * block_h, feat}, b.options());
   if (out.numel() == 0) return out;
   auto kernel = GetOpKernel({"bsrmm", "bsrmm", a.scalar_type(), csr.indptr.scalar_type(),
                              {{"block_h", block_h}, {"block_w", block_w}, {"feat_size", feat}}});

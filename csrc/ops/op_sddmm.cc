@@ -3,6 +3,7 @@
 #include "csr_kernels.h"
 #include "op_checks.h"
 #include "ops.h"
+#include "output_alloc.h"
 
 namespace sparsetir::ops {
 
@@ -17,7 +18,7 @@ at::Tensor Sddmm(const at::Tensor& indptr, const at::Tensor& indices, const std:
   CheckedCsr csr = CheckCsr(op, indptr, indices, yc.size(0), "y.size(0)");
   TORCH_CHECK_VALUE(csr.rows() == xc.size(0), op, ": argument 'x' must have one row per row of the pattern (",
                     csr.rows(), ", from 'indptr'), got shape ", ShapeString(xc.sizes()));
-  at::Tensor out = at::empty({csr.nnz()}, xc.options());
+  at::Tensor out = EmptyOutput({csr.nnz()}, xc.options());
   RunSddmmDot(csr.indptr, csr.indices, xc, yc, out, PrefetchPays(csr.info->summary(), yc));
   if (values.has_value()) {
     at::Tensor v = CheckFloat(op, "values", *values, 1);

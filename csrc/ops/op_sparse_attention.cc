@@ -11,6 +11,7 @@
 #include "kernel_library.h"
 #include "op_checks.h"
 #include "ops.h"
+#include "output_alloc.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -91,7 +92,7 @@ at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, 
     at::Tensor qs = (a.q * a.scale).contiguous();
     auto kernel = GetOpKernel(Request("sparse_attention", a, {{"head_dim", D}, {"value_dim", Dv}}));
     ForEachHead(a.heads(), 2 * nnz * (D + Dv), [&](int64_t h) {
-      at::Tensor probs = at::empty({nnz}, a.q.options()), row_max = at::empty({L}, a.q.options()),
+      at::Tensor probs = EmptyOutput({nnz}, a.q.options()), row_max = at::empty({L}, a.q.options()),
                  row_sum = at::empty({L}, a.q.options());
       at::Tensor out_h = out[h];
       KernelCall(*kernel)

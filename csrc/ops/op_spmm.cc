@@ -4,6 +4,7 @@
 #include "runtime/bsr_conversion.h"
 #include "op_checks.h"
 #include "ops.h"
+#include "output_alloc.h"
 
 namespace sparsetir::ops {
 
@@ -19,7 +20,7 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
   CheckedCsr csr = CheckCsr(op, indptr, indices, b.size(0), "dense.size(0)");
   TORCH_CHECK_VALUE(a.numel() == csr.nnz(), op, ": argument 'values' must have one element per non-zero (",
                     csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(a.sizes()));
-  at::Tensor out = at::empty({csr.rows(), b.size(1)}, b.options());
+  at::Tensor out = EmptyOutput({csr.rows(), b.size(1)}, b.options());
   const std::string script = how == "max" ? "csrmm_max" : how == "min" ? "csrmm_min" : "csrmm";
   if (how == "mean") {
     // The sum of the non-zeros scaled by 1 / row length. float32 and float64

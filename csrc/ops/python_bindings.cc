@@ -10,6 +10,7 @@
 #include "ops.h"
 #include "ir/printer.h"
 #include "launcher.h"
+#include "output_alloc.h"
 #include "parser/parser.h"
 #include "runtime/kernel.h"
 #include "runtime/kernel_cache.h"
@@ -203,6 +204,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("get_loops", &Schedule::GetLoops)
       .def("split", &Schedule::Split, py::arg("loop"), py::arg("factors"))
       .def("fuse", &Schedule::Fuse)
+      .def("merge", &Schedule::Merge)
       .def("reorder", &Schedule::Reorder)
       .def("parallel", &Schedule::Parallel)
       .def("vectorize", &Schedule::Vectorize)
@@ -234,7 +236,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     d["entries"] = s.entries;
     return d;
   });
-  m.def("clear_graph_cache", &ClearGraphCache);
+  m.def("clear_graph_cache", [] {
+    ClearGraphCache();
+    ReleaseRecycledOutputs();
+  });
   m.def("bsr_block_count", &BsrBlockCount, "Blocks a CSR -> BSR(block_h, block_w) conversion would store.");
   m.def("set_graph_cache_capacity", &SetGraphCacheCapacity);
 

@@ -156,16 +156,28 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
   return body;
 }
 
-// True if `body` begins by storing every element of `cache` with values that
-// do not read it: a perfect nest of loops from 0 (blocks allowed) around one
-// store whose indices are the nest's variables, each loop spanning its cache
-// dimension. A reduction's init block is such a nest. Then the copy into the
-// cache is dead, and it must go rather than be left to the C++ compiler: a
-// read of output memory that was never written maps the shared zero page, and
-// the first write then costs a second page fault plus a TLB shootdown.
+// True if the first statement of `body` that touches `cache` stores every
+// element of it with values that do not read it: a perfect nest of loops from
+// 0 (blocks allowed) around one store whose indices are the nest's variables,
+// each loop spanning its cache dimension. A reduction's init block is such a
+// nest. Then the copy into the cache is dead, and it must go rather than be
+// left to the C++ compiler: a read of output memory that was never written
+// maps the shared zero page, and the first write then costs a second page
+// fault plus a TLB shootdown.
 bool OverwritesFirst(const Stmt& body, const Buffer& cache) {
   Stmt s = body;
-  if (const auto* seq = s->as<SeqNode>()) s = seq->stmts.front();
+  if (const auto* seq = s->as<SeqNode>()) {
+    s = nullptr;
+    for (const Stmt& child : seq->stmts) {
+      AccessCollector touches(cache.get());
+      touches.VisitStmt(child);
+      if (!touches.accesses.empty()) {
+        s = child;
+        break;
+      }
+    }
+    if (!s) return false;
+  }
   std::map<const VarNode*, int64_t> extents;
   for (;;) {
     if (const auto* loop = s->as<ForNode>()) {

@@ -44,6 +44,9 @@ class Schedule {
   // factors: at most one unknown (nullopt), inferred as ceil(extent / product).
   std::vector<std::string> Split(const std::string& loop, const std::vector<std::optional<int64_t>>& factors);
   std::string Fuse(const std::vector<std::string>& loops);
+  // Stage II. Consecutive sibling loops over one range become one loop running
+  // their bodies in order (schedule/merge.cc); returns its name (the first's).
+  std::string Merge(const std::vector<std::string>& loops);
   void Reorder(const std::vector<std::string>& loops);
   void Parallel(const std::string& loop);
   void Vectorize(const std::string& loop);

@@ -1,0 +1,137 @@
+// merge (stage II): sibling loops over the same range become one loop whose
+// body runs theirs in order, so a row's passes (a softmax's scores, max,
+// exponentials, sum and division, then the weighted sum) run back to back
+// while the row is in cache, instead of each pass streaming every row.
+//
+// Before:  for i in T.serial(m): scores(i)
+//          for i_1 in T.serial(m): row_max(i_1)
+// After:   sch.merge(["i", "i_1"])
+//          for i in T.serial(m):
+//              scores(i)
+//              row_max(i)
+//
+// Legal when the loops are consecutive statements of one sequence with equal
+// ranges and no iteration reads what another iteration wrote: every buffer
+// written by one body and touched by another is indexed by the loop variable
+// in its first dimension (the row), everywhere. Stage II only: there, a
+// buffer's first index is its row position; after lower_sparse_buffer rows
+// are flattened into offsets.
+#include <map>
+#include <set>
+
+#include "ir/equal.h"
+#include "ir/functor.h"
+#include "ir/printer.h"
+#include "ir/substitute.h"
+#include "schedule/loop_utils.h"
+#include "schedule/schedule.h"
+#include "schedule/trace_format.h"
+
+namespace sparsetir {
+namespace {
+
+// The sequence that holds `loop` as a direct child.
+const SeqNode* ParentSequence(const Stmt& root, const ForNode* loop) {
+  struct Finder : IRVisitor {
+    const ForNode* loop;
+    const SeqNode* found = nullptr;
+    void Visit(const SeqNode* n) override {
+      for (const Stmt& s : n->stmts) {
+        if (s.get() == loop) found = n;
+      }
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  finder.loop = loop;
+  finder.VisitStmt(root);
+  return finder.found;
+}
+
+struct BufferAccesses : IRVisitor {
+  std::map<const BufferNode*, std::vector<std::vector<Expr>>> touched;
+  std::set<const BufferNode*> written;
+  void Visit(const BufferLoadNode* n) override {
+    touched[n->buffer.get()].push_back(n->indices);
+    IRVisitor::Visit(n);
+  }
+  void Visit(const BufferStoreNode* n) override {
+    touched[n->buffer.get()].push_back(n->indices);
+    written.insert(n->buffer.get());
+    IRVisitor::Visit(n);
+  }
+  void Visit(const AtomicAddNode* n) override {
+    const auto* target = n->target->as<BufferLoadNode>();
+    written.insert(target->buffer.get());
+    IRVisitor::Visit(n);
+  }
+};
+
+// A buffer shared between bodies, written by one, indexed anywhere by
+// something other than the row: the merged loop would read another row's
+// result before it is written. Returns its name, or "".
+std::string CrossRowBuffer(const std::vector<Stmt>& bodies, const VarNode* row) {
+  std::vector<BufferAccesses> accesses(bodies.size());
+  for (size_t t = 0; t < bodies.size(); ++t) accesses[t].VisitStmt(bodies[t]);
+  std::map<const BufferNode*, int> bodies_touching;
+  std::set<const BufferNode*> written;
+  for (const BufferAccesses& a : accesses) {
+    for (const auto& [buffer, _] : a.touched) ++bodies_touching[buffer];
+    written.insert(a.written.begin(), a.written.end());
+  }
+  for (const BufferAccesses& a : accesses) {
+    for (const auto& [buffer, all] : a.touched) {
+      if (!written.count(buffer) || bodies_touching[buffer] < 2) continue;
+      for (const std::vector<Expr>& indices : all) {
+        if (indices.empty() || indices[0].get() != row) return buffer->name;
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string Schedule::Merge(const std::vector<std::string>& names) {
+  EnsureStageII("merge");
+  if (names.size() < 2) ThrowScheduleError("merge: give at least two loops", "");
+  std::vector<const ForNode*> loops;
+  for (const std::string& name : names) loops.push_back(FindLoop(func_, name, "merge"));
+  const std::string context = Excerpt(loops[0]);
+  if (func_->stage != Stage::kII) {
+    ThrowScheduleError("merge: works at stage II, before lower_sparse_buffer flattens rows into offsets", context);
+  }
+  const SeqNode* seq = ParentSequence(func_->body, loops[0]);
+  size_t first = 0;
+  while (seq && seq->stmts[first].get() != loops[0]) ++first;
+  for (size_t t = 1; t < loops.size(); ++t) {
+    if (!seq || first + t >= seq->stmts.size() || seq->stmts[first + t].get() != loops[t]) {
+      ThrowScheduleError("merge: loop '" + names[t] + "' does not directly follow loop '" + names[t - 1] +
+                             "' in the same sequence of statements",
+                         context);
+    }
+    if (!StructuralEqual(loops[t]->min, loops[0]->min) || !StructuralEqual(loops[t]->extent, loops[0]->extent) ||
+        loops[t]->for_kind != loops[0]->for_kind) {
+      ThrowScheduleError("merge: loop '" + names[t] + "' does not run over the same range, in the same way, as loop '" +
+                             names[0] + "'",
+                         context);
+    }
+  }
+  std::vector<Stmt> bodies;
+  for (const ForNode* loop : loops) bodies.push_back(Substitute(loop->body, {{loop->var.get(), loops[0]->var}}));
+  std::string shared = CrossRowBuffer(bodies, loops[0]->var.get());
+  if (!shared.empty()) {
+    ThrowScheduleError("merge: buffer '" + shared + "' is written by one loop and accessed by another at elements "
+                           "other than the loop's own row; merging would read them before they are written",
+                       context);
+  }
+  Stmt merged = MakeFor(loops[0]->var, loops[0]->min, loops[0]->extent, loops[0]->for_kind, MakeSeq(bodies),
+                        loops[0]->thread_tag);
+  std::vector<Stmt> stmts(seq->stmts.begin(), seq->stmts.begin() + first);
+  stmts.push_back(merged);
+  stmts.insert(stmts.end(), seq->stmts.begin() + first + loops.size(), seq->stmts.end());
+  func_ = ReplaceStmt(func_, seq, MakeSeq(stmts));
+  Record("sch.merge(" + PyList(names) + ")");
+  return names[0];
+}
+
+}  // namespace sparsetir

@@ -1,0 +1,118 @@
+"""The merge schedule primitive: sibling row loops become one loop (a row's
+softmax passes back to back), checked on IR, on numbers against float64, and
+on the cases it must refuse."""
+import numpy as np
+import pytest
+import torch
+
+import sparsetir_torch as st
+
+SOFTMAX = '''
+@T.prim_func
+def softmax(a: T.handle, p: T.handle, row_max: T.handle, row_sum: T.handle, indptr: T.handle, indices: T.handle,
+            m: T.int32, n: T.int32, nnz: T.int32) -> None:
+    I = T.sp.dense_fixed(m)
+    J = T.sp.compressed_varied(I, (n, nnz), (indptr, indices), "int32")
+    A = T.sp.match_buffer(a, (I, J), "float32")
+    P = T.sp.match_buffer(p, (I, J), "float32")
+    MX = T.sp.match_buffer(row_max, (I,), "float32")
+    SM = T.sp.match_buffer(row_sum, (I,), "float32")
+    with T.sp.iteration([I, J], "SR", "row_max") as [i, j]:
+        with T.init():
+            MX[i] = -T.inf
+        MX[i] = T.max(MX[i], A[i, j])
+    with T.sp.iteration([I, J], "SS", "row_exp") as [i, j]:
+        P[i, j] = T.exp(A[i, j] - MX[i])
+    with T.sp.iteration([I, J], "SR", "row_sum") as [i, j]:
+        with T.init():
+            SM[i] = 0.0
+        SM[i] = SM[i] + P[i, j]
+    with T.sp.iteration([I, J], "SS", "row_div") as [i, j]:
+        P[i, j] = P[i, j] / SM[i]
+'''
+
+BLOCKS = ["row_max", "row_exp", "row_sum", "row_div"]
+
+
+def rows(sch):
+    return [sch.get_loops(b)[0] for b in BLOCKS]
+
+
+def run(kernel, rng, m=30, n=25):
+    dense = np.where(rng.random((m, n)) < 0.3, rng.standard_normal((m, n)), 0.0)
+    dense[4] = 0  # an empty row
+    csr = torch.from_numpy(dense).float().to_sparse_csr()
+    nnz = csr.values().numel()
+    p = torch.full((nnz,), float("nan"))
+    kernel(a=csr.values(), p=p, row_max=torch.empty(m), row_sum=torch.empty(m), indptr=csr.crow_indices().int(),
+           indices=csr.col_indices().int(), m=m, n=n, nnz=nnz)
+    return dense, csr, p
+
+
+def test_merged_rows_run_the_passes_in_one_loop():
+    sch = st.Schedule(st.parse(SOFTMAX))
+    merged = sch.merge(rows(sch))
+    assert merged == rows(sch)[0] and len(set(rows(sch))) == 1
+    text = sch.mod.script()
+    assert text.count(f"for {merged} in T.serial(m)") == 1
+    assert "sch.merge([" in sch.trace
+    assert st.Schedule.replay(sch.trace, st.parse(SOFTMAX)).mod == sch.mod
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_merged_softmax_matches_float64(parallel):
+    sch = st.Schedule(st.parse(SOFTMAX))
+    row = sch.merge(rows(sch))
+    if parallel:
+        sch.parallel(row)
+    dense, csr, p = run(st.compile(sch), np.random.default_rng(1))
+    expected = []
+    for r in range(dense.shape[0]):
+        values = dense[r][dense[r] != 0]
+        if values.size:
+            e = np.exp(values - values.max())
+            expected.extend(e / e.sum())
+    np.testing.assert_allclose(p.numpy(), np.array(expected), rtol=1e-5, atol=1e-6)
+
+
+def test_merging_a_prefix_and_the_plain_kernel_agree():
+    rng_a, rng_b = np.random.default_rng(2), np.random.default_rng(2)
+    sch = st.Schedule(st.parse(SOFTMAX))
+    sch.merge(rows(sch)[:2])
+    _, _, merged = run(st.compile(sch), rng_a)
+    _, _, plain = run(st.compile(st.parse(SOFTMAX)), rng_b)
+    torch.testing.assert_close(merged, plain)
+
+
+def test_merge_refusals():
+    sch = st.Schedule(st.parse(SOFTMAX))
+    r = rows(sch)
+    with pytest.raises(st.ScheduleError, match="does not directly follow"):
+        sch.merge([r[0], r[2]])
+    with pytest.raises(st.ScheduleError, match="at least two loops"):
+        sch.merge([r[0]])
+    inner = sch.get_loops("row_max")[1]
+    with pytest.raises(st.ScheduleError, match="does not directly follow"):
+        sch.merge([r[0], inner])
+    sch.lower_sparse_buffer()
+    with pytest.raises(st.ScheduleError, match="works at stage II"):
+        sch.merge(rows(sch)[:2])
+
+
+def test_merge_refuses_reading_another_rows_result():
+    shifted = SOFTMAX.replace("P[i, j] = T.exp(A[i, j] - MX[i])", "P[i, j] = T.exp(A[i, j] - MX[0])")
+    sch = st.Schedule(st.parse(shifted))
+    with pytest.raises(st.ScheduleError, match="buffer 'MX' is written by one loop and accessed by another"):
+        sch.merge(rows(sch)[:2])
+
+
+def test_merge_refuses_different_ranges():
+    two_sizes = SOFTMAX.replace("    MX = T.sp.match_buffer(row_max, (I,), \"float32\")",
+                                "    I2 = T.sp.dense_fixed(n)\n    MX = T.sp.match_buffer(row_max, (I,), \"float32\")")
+    two_sizes = two_sizes.replace('''    with T.sp.iteration([I, J], "SS", "row_div") as [i, j]:
+        P[i, j] = P[i, j] / SM[i]''', '''    with T.sp.iteration([I2], "S", "row_div") as [i2]:
+        SM[0] = SM[0] * 1.0''')
+    sch = st.Schedule(st.parse(two_sizes))
+    r = [sch.get_loops(b)[0] for b in BLOCKS]
+    with pytest.raises(st.ScheduleError, match="does not run over the same range"):
+        sch.merge(r[2:])
