@@ -87,7 +87,9 @@ at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, 
   const std::string op = "sparsetir.sparse_attention";
   AttentionArgs a = CheckAttention(op, indptr, indices, q, k, v, scale);
   const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
-  at::Tensor out = at::zeros({a.heads(), L, Dv}, a.q.options());
+  // The kernel writes every row (an empty one gets its zero init), so only a
+  // pattern without non-zeros needs zeros from here.
+  at::Tensor out = nnz > 0 ? EmptyOutput({a.heads(), L, Dv}, a.q.options()) : at::zeros({a.heads(), L, Dv}, a.q.options());
   if (out.numel() > 0 && nnz > 0) {
     at::Tensor qs = (a.q * a.scale).contiguous();
     auto kernel = GetOpKernel(Request("sparse_attention", a, {{"head_dim", D}, {"value_dim", Dv}}));

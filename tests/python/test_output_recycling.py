@@ -76,3 +76,26 @@ def test_sddmm_outputs_recycle_too_and_clearing_keeps_results_right():
     del second
     st.clear_graph_cache()  # drops the recycled storages as well
     torch.testing.assert_close(ops.sddmm(indptr, indices, None, x, y), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_attention_writes_every_row_of_a_recycled_output():
+    """The attention output is not zeroed before the kernel: rows without
+    allowed keys must come out 0 even in a reused storage full of old values."""
+    st.clear_graph_cache()
+    heads, L, D = 4, 2048, 128  # a 4 MiB output
+    mask = torch.rand(L, L) < 0.01
+    mask[5] = False  # rows with nothing allowed
+    mask[77] = False
+    csr = mask.to_sparse_csr()
+    indptr, indices = csr.crow_indices().int(), csr.col_indices().int()
+    q, k, v = torch.randn(heads, L, D), torch.randn(heads, L, D), torch.randn(heads, L, D)
+    stale = ops.sparse_attention(indptr, indices, q, k, v + 100.0)  # large values, then released
+    address = stale.data_ptr()
+    del stale
+    gc.collect()
+    out = ops.sparse_attention(indptr, indices, q, k, v)
+    assert out.data_ptr() == address
+    assert torch.equal(out[:, 5], torch.zeros(heads, D)) and torch.equal(out[:, 77], torch.zeros(heads, D))
+    scores = (q @ k.transpose(1, 2)) / D ** 0.5
+    expected = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1).nan_to_num(0.0) @ v
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)

@@ -574,7 +574,9 @@ std::string CodegenC::Expr2C(const Expr& e) {
       bool dbl = e->dtype == DataType::kFloat64;
       std::string suffix = dbl ? "" : "f";
       switch (n->op) {
-        case Intrinsic::kExp: return "exp" + suffix + "(" + Expr2C(n->args[0]) + ")";
+        // float: the prelude's branch-free exp, which loops vectorize (libm's
+        // expf is a call per element: a softmax spent most of its time there).
+        case Intrinsic::kExp: return (dbl ? "exp(" : "sparsetir_expf(") + Expr2C(n->args[0]) + ")";
         case Intrinsic::kLog: return "log" + suffix + "(" + Expr2C(n->args[0]) + ")";
         case Intrinsic::kSqrt: return "sqrt" + suffix + "(" + Expr2C(n->args[0]) + ")";
         case Intrinsic::kPow: return "pow" + suffix + "(" + Expr2C(n->args[0]) + ", " + Expr2C(n->args[1]) + ")";

@@ -83,6 +83,38 @@ static inline void sparsetir_atomic_add_bf16(uint16_t* p, float v) {
       p, [v](uint16_t x) { return sparsetir_float_to_bf16(sparsetir_bf16_to_float(x) + v); });
 }
 
+// exp for float without a library call, so that a loop over it vectorizes
+// (libm's expf is one call per element). Cody-Waite reduction x = n ln2 + r,
+// |r| <= ln2 / 2, a degree-6 polynomial for exp(r) (the Cephes expf
+// coefficients, within 2 ulp of exp over the whole range), and 2^n applied as
+// two factors so that results down to the smallest denormal stay exact in
+// exponent. Overflow gives inf, underflow 0, NaN stays NaN; every branch is a
+// select. n is rounded with the 1.5 * 2^23 trick (no rounding-mode call).
+static inline float sparsetir_expf(float x) {
+  const float hi = 88.72283905f, lo = -103.9720840f;
+  float c = x > hi ? hi : (x < lo ? lo : x);
+  const float shift = 12582912.0f;  // 1.5 * 2^23
+  float n = (c * 1.44269504088896341f + shift) - shift;
+  float r = c - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t k = (int32_t)n, k1 = k >> 1, k2 = k - k1;
+  int32_t b1 = (k1 + 127) << 23, b2 = (k2 + 127) << 23;
+  float s1, s2;
+  __builtin_memcpy(&s1, &b1, sizeof(float));
+  __builtin_memcpy(&s2, &b2, sizeof(float));
+  float y = p * s1 * s2;
+  y = x > hi ? __builtin_inff() : y;
+  y = x < lo ? 0.0f : y;
+  return x != x ? x : y;
+}
+
 template <typename T> static inline T sparsetir_min(T a, T b) { return b < a ? b : a; }
 template <typename T> static inline T sparsetir_max(T a, T b) { return a < b ? b : a; }
 template <typename T> static inline T sparsetir_floordiv(T a, T b) {
