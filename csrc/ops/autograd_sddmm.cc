@@ -13,38 +13,13 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "dispatched_ops.h"
+
 namespace sparsetir::ops {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-at::Tensor CallSddmm(const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& values,
-                     const at::Tensor& x, const at::Tensor& y) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::sddmm", "")
-                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-                                         const at::Tensor&, const at::Tensor&)>();
-  return op.call(indptr, indices, values, x, y);
-}
-
-at::Tensor CallSpmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
-                    const at::Tensor& dense) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::spmm", "")
-                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                         c10::string_view)>();
-  return op.call(indptr, indices, values, dense, "sum");
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(const at::Tensor& indptr, const at::Tensor& indices,
-                                                             c10::SymInt columns) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::_csr_transpose", "")
-                       .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                                              c10::SymInt)>();
-  return op.call(indptr, indices, std::move(columns));
-}
 
 class SddmmFunction : public torch::autograd::Function<SddmmFunction> {
  public:
@@ -70,10 +45,10 @@ class SddmmFunction : public torch::autograd::Function<SddmmFunction> {
     // are inputs 2 and 3.
     const size_t first = values.defined() ? 3 : 2;
     if (values.defined() && ctx->needs_input_grad(2)) grad_values = grad * CallSddmm(indptr, indices, std::nullopt, x, y);
-    if (ctx->needs_input_grad(first)) grad_x = CallSpmm(indptr, indices, g, y);
+    if (ctx->needs_input_grad(first)) grad_x = CallSpmm(indptr, indices, g, y, "sum");
     if (ctx->needs_input_grad(first + 1)) {
       auto [t_indptr, t_indices, perm] = CallTranspose(indptr, indices, y.sym_size(0));
-      grad_y = CallSpmm(t_indptr, t_indices, g.index_select(0, perm), x);
+      grad_y = CallSpmm(t_indptr, t_indices, g.index_select(0, perm), x, "sum");
     }
     return {at::Tensor(), at::Tensor(), grad_values, grad_x, grad_y};
   }

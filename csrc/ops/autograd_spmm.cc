@@ -19,37 +19,13 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "dispatched_ops.h"
+
 namespace sparsetir::ops {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-at::Tensor CallSpmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
-                    const at::Tensor& dense, c10::string_view reduce) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::spmm", "")
-                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                         c10::string_view)>();
-  return op.call(indptr, indices, values, dense, reduce);
-}
-
-at::Tensor CallSddmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::sddmm", "")
-                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-                                         const at::Tensor&, const at::Tensor&)>();
-  return op.call(indptr, indices, std::nullopt, x, y);
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(const at::Tensor& indptr, const at::Tensor& indices,
-                                                             c10::SymInt columns) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::_csr_transpose", "")
-                       .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                                              c10::SymInt)>();
-  return op.call(indptr, indices, std::move(columns));
-}
 
 // Non-zeros per row (sizes stay symbolic under torch.compile).
 at::Tensor RowLengths(const at::Tensor& indptr) { return indptr.slice(0, 1) - indptr.slice(0, 0, -1); }
@@ -83,7 +59,7 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
     if (reduce == "sum" || reduce == "mean") {
       at::Tensor g = grad;
       if (reduce == "mean") g = grad / RowLengths(indptr).clamp_min(1).unsqueeze(1).to(grad.scalar_type());
-      if (ctx->needs_input_grad(2)) grad_values = CallSddmm(indptr, indices, g, dense);
+      if (ctx->needs_input_grad(2)) grad_values = CallSddmm(indptr, indices, std::nullopt, g, dense);
       if (ctx->needs_input_grad(3)) {
         auto [t_indptr, t_indices, perm] = CallTranspose(indptr, indices, dense.sym_size(0));
         grad_dense = CallSpmm(t_indptr, t_indices, values.index_select(0, perm), g, "sum");
