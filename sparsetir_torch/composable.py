@@ -6,9 +6,11 @@ specialized on the feature width and the bucket width and scheduled here. The
 preprocess part is replaced by the runtime's conversion (SparseMatrix.hyb:
 structure once per graph, values through their slots), as the design lifts
 data movement out of the kernel. The buckets add into one output in turn
-(ordered accumulation across buckets and column parts). Within a bucket the
-ELL rows run in parallel; a bucket whose rows repeat (a long row split in
-pieces) uses the atomic kernel lower_atomic makes, the others the plain one.
+(ordered accumulation across buckets and column parts), or, when the
+buckets partition the rows, each writes its own rows (format_decompose's
+disjoint form). Within a bucket the ELL rows run in parallel; a bucket whose
+rows repeat (a long row split in pieces) uses the atomic kernel lower_atomic
+makes.
 """
 from __future__ import annotations
 
@@ -20,11 +22,9 @@ from .compiler import Kernel, compile, parse
 from .decompose import FormatRewriteRule, compute_part, format_decompose
 from .kernels import kernel_script
 from .ops import ops
+from .recipes import PREFETCH_DISTANCE, vectorize_features
 from .schedule import Schedule
 
-_DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
-           torch.bfloat16: "bfloat16"}
-_INDEX_DTYPES = {torch.int32: "int32", torch.int64: "int64"}
 _KERNELS: dict = {}
 _LOCK = threading.Lock()
 
@@ -34,6 +34,10 @@ class Mode:
     OVERWRITE = "overwrite"  # the buckets partition the rows: each ELL row initializes and writes its row
     ADD = "add"              # column parts share rows: each adds into an output zeroed before
     ATOMIC_ADD = "atomic"    # split long rows share rows within the bucket too: atomic adds
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")  # torch.float32 -> "float32", as scripts spell it
 
 
 def _bucket_function(dtype: str, idtype: str, mode: str):
@@ -47,7 +51,6 @@ def _bucket_function(dtype: str, idtype: str, mode: str):
 # their width; wider ones share one kernel with the width as an argument, so a
 # graph with many bucket widths compiles few kernels.
 SPECIALIZED_WIDTH = 8
-PREFETCH_DISTANCE = 32  # slots ahead, as the CSR recipe's non-zeros
 
 
 def _schedule(dtype: str, idtype: str, feat_size: int, width, mode: str) -> Schedule:
@@ -61,14 +64,7 @@ def _schedule(dtype: str, idtype: str, feat_size: int, width, mode: str) -> Sche
         sch.specialize(width_ell=width)
     sch.lower_sparse_iter()
     o, i, j, k = sch.get_loops("csrmm_ell")
-    lanes = 16
-    while lanes > 1 and feat_size % lanes:
-        lanes //= 2
-    if lanes > 1 and feat_size >= lanes:
-        k_outer, k_inner = sch.split(k, factors=[None, lanes])
-        if feat_size // lanes <= 16:
-            sch.unroll(k_outer)
-        sch.vectorize(k_inner)
+    vectorize_features(sch, k, feat_size)
     if feat_size <= 512:
         # The ELL row's output row in registers; for an atomic bucket it sums
         # privately and is published with one atomic add per element.
@@ -88,7 +84,7 @@ def bucket_kernel(dtype: torch.dtype, index_dtype: torch.dtype, feat_size: int, 
     with _LOCK:
         kernel = _KERNELS.get(key)
     if kernel is None:
-        kernel = compile(_schedule(_DTYPES[dtype], _INDEX_DTYPES[index_dtype], feat_size, width, mode))
+        kernel = compile(_schedule(_dtype_name(dtype), _dtype_name(index_dtype), feat_size, width, mode))
         with _LOCK:
             _KERNELS[key] = kernel
     return kernel
@@ -103,13 +99,12 @@ def _bucket_plan(A, parts: int, max_width: int):
     key = ("hyb_plan", parts, max_width)
     plan = A._derived.get(key)
     if plan is None:
-        h = A.hyb(parts, max_width)
-        buckets, row, flat, split = [], 0, 0, []
-        for _, width, rows in h.bucket_info.tolist():
-            row_map = h.row_map[row:row + rows]
-            split.append(bool(rows > 1 and (row_map[1:] == row_map[:-1]).any()))
-            buckets.append([flat, rows, width, None, row_map, h.indices[flat:flat + rows * width]])
-            row, flat = row + rows, flat + rows * width
+        buckets, flat, split = [], 0, []
+        for b in A.hyb(parts, max_width).buckets():
+            rows = b.row_map.shape[0]
+            split.append(bool(rows > 1 and (b.row_map[1:] == b.row_map[:-1]).any()))
+            buckets.append([flat, rows, b.width, None, b.row_map, b.indices.view(-1)])
+            flat += rows * b.width
         partition = parts == 1 and not any(split)
         for bucket, repeats in zip(buckets, split):
             bucket[3] = Mode.OVERWRITE if partition else Mode.ATOMIC_ADD if repeats else Mode.ADD
@@ -122,18 +117,8 @@ def _bucket_plan(A, parts: int, max_width: int):
 
 
 def _hyb_values(A, parts: int, max_width: int) -> torch.Tensor:
-    """The flat padded values of the hyb form, re-scattered only when A's
-    values changed (and not cached while they require grad: the scatter is
-    then part of the graph)."""
-    values = A.values
-    key = ("hyb_values", parts, max_width)
-    cached = A._derived.get(key)
-    if cached is not None and cached[0] is values and cached[1] == values._version:
-        return cached[2]
-    flat = A.hyb(parts, max_width).values
-    if not values.requires_grad:
-        A._derived[key] = (values, values._version, flat)
-    return flat
+    """The flat padded values of the hyb form, re-scattered only when A's values change."""
+    return A.values_derived(("hyb_values", parts, max_width), lambda _: A.hyb(parts, max_width).values)
 
 
 def _hyb_forward(A, flat_values: torch.Tensor, B: torch.Tensor, parts: int, max_width: int) -> torch.Tensor:

@@ -15,6 +15,22 @@ from .schedule import Schedule
 PREFETCH_DISTANCE = 32  # non-zeros ahead; ARCHITECTURE.md: 16-64 alike, under 12 too short
 
 
+def vectorize_features(sch: Schedule, loop: str, feat_size: int) -> int:
+    """Splits feature loop `loop` into the widest vectors (at most 16 lanes)
+    that divide feat_size, the inner part vectorized and the outer unrolled
+    while that fits the registers; returns the lanes (1: left scalar)."""
+    lanes = 16
+    while lanes > 1 and feat_size % lanes:
+        lanes //= 2
+    if lanes > 1 and feat_size >= lanes:
+        outer, inner = sch.split(loop, factors=[None, lanes])
+        if feat_size // lanes <= 16:  # beyond that, full unrolling runs out of registers
+            sch.unroll(outer)
+        sch.vectorize(inner)
+        return lanes
+    return 1
+
+
 def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True,
              prefetch: int | None = PREFETCH_DISTANCE) -> Schedule:
     """The CSR SpMM (kernels/csrmm.py, or `script` with the same loop names)
@@ -23,17 +39,10 @@ def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True,
     sch = Schedule(parse(script if script is not None else kernel_script("csrmm")))
     sch.specialize(feat_size=feat_size)
     i, j, k = sch.get_loops("csrmm")
-    lanes = 16
-    while lanes > 1 and feat_size % lanes:
-        lanes //= 2
-    if lanes > 1 and feat_size >= lanes:
-        k_outer, k_inner = sch.split(k, factors=[None, lanes])
-        if feat_size // lanes <= 16:  # beyond that, full unrolling runs out of registers
-            sch.unroll(k_outer)
-        sch.vectorize(k_inner)
+    vectorized = vectorize_features(sch, k, feat_size) > 1
     if feat_size <= 512:
         sch.cache_write(i, "C", "local")
-        if lanes > 1 and feat_size >= lanes and feat_size <= 64:
+        if vectorized and feat_size <= 64:
             # Two accumulator sets (every other non-zero): hides the FMA
             # latency a single dependent chain per vector leaves exposed.
             _, j_1 = sch.split(j, factors=[None, 2])

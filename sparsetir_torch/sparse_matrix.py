@@ -106,6 +106,22 @@ class SparseMatrix:
             self._derived["transpose"] = ops._csr_transpose(self.indptr, self.indices, columns)
         return self._derived["transpose"]
 
+    def values_derived(self, key, make, structure=None):
+        """make(values), cached under `key` while the values stay the same
+        tensor at the same version (and `structure`, when given, the same
+        object: a structure rebuilt after an index edit). Not cached while the
+        values require grad (make is then part of the graph) nor for inference
+        tensors, which have no version to tell a change by."""
+        values = self.values
+        cached = self._derived.get(key)
+        if (cached is not None and cached[0] is values and cached[1] == values._version
+                and cached[2] is structure):
+            return cached[3]
+        out = make(values)
+        if not values.requires_grad and not values.is_inference():
+            self._derived[key] = (values, values._version, structure, out)
+        return out
+
     def _check_not_block(self, what: str) -> None:
         if self.is_block:
             raise ValueError(f"SparseMatrix.{what}: a block (BSR) matrix has no {what} form; convert a CSR matrix")

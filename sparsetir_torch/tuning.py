@@ -109,20 +109,13 @@ def bsr_operands(A, b: int):
     """(indptr, indices, blocks) of A in BSR(b x b): the structure converted
     once per graph (C++), the values scattered into blocks (differentiable)."""
     indptr, indices, slot = ops._csr_to_bsr(A.indptr, A.indices, A.shape[1], b, b)
-    key = ("bsr_blocks", b)
-    cached = A._derived.get(key)
-    values = A.values
-    # Reusable while the values are unchanged and the structure too (the C++
-    # cache returns the same slot tensor until the indices change). Inference
-    # tensors have no version counter: their blocks are scattered every call.
-    if (cached is not None and cached[0] is values and cached[1] == values._version and cached[3] is slot
-            and not values.requires_grad):
-        return indptr, indices, cached[2]
-    blocks = values.new_zeros(indices.shape[0] * b * b).index_put((slot,), values, accumulate=True)
-    blocks = blocks.view(indices.shape[0], b, b)
-    if not values.requires_grad and not values.is_inference():
-        A._derived[key] = (values, values._version, blocks, slot)
-    return indptr, indices, blocks
+
+    def scatter(values):
+        blocks = values.new_zeros(indices.shape[0] * b * b).index_put((slot,), values, accumulate=True)
+        return blocks.view(indices.shape[0], b, b)
+
+    # The C++ cache returns the same slot tensor until the indices change.
+    return indptr, indices, A.values_derived(("bsr_blocks", b), scatter, structure=slot)
 
 
 def hyb_candidate(A):

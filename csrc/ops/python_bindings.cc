@@ -48,12 +48,14 @@ PyPrimFunc Lower(const PyPrimFunc& f, Stage expected, const char* pass, PrimFunc
 
 // The structure tensors and integer arguments of a call, for the validated-call
 // memo; false if a structure argument is not a CPU tensor (the full check
-// reports it).
+// reports it) or is an inference tensor (no version counter to tell an edit
+// by: it is checked on every call).
 bool StructureOf(const Kernel& kernel, const py::list& values, const std::vector<KernelArg>& args,
                  std::vector<at::Tensor>* structure, std::vector<int64_t>* scalars) {
   for (size_t i : kernel.structure_params()) {
     if (i >= args.size() || args[i].kind != KernelArg::Kind::kTensor || args[i].device != "cpu") return false;
     structure->push_back(THPVariable_Unpack(values[i].ptr()));
+    if (structure->back().is_inference()) return false;
   }
   for (const KernelArg& a : args) {
     if (a.kind == KernelArg::Kind::kInt) scalars->push_back(a.int_value);

@@ -158,3 +158,18 @@ def test_email_enron_matches_csr():
     expected = torch.ops.sparsetir.spmm(A.indptr, A.indices, A.values, B, "sum")
     for parts, width in ((1, 2048), (1, 32), (2, 2048)):
         torch.testing.assert_close(composable.hyb_spmm(A, B, parts, width), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_inference_tensors_are_scattered_every_call():
+    """Inference tensors have no version counter: their padded values must not
+    be cached (a later in-place edit could not be seen), nor break the call."""
+    rng = np.random.default_rng(13)
+    dense = power_law(rng, 30, 30)
+    B = torch.from_numpy(rng.standard_normal((30, 8)).astype(np.float32))
+    with torch.inference_mode():
+        A = matrix(dense)
+        first = composable.hyb_spmm(A, B, 1, 32)
+        A.values.mul_(3)
+        second = composable.hyb_spmm(A, B, 1, 32)
+    np.testing.assert_allclose(second.numpy(), 3 * first.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(first.double().numpy(), dense @ B.double().numpy(), rtol=1e-5, atol=1e-5)

@@ -217,6 +217,22 @@ def test_in_place_change_of_validated_indices_is_caught(kernel):
     torch.testing.assert_close(args["c"].double(), reference(args), rtol=1e-5, atol=1e-6)
 
 
+def test_inference_tensors_are_checked_on_every_call(kernel):
+    """Inference tensors have no version counter, so the memo cannot tell an
+    in-place edit: every call checks them in full (and does not fail)."""
+    k = kernel("csrmm")
+    with torch.inference_mode():
+        args = good_args()
+        k(**args)
+        k(**args)
+        args["indices"][3] = N
+        with pytest.raises(ValueError, match=r"'indices'.*element 3 is 5, outside the valid range \[0, 4\]"):
+            k(**args)
+        args["indices"][3] = 2
+        k(**args)
+        torch.testing.assert_close(args["c"].double(), reference(args), rtol=1e-5, atol=1e-6)
+
+
 def test_in_place_change_of_validated_indptr_is_caught(kernel):
     k = kernel("csrmm")
     args = good_args()

@@ -31,6 +31,10 @@ struct Accesses : IRVisitor {
     stored.insert(node->buffer.get());
     IRVisitor::Visit(node);
   }
+  void Visit(const AtomicAddNode* node) override {
+    stored.insert(node->target->as<BufferLoadNode>()->buffer.get());
+    IRVisitor::Visit(node);
+  }
   bool Touches(const BufferNode* b) const { return loaded.count(b) || stored.count(b); }
 };
 
