@@ -15,10 +15,14 @@ constexpr double kLocalWindowBytes = 256 << 10;
 
 }  // namespace
 
+bool PrefetchPays(const CsrSummary& structure, int64_t dense_rows, int64_t row_bytes) {
+  const double bytes = static_cast<double>(row_bytes);
+  if (static_cast<double>(dense_rows) * bytes < kPrefetchMinBytes) return false;
+  return structure.mean_distance * bytes >= kLocalWindowBytes;
+}
+
 bool PrefetchPays(const CsrSummary& structure, const at::Tensor& dense) {
-  const double row_bytes = static_cast<double>(dense.size(1)) * dense.element_size();
-  if (static_cast<double>(dense.size(0)) * row_bytes < kPrefetchMinBytes) return false;
-  return structure.mean_distance * row_bytes >= kLocalWindowBytes;
+  return PrefetchPays(structure, dense.size(0), dense.size(1) * dense.element_size());
 }
 
 void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Tensor& indices,

@@ -27,5 +27,7 @@ void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::
 // diagonal it gathers from stay cached and the hardware prefetcher follows
 // them (bench_spmm: bcsstk16 and banded33 run 1.2-1.3x faster without).
 bool PrefetchPays(const CsrSummary& structure, const at::Tensor& dense);
+// The same for a dense operand of `dense_rows` rows of `row_bytes` bytes.
+bool PrefetchPays(const CsrSummary& structure, int64_t dense_rows, int64_t row_bytes);
 
 }  // namespace sparsetir::ops

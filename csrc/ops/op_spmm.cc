@@ -59,6 +59,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrToBsrOp(const at::Tensor& indp
   return {b.indptr, b.indices, b.slot};
 }
 
+bool SpmmPrefetches(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t row_bytes) {
+  CheckedCsr csr = CheckCsr("sparsetir.spmm_prefetches", indptr, indices, columns, "argument 'columns'");
+  return PrefetchPays(csr.info->summary(), columns, row_bytes);
+}
+
 int64_t BsrBlockCount(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,
                       int64_t block_w) {
   const std::string op = "sparsetir.bsr_block_count";

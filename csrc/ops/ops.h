@@ -55,6 +55,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrToHybOp(const at::
                                                                       const at::Tensor& indices, int64_t columns,
                                                                       int64_t parts, int64_t max_width);
 
+// Whether spmm's kernel on this structure prefetches the dense rows it gathers
+// (PrefetchPays, for a dense operand of `columns` rows of `row_bytes` bytes).
+bool SpmmPrefetches(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t row_bytes);
+
 // How many blocks CsrToBsrOp would store (for choosing a block size).
 int64_t BsrBlockCount(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,
                       int64_t block_w);

@@ -243,6 +243,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     ReleaseRecycledOutputs();
   });
   m.def("bsr_block_count", &BsrBlockCount, "Blocks a CSR -> BSR(block_h, block_w) conversion would store.");
+  m.def("spmm_prefetches", &SpmmPrefetches,
+        "Whether spmm prefetches the gathered dense rows (columns rows of row_bytes bytes) on this structure.");
   m.def("set_graph_cache_capacity", &SetGraphCacheCapacity);
 
   // The implicit conversion cache of torch sparse tensors (sparse_matrix.py)

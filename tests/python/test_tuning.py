@@ -713,3 +713,31 @@ def test_timing_takes_the_best_of_interleaved_rounds():
     times = tuning._best_times([lambda: call("a"), lambda: call("b")], 3)
     assert order == ["a", "b"] * 3
     assert len(times) == 2 and all(t >= 0.01 for t in times)
+
+
+def test_explain_reports_the_csr_schedule_from_the_cost_model():
+    n = 1 << 17
+    g = torch.Generator().manual_seed(3)
+    scattered = st.SparseMatrix(torch.arange(0, 4 * n + 1, 4), torch.randint(0, n, (n, 4), generator=g)
+                                .sort(dim=1)[0].reshape(-1), torch.rand(4 * n), (n, n))
+    banded = st.SparseMatrix(torch.arange(n + 1), torch.arange(n), torch.rand(n), (n, n))
+    tiny = st.SparseMatrix.from_dense(torch.eye(3))
+    with_env = {"SPARSETIR_TUNE": "0"}
+    old = {k: os.environ.get(k) for k in with_env}
+    os.environ.update(with_env)
+    try:
+        big = st.explain(scattered, k=64)["schedule"]
+        assert big["prefetch"] is True  # B is 32 MiB and the gathers jump far: prefetch pays
+        assert (big["vector_lanes"], big["unrolled_vectors"], big["accumulator_sets"]) == (16, 4, 2)
+        assert st.explain(banded, k=64)["schedule"]["prefetch"] is False  # rows near the diagonal stay cached
+        small = st.explain(tiny, k=5)["schedule"]
+        assert small["prefetch"] is False and small["vector_lanes"] == 1 and small["accumulator_sets"] == 1
+        wide = st.explain(tiny, k=256)["schedule"]
+        assert (wide["vector_lanes"], wide["unrolled_vectors"], wide["accumulator_sets"]) == (16, 16, 1)
+        assert wide["output_row_in_registers"] and wide["feature_tile"] == 256
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
