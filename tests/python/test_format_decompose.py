@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import sparsetir_torch as st
+from sparsetir_torch.kernels import kernel_script
 
 from conftest import REPO_ROOT, SCRIPTS_DIR
 
@@ -430,3 +431,65 @@ def test_atomic_iteration_errors():
         st.parse(ATOMIC_STORE.replace("        C[i, j] = STORE", "        T.atomic_add(C)"))
     with pytest.raises(st.ScriptError, match="dtype mismatch: adding a int32 value"):
         st.parse(ATOMIC_STORE.replace("        C[i, j] = STORE", "        T.atomic_add(C[i, j], i)"))
+
+
+# --------------------------------------------------------------------------- sparse attention
+
+
+def exact_width_rule(name: str, width: int) -> st.FormatRewriteRule:
+    """ELL rows holding the attention probabilities P, for rows of exactly
+    `width` non-zeros: no padding, so the softmax sees no extra slot."""
+    script = kernel_script("formats/ell_rows").replace('"buffer_to_rewrite": "A"', '"buffer_to_rewrite": "P"')
+    script = script.replace("A = T.sp.match_buffer(a, (O, I, J)", "P = T.sp.match_buffer(a, (O, I, J)")
+    return st.FormatRewriteRule(name, script, params={"width": width})
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sparse_attention_decomposed_by_row_length_matches_csr(threads):
+    """Sparse attention decomposed into ELL buckets of exact row lengths
+    (format_decompose with disjoint=True: each bucket owns its rows, the
+    row-wise max, exp, sum and division included) equals the CSR operator
+    and a float64 dense softmax; rows without non-zeros stay 0."""
+    rng = np.random.default_rng(5)
+    m, n, D, DV = 23, 17, 8, 5
+    lengths = rng.choice([0, 1, 3, 5, n], size=m)  # n: a dense row
+    lengths[0], lengths[1] = 0, n
+    rows = [np.sort(rng.choice(n, size=w, replace=False)) for w in lengths]
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    indices = np.concatenate(rows).astype(np.int32)
+    q = torch.from_numpy(rng.standard_normal((m, D)).astype(np.float32))
+    k = torch.from_numpy(rng.standard_normal((n, D)).astype(np.float32))
+    v = torch.from_numpy(rng.standard_normal((n, DV)).astype(np.float32))
+
+    widths = sorted({int(w) for w in lengths if w > 0})
+    rules = [exact_width_rule(f"w{w}", w) for w in widths]
+    comp = st.compute_part(st.format_decompose(st.parse(kernel_script("sparse_attention")), rules, disjoint=True))
+    sch = st.Schedule(comp)
+    if threads > 1:
+        for w in widths:
+            sch.parallel(sch.get_loops(f"scores_w{w}")[0])
+    kernel = st.compile(sch)
+    out = torch.zeros(m, DV)  # rows in no bucket (empty rows) keep these zeros
+    args = dict(q=q, k=k, v=v, out=out, row_max=torch.empty(m), row_sum=torch.empty(m), m=m, n=n, head_dim=D,
+                value_dim=DV)
+    for w in widths:
+        members = np.nonzero(lengths == w)[0].astype(np.int32)
+        ell = np.stack([rows[r] for r in members]).astype(np.int32)
+        args.update({f"a_w{w}": torch.empty(members.size * w), f"row_map_w{w}": torch.from_numpy(members),
+                     f"indices_w{w}": torch.from_numpy(ell).reshape(-1), f"rows_w{w}": members.size})
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        kernel(**args)
+    finally:
+        torch.set_num_threads(previous)
+
+    csr = torch.ops.sparsetir.sparse_attention(torch.from_numpy(indptr), torch.from_numpy(indices), q, k, v, 1.0)
+    torch.testing.assert_close(out, csr, rtol=1e-5, atol=1e-6)
+    scores = q.double() @ k.double().T
+    allowed = torch.zeros(m, n, dtype=torch.bool)
+    for r, cols in enumerate(rows):
+        allowed[r, torch.from_numpy(cols).long()] = True
+    probs = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=1).nan_to_num(0.0)
+    torch.testing.assert_close(out.double(), probs @ v.double(), rtol=1e-5, atol=1e-6)
+    assert out[lengths == 0].abs().max() == 0
