@@ -8,8 +8,10 @@ C++20, so the extension is built as C++20.
 """
 import glob
 import os
+import shutil
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -20,6 +22,18 @@ def sources():
     core = sorted(glob.glob(os.path.join("csrc", "compiler", "**", "*.cc"), recursive=True))
     ops = sorted(glob.glob(os.path.join("csrc", "ops", "*.cc")))
     return core + ops
+
+
+class BuildPyWithKernels(build_py):
+    """Installs the kernel scripts (kernels/) inside the package, as
+    sparsetir_torch/kernel_scripts/, so a non-editable install finds them
+    (sparsetir_torch/kernels.py looks there first)."""
+
+    def run(self):
+        super().run()
+        target = os.path.join(self.build_lib, "sparsetir_torch", "kernel_scripts")
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(os.path.join(ROOT, "kernels"), target, ignore=shutil.ignore_patterns("__pycache__"))
 
 
 setup(
@@ -39,6 +53,6 @@ setup(
             extra_link_args=["-fopenmp"],
         )
     ],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True), "build_py": BuildPyWithKernels},
     python_requires=">=3.9",
 )

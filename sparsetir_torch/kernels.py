@@ -1,9 +1,21 @@
-"""Access to the built-in kernel scripts in the repository's kernels/ folder."""
+"""Access to the built-in kernel scripts: the repository's kernels/ folder,
+installed inside the package as kernel_scripts/ (setup.py)."""
 from __future__ import annotations
 
 import os
 
-KERNELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
+
+def _kernels_dir() -> str:
+    """kernel_scripts/ beside this module in an installed package, else the
+    source tree's kernels/ (an editable install or a checkout)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(package, "kernel_scripts")
+    if os.path.isdir(installed):
+        return installed
+    return os.path.join(os.path.dirname(package), "kernels")
+
+
+KERNELS_DIR = _kernels_dir()
 
 
 def kernel_script(name: str, **replacements: str) -> str:
