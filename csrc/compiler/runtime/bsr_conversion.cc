@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "runtime/divide.h"
 #include "runtime/parallel.h"
 
 namespace sparsetir {
@@ -10,14 +11,14 @@ namespace {
 // Walks block row `br`: calls visit(block_column) once per distinct block
 // column (in increasing order), using `mark` (one slot per block column, all
 // -1 on entry and on exit) to drop repeats.
-template <typename Index, typename Visit>
-void ForEachBlock(const Index* indptr, const Index* indices, int64_t rows, int64_t block_h, int64_t block_w,
+template <typename Index, typename Divide, typename Visit>
+void ForEachBlock(const Index* indptr, const Index* indices, int64_t rows, int64_t block_h, const Divide& divide,
                   int64_t br, std::vector<int64_t>& mark, std::vector<int64_t>& seen, const Visit& visit) {
   seen.clear();
   const int64_t row_end = std::min(rows, (br + 1) * block_h);
   for (int64_t r = br * block_h; r < row_end; ++r) {
     for (int64_t e = indptr[r]; e < indptr[r + 1]; ++e) {
-      const int64_t bc = indices[e] / static_cast<Index>(block_w);
+      const int64_t bc = divide(indices[e]);
       if (mark[bc] < 0) {
         mark[bc] = 0;
         seen.push_back(bc);
@@ -48,18 +49,25 @@ struct BlockRowChunks {
 
 // Distinct block columns of block row `br`, counted with `stamp` (the last
 // block row that touched each block column: nothing to reset, no order).
-template <typename Index>
-int64_t CountBlockRow(const Index* indptr, const Index* indices, int64_t rows, int64_t block_h, int64_t block_w,
+template <typename Index, typename Divide>
+int64_t CountBlockRow(const Index* indptr, const Index* indices, int64_t rows, int64_t block_h, const Divide& divide,
                       int64_t br, std::vector<int64_t>& stamp) {
   int64_t count = 0;
   const int64_t row_end = std::min(rows, (br + 1) * block_h);
-  const Index width = static_cast<Index>(block_w);  // an Index division: int32 divides faster
   for (int64_t e = indptr[br * block_h]; e < indptr[row_end]; ++e) {
-    const int64_t bc = indices[e] / width;
+    const int64_t bc = divide(indices[e]);
     count += stamp[bc] != br;
     stamp[bc] = br;
   }
   return count;
+}
+
+// Calls body(divide) with a function dividing column indices (< columns) by
+// block_w: a multiply and shift where the indices allow, else a division.
+template <typename Body>
+auto WithColumnDivider(int64_t columns, int64_t block_w, const Body& body) {
+  if (columns <= DivideBy::kLimit) return body(DivideBy(block_w));
+  return body([block_w](int64_t c) { return c / block_w; });
 }
 
 }  // namespace
@@ -70,13 +78,15 @@ int64_t CountBsrBlocks(const Index* indptr, const Index* indices, int64_t rows, 
   const int64_t block_columns = (columns + block_w - 1) / block_w;
   const BlockRowChunks plan(rows, block_h);
   std::vector<int64_t> counts(plan.chunks, 0);
-  ParallelFor(launcher, plan.chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
-    std::vector<int64_t> stamp(block_columns, -1);
-    for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
-      for (int64_t br = plan.begin(chunk); br < plan.end(chunk); ++br) {
-        counts[chunk] += CountBlockRow(indptr, indices, rows, block_h, block_w, br, stamp);
+  WithColumnDivider(columns, block_w, [&](const auto& divide) {
+    ParallelFor(launcher, plan.chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
+      std::vector<int64_t> stamp(block_columns, -1);
+      for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
+        for (int64_t br = plan.begin(chunk); br < plan.end(chunk); ++br) {
+          counts[chunk] += CountBlockRow(indptr, indices, rows, block_h, divide, br, stamp);
+        }
       }
-    }
+    });
   });
   int64_t total = 0;
   for (int64_t c : counts) total += c;
@@ -92,37 +102,41 @@ BsrStructure<Index> CsrToBsr(const Index* indptr, const Index* indices, int64_t 
   BsrStructure<Index> out;
   // Pass 1: blocks per block row, then their offsets.
   out.indptr.assign(plan.block_rows + 1, 0);
-  ParallelFor(launcher, plan.chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
-    std::vector<int64_t> stamp(block_columns, -1);
-    for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
-      for (int64_t br = plan.begin(chunk); br < plan.end(chunk); ++br) {
-        out.indptr[br + 1] = static_cast<Index>(CountBlockRow(indptr, indices, rows, block_h, block_w, br, stamp));
+  WithColumnDivider(columns, block_w, [&](const auto& divide) {
+    ParallelFor(launcher, plan.chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
+      std::vector<int64_t> stamp(block_columns, -1);
+      for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
+        for (int64_t br = plan.begin(chunk); br < plan.end(chunk); ++br) {
+          out.indptr[br + 1] = static_cast<Index>(CountBlockRow(indptr, indices, rows, block_h, divide, br, stamp));
+        }
       }
-    }
+    });
   });
   for (int64_t br = 0; br < plan.block_rows; ++br) out.indptr[br + 1] += out.indptr[br];
   // Pass 2: each block row's sorted block columns, and every non-zero's slot.
   out.indices.resize(out.indptr[plan.block_rows]);
   out.slot.resize(rows > 0 ? indptr[rows] : 0);
-  ParallelFor(launcher, plan.chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
-    std::vector<int64_t> mark(block_columns, -1), seen, position(block_columns, -1);
-    for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
-      for (int64_t br = plan.begin(chunk); br < plan.end(chunk); ++br) {
-        int64_t next = out.indptr[br];
-        ForEachBlock(indptr, indices, rows, block_h, block_w, br, mark, seen, [&](int64_t bc) {
-          position[bc] = next;
-          out.indices[next++] = static_cast<Index>(bc);
-        });
-        const int64_t row_end = std::min(rows, (br + 1) * block_h);
-        for (int64_t r = br * block_h; r < row_end; ++r) {
-          const int64_t row_offset = (r - br * block_h) * block_w;
-          for (int64_t e = indptr[r]; e < indptr[r + 1]; ++e) {
-            const Index c = indices[e], bc = c / static_cast<Index>(block_w);
-            out.slot[e] = position[bc] * block_size + row_offset + (c - bc * static_cast<Index>(block_w));
+  WithColumnDivider(columns, block_w, [&](const auto& divide) {
+    ParallelFor(launcher, plan.chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
+      std::vector<int64_t> mark(block_columns, -1), seen, position(block_columns, -1);
+      for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
+        for (int64_t br = plan.begin(chunk); br < plan.end(chunk); ++br) {
+          int64_t next = out.indptr[br];
+          ForEachBlock(indptr, indices, rows, block_h, divide, br, mark, seen, [&](int64_t bc) {
+            position[bc] = next;
+            out.indices[next++] = static_cast<Index>(bc);
+          });
+          const int64_t row_end = std::min(rows, (br + 1) * block_h);
+          for (int64_t r = br * block_h; r < row_end; ++r) {
+            const int64_t row_offset = (r - br * block_h) * block_w;
+            for (int64_t e = indptr[r]; e < indptr[r + 1]; ++e) {
+              const int64_t c = indices[e], bc = divide(c);
+              out.slot[e] = position[bc] * block_size + row_offset + (c - bc * block_w);
+            }
           }
         }
       }
-    }
+    });
   });
   return out;
 }
