@@ -71,8 +71,7 @@ def _schedule(dtype: str, idtype: str, feat_size: int, width, mode: str) -> Sche
         sch.cache_write(i, "C", "local")
     if width is not None:
         sch.unroll(j)
-    else:
-        sch.prefetch(j, "B", PREFETCH_DISTANCE)  # the slots ahead run on into the next ELL rows
+    sch.prefetch(j, "B", PREFETCH_DISTANCE)  # the slots ahead run on into the next ELL rows
     sch.parallel(o)
     return sch
 
