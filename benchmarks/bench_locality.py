@@ -1,0 +1,143 @@
+"""How much any storage format could gain over our CSR SpMM on a graph, and
+where hyb's time goes (float32, 2 threads by default):
+
+    python benchmarks/bench_locality.py [--matrices email-Enron,cond-mat-2005] [--k 32 64 128 256]
+
+Per matrix and K, medians of interleaved rounds (ms) of
+- csr: torch.ops.sparsetir.spmm on the graph;
+- l2: the same row lengths with the columns folded into a span whose dense
+  rows fit a quarter of L2 (1 MiB; or the longest row's columns): every
+  gather could hit L2;
+- one-row: every column index 0, so every gather hits one cached row. No
+  layout of the data can make the gathers cheaper than this: csr/one-row
+  bounds what a format that improves locality can gain;
+- rcm: the graph relabelled by reverse Cuthill-McKee (scipy), rows and
+  columns, with the per-call cost of using it on unrelabelled data: the
+  dense operand's rows permuted in, the output's rows permuted back
+  (rcm-kernel: the product alone);
+- hyb, and the sum of its bucket kernels each timed alone (hot caches).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+
+L2_SHARE_BYTES = 1 << 20
+
+
+def interleaved_medians(fns: dict, rounds: int) -> dict:
+    for fn in fns.values():
+        fn()
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: sorted(t)[rounds // 2] * 1e3 for name, t in times.items()}
+
+
+def folded_columns(indptr: torch.Tensor, indices: torch.Tensor, span: int) -> torch.Tensor:
+    """Each row's columns mapped into [0, span) (span >= the longest row),
+    kept distinct and sorted: collisions take the smallest free columns."""
+    out = torch.empty_like(indices)
+    for r in range(indptr.numel() - 1):
+        s, e = int(indptr[r]), int(indptr[r + 1])
+        cols = torch.unique(indices[s:e] % span)
+        if cols.numel() < e - s:
+            free = torch.ones(span, dtype=torch.bool)
+            free[cols.long()] = False
+            cols = torch.cat([cols, torch.nonzero(free).view(-1)[: e - s - cols.numel()].to(cols.dtype)]).sort()[0]
+        out[s:e] = cols
+    return out
+
+
+def rcm_relabelled(indptr, indices, values, shape):
+    """(perm, inverse, indptr, indices, values) of P A P^T for the RCM order P."""
+    import numpy as np
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    a = sp.csr_matrix((values.numpy(), indices.numpy(), indptr.numpy()), shape=shape)
+    perm = reverse_cuthill_mckee(a, symmetric_mode=True).astype(np.int64)
+    p = a[perm][:, perm].tocsr()
+    p.sort_indices()
+    inverse = np.empty_like(perm)
+    inverse[perm] = np.arange(perm.size)
+    return (torch.from_numpy(perm), torch.from_numpy(inverse), torch.from_numpy(p.indptr).int(),
+            torch.from_numpy(p.indices).int(), torch.from_numpy(p.data))
+
+
+def bucket_calls(composable, A, B, parts: int, max_width: int):
+    """One call per hyb bucket kernel, as hyb_spmm makes them."""
+    buckets, _ = composable._bucket_plan(A, parts, max_width)
+    values = composable._hyb_values(A, parts, max_width)
+    m, n = A.shape
+    K = B.shape[1]
+    C = torch.zeros(m, K)
+    calls = []
+    for flat, rows, width, mode, row_map, indices in buckets:
+        kernel = composable.bucket_kernel(B.dtype, A.indices.dtype, K, width, mode)
+        args = dict(b=B, c=C, m=m, n=n, feat_size=K, a_ell=values[flat:flat + rows * width], row_map_ell=row_map,
+                    indices_ell=indices, rows_ell=rows, width_ell=width)
+        calls.append(lambda kernel=kernel, args=args: kernel(**args))
+    return calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--matrices", default="email-Enron,cond-mat-2005")
+    parser.add_argument("--k", type=int, nargs="+", default=[32, 64, 128, 256])
+    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--datasets", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "datasets"))
+    args = parser.parse_args()
+    import sparsetir_torch as st
+    from sparsetir_torch import composable
+    from sparsetir_torch.matrix_market import read_matrix_market
+    from sparsetir_torch.tuning import hyb_candidate
+
+    spmm = torch.ops.sparsetir.spmm.default
+    for name in args.matrices.split(","):
+        m = read_matrix_market(os.path.join(args.datasets, name + ".mtx.gz"))
+        indptr, indices = torch.as_tensor(m.indptr).int(), torch.as_tensor(m.indices).int()
+        values = torch.rand(indices.numel()) + 0.5
+        A = st.SparseMatrix(indptr, indices, values, m.shape)
+        zeros = torch.zeros_like(indices)
+        relabelled = rcm_relabelled(indptr, indices, values, m.shape) if m.shape[0] == m.shape[1] else None
+        for K in args.k:
+            B = torch.randn(m.shape[1], K)
+            longest = int((indptr[1:] - indptr[:-1]).max())
+            span = min(m.shape[1], max(longest, L2_SHARE_BYTES // (4 * K)))
+            folded = folded_columns(indptr, indices, span)
+            fns = {
+                "csr": lambda: spmm(indptr, indices, values, B, "sum"),
+                "l2": lambda: spmm(indptr, folded, values, B, "sum"),
+                "one-row": lambda: spmm(indptr, zeros, values, B, "sum"),
+            }
+            if relabelled is not None:
+                perm, inverse, r_indptr, r_indices, r_values = relabelled
+                fns["rcm-kernel"] = lambda: spmm(r_indptr, r_indices, r_values, B, "sum")
+                fns["rcm"] = lambda: spmm(r_indptr, r_indices, r_values, B.index_select(0, perm), "sum") \
+                    .index_select(0, inverse)
+            form = hyb_candidate(A)  # the chooser's hyb form; None: not a candidate for this graph
+            if form is not None:
+                fns["hyb"] = lambda: composable.hyb_spmm(A, B, *form)
+            t = interleaved_medians(fns, args.rounds)
+            line = (f"{name:14s} K={K:3d}  csr {t['csr']:7.3f}  l2 {t['l2']:7.3f} ({t['csr'] / t['l2']:.2f}x)  "
+                    f"one-row {t['one-row']:7.3f} ({t['csr'] / t['one-row']:.2f}x)")
+            if relabelled is not None:
+                line += (f"  rcm {t['rcm']:7.3f} ({t['csr'] / t['rcm']:.2f}x; "
+                         f"kernel alone {t['csr'] / t['rcm-kernel']:.2f}x)")
+            if form is not None:
+                buckets = bucket_calls(composable, A, B, *form)
+                alone = sum(interleaved_medians(dict(enumerate(buckets)), args.rounds).values())
+                line += (f"  hyb{form} {t['hyb']:7.3f} ({t['csr'] / t['hyb']:.2f}x), "
+                         f"its {len(buckets)} buckets alone {alone:7.3f}")
+            print(line + "  (ms)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
