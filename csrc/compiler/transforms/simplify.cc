@@ -44,6 +44,11 @@ class Simplifier : public IRMutator {
         case BinaryOp::kDiv:
           if (y && *y == 1) return a;
           break;
+        case BinaryOp::kFloorMod:
+          // A level of one slot per parent (a row map) fused with its parent
+          // leaves v % 1 in every index; folding it lets codegen see P[v + 1] - P[v].
+          if (y && *y == 1) return MakeInt(0, a->dtype);
+          break;
         default:
           break;
       }
