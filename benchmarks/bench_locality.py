@@ -15,6 +15,8 @@ Per matrix and K, medians of interleaved rounds (ms) of
   columns, with the per-call cost of using it on unrelabelled data: the
   dense operand's rows permuted in, the output's rows permuted back
   (rcm-kernel: the product alone);
+- rcm-rows: only the rows in RCM order, the product alone (its output rows
+  come out in that order: written back in place, they would be scattered);
 - hyb, and the sum of its bucket kernels each timed alone (hot caches).
 """
 from __future__ import annotations
@@ -56,19 +58,25 @@ def folded_columns(indptr: torch.Tensor, indices: torch.Tensor, span: int) -> to
 
 
 def rcm_relabelled(indptr, indices, values, shape):
-    """(perm, inverse, indptr, indices, values) of P A P^T for the RCM order P."""
+    """(perm, inverse, indptr, indices, values) of P A P^T for the RCM order
+    P, and (indptr, indices, values) of P A (rows only)."""
     import numpy as np
     import scipy.sparse as sp
     from scipy.sparse.csgraph import reverse_cuthill_mckee
 
     a = sp.csr_matrix((values.numpy(), indices.numpy(), indptr.numpy()), shape=shape)
     perm = reverse_cuthill_mckee(a, symmetric_mode=True).astype(np.int64)
-    p = a[perm][:, perm].tocsr()
+    rows = a[perm].tocsr()
+    rows.sort_indices()
+    p = rows[:, perm].tocsr()
     p.sort_indices()
     inverse = np.empty_like(perm)
     inverse[perm] = np.arange(perm.size)
-    return (torch.from_numpy(perm), torch.from_numpy(inverse), torch.from_numpy(p.indptr).int(),
-            torch.from_numpy(p.indices).int(), torch.from_numpy(p.data))
+
+    def arrays(x):
+        return torch.from_numpy(x.indptr).int(), torch.from_numpy(x.indices).int(), torch.from_numpy(x.data)
+
+    return (torch.from_numpy(perm), torch.from_numpy(inverse), *arrays(p)), arrays(rows)
 
 
 def bucket_calls(composable, A, B, parts: int, max_width: int):
@@ -106,7 +114,8 @@ def main() -> None:
         values = torch.rand(indices.numel()) + 0.5
         A = st.SparseMatrix(indptr, indices, values, m.shape)
         zeros = torch.zeros_like(indices)
-        relabelled = rcm_relabelled(indptr, indices, values, m.shape) if m.shape[0] == m.shape[1] else None
+        relabelled, rows_only = rcm_relabelled(indptr, indices, values, m.shape) if m.shape[0] == m.shape[1] \
+            else (None, None)
         for K in args.k:
             B = torch.randn(m.shape[1], K)
             longest = int((indptr[1:] - indptr[:-1]).max())
@@ -122,6 +131,7 @@ def main() -> None:
                 fns["rcm-kernel"] = lambda: spmm(r_indptr, r_indices, r_values, B, "sum")
                 fns["rcm"] = lambda: spmm(r_indptr, r_indices, r_values, B.index_select(0, perm), "sum") \
                     .index_select(0, inverse)
+                fns["rcm-rows"] = lambda: spmm(*rows_only, B, "sum")
             form = hyb_candidate(A)  # the chooser's hyb form; None: not a candidate for this graph
             if form is not None:
                 fns["hyb"] = lambda: composable.hyb_spmm(A, B, *form)
@@ -130,7 +140,8 @@ def main() -> None:
                     f"one-row {t['one-row']:7.3f} ({t['csr'] / t['one-row']:.2f}x)")
             if relabelled is not None:
                 line += (f"  rcm {t['rcm']:7.3f} ({t['csr'] / t['rcm']:.2f}x; "
-                         f"kernel alone {t['csr'] / t['rcm-kernel']:.2f}x)")
+                         f"kernel alone {t['csr'] / t['rcm-kernel']:.2f}x)  "
+                         f"rcm-rows {t['rcm-rows']:7.3f} ({t['csr'] / t['rcm-rows']:.2f}x)")
             if form is not None:
                 buckets = bucket_calls(composable, A, B, *form)
                 alone = sum(interleaved_medians(dict(enumerate(buckets)), args.rounds).values())
