@@ -1,18 +1,21 @@
 """Automatic choice of a storage format per graph (SpMM).
 
 At the first SpMM of a graph (a SparseMatrix or a cached torch sparse tensor)
-with a given feature width and dtype, the candidates are CSR, BSR(b) for
-block sizes b that divide the matrix and keep the padding small (a fill
-ratio from the C++ block counter, no conversion needed), and, for graphs
-whose row lengths spread widely (power-law degrees), hyb(1, w): rows
-bucketed into power-of-two ELL widths up to the longest row (composable.py,
-kernels made by format_decompose). Each remaining
-candidate is converted once by the C++ runtime classes, warmed up (its kernel
-compiles) and timed on the graph itself; the whole search is bounded by
-MAX_TUNING_CALLS SpMM calls. The choice is cached on the matrix and persisted
-beside the kernel cache (choices.json), keyed by a signature of the graph
-(shape, nnz, degree histogram), the op, the width and the dtypes, so a new
-process reuses it. SPARSETIR_TUNE=0 turns the search off: CSR everywhere.
+with a given feature width and dtype, the candidates are CSR; BSR(b) for the
+block sizes b that divide the matrix and keep the padding small, ranked by
+fill (the C++ block counter, no conversion needed), the least-fill one and a
+second within BLOCK_FILL_SLACK of it; and, for graphs whose row lengths
+spread widely (power-law degrees), hyb(1, w): rows bucketed into
+power-of-two ELL widths up to the longest row (composable.py, kernels made
+by format_decompose). Each candidate is converted once by the C++ runtime
+classes, warmed up (its kernel compiles) and timed on the graph itself in
+interleaved rounds; a win over CSR must hold by MIN_GAIN through
+confirmation rounds. The whole search is bounded by MAX_TUNING_CALLS SpMM
+calls. The CSR kernel's schedule parameters come from the cost model
+(csr_schedule). The choice is cached on the matrix and persisted beside the
+kernel cache (choices.json), keyed by a signature of the graph (shape, nnz,
+degree histogram), the op, the width and the dtypes, so a new process reuses
+it. SPARSETIR_TUNE=0 turns the search off: CSR everywhere.
 """
 from __future__ import annotations
 
