@@ -39,7 +39,7 @@ def median_ms(fn, repeats: int = 9) -> float:
 def timed_choice(st, tuning, A, K):
     """(explain() record, ms) for a choice measured now (not remembered)."""
     try:
-        os.remove(tuning._choices_path())
+        os.remove(tuning._choice_path(tuning._key(A, "spmm", K, A.values.dtype)))
     except OSError:
         pass
     start = time.perf_counter()

@@ -13,9 +13,9 @@ interleaved rounds; a win over CSR must hold by MIN_GAIN through
 confirmation rounds. The whole search is bounded by MAX_TUNING_CALLS SpMM
 calls. The CSR kernel's schedule parameters come from the cost model
 (csr_schedule). The choice is cached on the matrix and persisted beside the
-kernel cache (choices.json), keyed by a signature of the graph (shape, nnz,
-degree histogram), the op, the width and the dtypes, so a new process reuses
-it. SPARSETIR_TUNE=0 turns the search off: CSR everywhere.
+kernel cache (choices/, one file per choice), keyed by a signature of the
+graph (shape, nnz, degree histogram), the op, the width and the dtypes, so a
+new process reuses it. SPARSETIR_TUNE=0 turns the search off: CSR everywhere.
 """
 from __future__ import annotations
 
@@ -43,8 +43,6 @@ REPEATS = 3
 HYB_MIN_SPREAD = 1.0
 HYB_MAX_WIDTH = 4096
 
-_LOCK = threading.Lock()
-
 
 def tuning_enabled() -> bool:
     return os.environ.get("SPARSETIR_TUNE", "1") not in ("0", "false", "off", "")
@@ -62,29 +60,37 @@ def graph_signature(A) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def _choices_path() -> str:
-    return os.path.join(_C.cache_dir(), "choices.json")
+def _choices_dir() -> str:
+    return os.path.join(_C.cache_dir(), "choices")
 
 
-def _load_choices() -> dict:
+def _choice_path(key: str) -> str:
+    """One small file per choice: storing or loading one costs the same
+    however many graphs were tuned, and processes never rewrite each
+    other's records."""
+    return os.path.join(_choices_dir(), hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+
+
+def _load_choice(key: str):
+    """The stored record for `key`, or None."""
     try:
-        with open(_choices_path(), encoding="utf-8") as f:
-            return json.load(f)
+        with open(_choice_path(key), encoding="utf-8") as f:
+            stored = json.load(f)
     except (OSError, ValueError):
-        return {}
+        return None
+    # The key is stored too: a digest collision must not hand over a record.
+    return stored.get("record") if isinstance(stored, dict) and stored.get("key") == key else None
 
 
 def _store_choice(key: str, record: dict) -> None:
-    """Adds one record to choices.json (write to a temporary file, then rename)."""
-    path = _choices_path()
+    """Writes the record's file (to a temporary file, then renamed into place)."""
+    path = _choice_path(key)
     try:
-        with _LOCK:
-            choices = _load_choices()
-            choices[key] = record
-            tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump(choices, f, indent=1, sort_keys=True)
-            os.replace(tmp, path)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"key": key, "record": record}, f)
+        os.replace(tmp, path)
     except OSError:
         pass  # an unwritable cache only costs re-tuning in the next process
 
@@ -266,7 +272,7 @@ def _still_fits(A, record: dict) -> bool:
 
 def choose(A, op: str, K: int, dtype) -> dict:
     """The format for `op` on A with feature width K (cached on A, then in
-    choices.json, else measured)."""
+    the choices directory, else measured)."""
     memo = ("choice", op, K, dtype)
     if memo in A._derived:
         return A._derived[memo]
@@ -274,7 +280,7 @@ def choose(A, op: str, K: int, dtype) -> dict:
         record = {"format": "csr", "block": None, "candidates": [], "source": "default"}
     else:
         key = _key(A, op, K, dtype)
-        record = _load_choices().get(key)
+        record = _load_choice(key)
         if record is not None and not _still_fits(A, record):
             record = None  # another graph with the same signature: its blocks would pad too much here
         if record is not None:

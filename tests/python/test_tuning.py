@@ -9,7 +9,7 @@ sparsetir_torch._C.bsr_block_count).
   every comparison exact.
 - The choice mechanism is checked deterministically: _median_time and
   run_choice are replaced so that the times are fixed and no kernel runs;
-  the argmin wins, the budget holds, the record persists in choices.json and
+  the argmin wins, the budget holds, the record persists in the choices directory and
   is reused without measuring, SPARSETIR_TUNE=0 gives CSR.
 - Real measurements (bcsstk16) are only checked for what does not depend on
   timing noise: which candidates are considered, that the choice is the
@@ -425,8 +425,8 @@ def test_budget_holds_for_a_small_limit(monkeypatch):
 
 
 def test_explain_bcsstk16_considers_block_formats(dataset, monkeypatch, tmp_path):
-    # A private choices.json: whatever else ran in this session, this is a first measurement.
-    monkeypatch.setattr(tuning, "_choices_path", lambda: str(tmp_path / "choices.json"))
+    # A private choices directory: whatever else ran in this session, this is a first measurement.
+    monkeypatch.setattr(tuning, "_choices_dir", lambda: str(tmp_path / "choices"))
     A = sparse_matrix(dataset("bcsstk16.mtx.gz"))
     calls = []
     real_run = tuning.run_choice
@@ -450,8 +450,8 @@ def test_explain_bcsstk16_considers_block_formats(dataset, monkeypatch, tmp_path
     calls.clear()
     again = st.explain(A, k=K)
     assert calls == [] and again["candidates"] == candidates and again["format"] == info["format"]
-    with open(tmp_path / "choices.json", encoding="utf-8") as f:
-        stored = json.load(f)[tuning._key(A, "spmm", K, torch.float32)]
+    stored = tuning._load_choice(tuning._key(A, "spmm", K, torch.float32))
+    assert os.path.dirname(tuning._choice_path("any")) == str(tmp_path / "choices")
     assert (stored["format"], stored["block"]) == (info["format"], info["block"])
 
 
@@ -495,9 +495,13 @@ def test_choice_is_persisted_and_reused(monkeypatch, tmp_path):
     out = st.spmm(A, B)
     record = A._derived[("choice", "spmm", K, torch.float32)]
     assert record["source"] == "measured"
-    path = os.path.join(st.cache_info()["directory"], "choices.json")
+    key = tuning._key(A, "spmm", K, torch.float32)
+    path = tuning._choice_path(key)
+    assert os.path.dirname(path) == os.path.join(st.cache_info()["directory"], "choices")
     with open(path, encoding="utf-8") as f:
-        stored = json.load(f)[tuning._key(A, "spmm", K, torch.float32)]
+        stored = json.load(f)
+    assert stored["key"] == key
+    stored = stored["record"]
     assert (stored["format"], stored["block"]) == (record["format"], record["block"])
     assert [choice_key(c) for c in stored["candidates"]] == [choice_key(c) for c in record["candidates"]]
 
@@ -535,6 +539,28 @@ def test_choice_is_persisted_and_reused(monkeypatch, tmp_path):
     fmt, block, source, directory = json.loads(proc.stdout.strip().splitlines()[-1])
     assert (fmt, block, source) == (record["format"], record["block"], "persisted")
     assert directory == st.cache_info()["directory"]
+
+
+def test_choice_files_are_checked(monkeypatch, tmp_path):
+    monkeypatch.setattr(tuning, "_choices_dir", lambda: str(tmp_path / "choices"))
+    tuning._store_choice("k1", {"format": "bsr", "block": 3})
+    assert tuning._load_choice("k1") == {"format": "bsr", "block": 3}
+    assert tuning._load_choice("k2") is None
+    # A file that holds another key (as a digest collision would) is not used.
+    with open(tuning._choice_path("k1"), encoding="utf-8") as f:
+        text = f.read()
+    with open(tuning._choice_path("k2"), "w", encoding="utf-8") as f:
+        f.write(text)
+    assert tuning._load_choice("k2") is None
+    # A truncated file is no record.
+    with open(tuning._choice_path("k1"), "w", encoding="utf-8") as f:
+        f.write(text[: len(text) // 2])
+    assert tuning._load_choice("k1") is None
+    # An unwritable directory costs re-tuning, not an error.
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setattr(tuning, "_choices_dir", lambda: str(tmp_path / "file" / "choices"))
+    tuning._store_choice("k3", {"format": "csr"})
+    assert tuning._load_choice("k3") is None
 
 
 @pytest.mark.parametrize("value", ["0", "off"])
