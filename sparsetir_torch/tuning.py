@@ -98,23 +98,31 @@ def _store_choice(key: str, record: dict) -> None:
 # --------------------------------------------------------------------------- candidates
 
 
+def _cannot_be_timed(b: int, fills: dict, least: float) -> bool:
+    """Whether block size b is ruled out by a counted divisor d: a b x b block
+    covers whole d x d blocks, so b pads at least as much as d, and a d that
+    pads beyond MAX_FILL, or beyond BLOCK_FILL_SLACK times the least fill so
+    far (which only drops), rules out b unseen."""
+    return any(b % d == 0 and (fill > MAX_FILL or fill > BLOCK_FILL_SLACK * least) for d, fill in fills.items())
+
+
 def block_candidates(A) -> list:
-    """(block size, fill ratio) of the BSR formats worth timing, most
+    """(block size, fill ratio) of the BSR formats the chooser may time, most
     promising first: least fill (the kernel's work is stored values times K),
-    then the larger block (fewer gathers). Counted once per graph."""
+    then the larger block (fewer gathers). Sizes that a divisor's fill rules
+    out are not counted; the rest are counted once per graph."""
     cached = A._derived.get("block_candidates")
     if cached is not None:
         return cached
     m, n = A.shape
-    out = []
-    for b in BLOCK_SIZES if A.nnz else ():
-        if m % b or n % b or m < b or n < b:
+    fills, least = {}, float("inf")
+    for b in sorted(BLOCK_SIZES) if A.nnz else ():
+        if m % b or n % b or m < b or n < b or _cannot_be_timed(b, fills, least):
             continue
-        blocks = _C.bsr_block_count(A.indptr, A.indices, n, b, b)
-        fill = blocks * b * b / A.nnz
-        if fill <= MAX_FILL:
-            out.append((b, fill))
-    out.sort(key=lambda c: (round(c[1], 2), -c[0]))
+        fills[b] = _C.bsr_block_count(A.indptr, A.indices, n, b, b) * b * b / A.nnz
+        least = min(least, fills[b])
+    out = sorted(((b, fill) for b, fill in fills.items() if fill <= MAX_FILL),
+                 key=lambda c: (round(c[1], 2), -c[0]))
     A._derived["block_candidates"] = out
     return out
 

@@ -317,27 +317,46 @@ def test_bsr_block_count_datasets(dataset, name):
 # --------------------------------------------------------------------------- candidates and signature
 
 
+def exact_fills(A) -> dict:
+    """Block size -> fill ratio of every size that divides A, counted in numpy."""
+    m, n = A.shape
+    csr_rows = np.repeat(np.arange(m), np.diff(A.indptr.numpy()))
+    out = {}
+    for b in tuning.BLOCK_SIZES:
+        if A.nnz and not (m % b or n % b):
+            out[b] = np.unique((csr_rows // b) * (n // b) + A.indices.numpy() // b).size * b * b / A.nnz
+    return out
+
+
 def test_block_candidates_follow_divisibility_and_fill(dataset):
+    """Every size the chooser could time is there with its exact fill: all
+    dividing sizes within MAX_FILL and within BLOCK_FILL_SLACK of the least
+    fill. Sizes that pad more may be left out (a divisor rules them out)."""
     bcsstk16 = dataset("bcsstk16.mtx.gz")
     matrices = [sparse_matrix(bcsstk16), block_structured(8, 8, 4, 0.3, seed=1),
                 sparse_matrix(make_csr(48, 48, density=0.05, seed=9)), sparse_matrix(make_csr(12, 9, density=0.0))]
     for A in matrices:
-        m, n = A.shape
-        csr_rows = np.repeat(np.arange(m), np.diff(A.indptr.numpy()))
+        fills = exact_fills(A)
         got = dict(tuning.block_candidates(A))
-        for b in tuning.BLOCK_SIZES:
-            if A.nnz == 0 or m % b or n % b:
-                assert b not in got, (A, b)
-                continue
-            blocks = np.unique((csr_rows // b) * (n // b) + A.indices.numpy() // b).size
-            fill = blocks * b * b / A.nnz
-            if fill <= tuning.MAX_FILL:
+        for b, fill in got.items():
+            assert b in fills and fill == pytest.approx(fills[b]) and fill <= tuning.MAX_FILL, (A, b)
+        least = min(fills.values(), default=float("inf"))
+        for b, fill in fills.items():
+            if fill <= min(tuning.MAX_FILL, tuning.BLOCK_FILL_SLACK * least):
                 assert got.get(b) == pytest.approx(fill), (A, b)
-            else:
-                assert b not in got, (A, b)
     # A structural FEM matrix: small dense blocks qualify.
     assert set(dict(tuning.block_candidates(matrices[0]))) >= {2, 3}
     assert set(dict(tuning.block_candidates(matrices[1]))) >= {2, 4}
+
+
+@pytest.mark.parametrize("b0,density,seed", [(2, 0.3, 1), (3, 0.2, 2), (4, 0.5, 3), (6, 0.25, 4), (2, 0.9, 5),
+                                               (12, 0.3, 6)])
+def test_pruned_counting_times_what_counting_everything_would(b0, density, seed):
+    A = block_structured(48 // b0, 48 // b0, b0, density, seed=seed)  # 48 x 48: every size up to 16 but 32 divides
+    ranked = sorted(((b, f) for b, f in exact_fills(A).items() if f <= tuning.MAX_FILL),
+                    key=lambda c: (round(c[1], 2), -c[0]))[:tuning.MAX_BLOCK_CANDIDATES]
+    expected = [b for b, f in ranked if f <= tuning.BLOCK_FILL_SLACK * ranked[0][1]]
+    assert [c["block"] for c in tuning.candidates_for(A) if c["format"] == "bsr"] == expected
 
 
 def test_graph_signature():
@@ -728,7 +747,12 @@ def test_block_candidates_rank_by_fill_and_are_counted_once_per_graph(monkeypatc
     assert fills == sorted(fills)
     assert ranked[0] == (4, 1.0)  # ties on fill go to the larger block
     assert ranked[1] == (2, 1.0)
-    assert sorted(counted) == sorted(b for b in tuning.BLOCK_SIZES if 96 % b == 0)
+    # 3x3 pads (fill 1.66 > 1.15 x 1.0), so 6 and 12, which pad at least as
+    # much, are not counted; 8x8 pads 2.4 > MAX_FILL, so 16 and 32 are not either.
+    exact = exact_fills(A)
+    assert exact[3] > tuning.BLOCK_FILL_SLACK and exact[8] > tuning.MAX_FILL
+    assert all(exact[b] >= exact[d] for b in exact for d in exact if b % d == 0)  # what the pruning relies on
+    assert sorted(counted) == [2, 3, 4, 8]
     assert tuning.block_candidates(A) == ranked and len(counted) == len(set(counted))  # cached on the graph
     assert [c.get("block") for c in tuning.candidates_for(A)[1:]] == [4, 2][:tuning.MAX_BLOCK_CANDIDATES]
 
