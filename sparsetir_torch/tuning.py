@@ -35,7 +35,9 @@ BLOCK_SIZES = (2, 3, 4, 6, 8, 12, 16, 32)
 MAX_FILL = 2.0
 # At most this many timed calls (SpMM-equivalent) per choice.
 MAX_TUNING_CALLS = 20
-REPEATS = 3
+# Timed rounds per candidate: as many as the budget holds, up to this many
+# (the fastest of more calls is less likely to be a disturbed one).
+REPEATS = 5
 # hyb is a candidate when the row lengths' coefficient of variation exceeds
 # this (power-law graphs: email-Enron 2.6, cond-mat-2005 1.6; meshes < 0.3)
 # and the longest row fits one ELL width up to HYB_MAX_WIDTH (no row split:
@@ -219,21 +221,23 @@ def candidates_for(A) -> list:
     return candidates
 
 
-def _plan(budget: int):
-    """(confirmation rounds, timed rounds, candidates) that fit `budget`
-    calls: each candidate a warm-up and its rounds, two candidates at least,
-    then the confirmation of a win if there is room for it."""
+def _plan(budget: int, candidates: int):
+    """(confirmation rounds, timed rounds, candidates timed) that fit `budget`
+    calls: each candidate a warm-up and its rounds (at most REPEATS, as many
+    as fit), two candidates at least, then the confirmation of a win if there
+    is room for it."""
     confirm = CONFIRM_REPEATS if budget >= 4 + 2 * CONFIRM_REPEATS else 0
     remaining = budget - 2 * confirm
-    repeats = max(1, min(REPEATS, remaining // 2 - 1))
-    return confirm, repeats, remaining // (repeats + 1)
+    count = max(2, min(candidates, remaining // 4))  # at least 3 rounds each while the budget allows
+    repeats = max(1, min(REPEATS, remaining // count - 1))
+    return confirm, repeats, min(count, remaining // (repeats + 1))
 
 
 def _measure(A, K: int, dtype) -> dict:
     candidates = candidates_for(A)
     # Every candidate gets a warm-up (which compiles its kernels and converts
     # the structure) and up to REPEATS timed calls, within the budget.
-    confirm, repeats, count = _plan(MAX_TUNING_CALLS)
+    confirm, repeats, count = _plan(MAX_TUNING_CALLS, len(candidates))
     candidates = candidates[:count]
     if len(candidates) < 2:
         return {"format": "csr", "block": None, "candidates": candidates, "source": "default"}

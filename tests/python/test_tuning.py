@@ -434,6 +434,19 @@ def test_budget_with_many_candidates(monkeypatch):
         assert record["candidates"][0]["format"] == "csr"
 
 
+def test_plan_fits_the_budget():
+    for budget in range(1, 41):
+        for candidates in range(1, 9):
+            confirm, repeats, count = tuning._plan(budget, candidates)
+            assert count * (repeats + 1) + 2 * confirm <= budget or count < 2, (budget, candidates)
+            assert 1 <= repeats <= tuning.REPEATS
+            if budget >= 4 and candidates >= 2:
+                assert count >= 2, (budget, candidates)
+    # At the default budget, CSR against one format gets every round; four candidates still fit.
+    assert tuning._plan(tuning.MAX_TUNING_CALLS, 2) == (tuning.CONFIRM_REPEATS, tuning.REPEATS, 2)
+    assert tuning._plan(tuning.MAX_TUNING_CALLS, 4)[2] == 4
+
+
 def test_budget_holds_for_a_small_limit(monkeypatch):
     A = st.SparseMatrix.from_dense(torch.rand(24, 24) + 0.5)
     fake = FakeRun()
