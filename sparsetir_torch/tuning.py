@@ -25,6 +25,7 @@ import os
 import threading
 import time
 
+import numpy as np
 import torch
 
 from . import _C
@@ -37,7 +38,7 @@ MAX_FILL = 2.0
 MAX_TUNING_CALLS = 20
 # Timed rounds per candidate: as many as the budget holds, up to this many
 # (the fastest of more calls is less likely to be a disturbed one).
-REPEATS = 5
+REPEATS = 4
 # hyb is a candidate when the row lengths' coefficient of variation exceeds
 # this (power-law graphs: email-Enron 2.6, cond-mat-2005 1.6; meshes < 0.3)
 # and the longest row fits one ELL width up to HYB_MAX_WIDTH (no row split:
@@ -56,8 +57,10 @@ def tuning_enabled() -> bool:
 def graph_signature(A) -> str:
     """A digest of what makes a graph's best format: shape, nnz, index dtype
     and the histogram of row lengths (log2 buckets)."""
-    lengths = (A.indptr[1:] - A.indptr[:-1]).to(torch.int64)
-    buckets = torch.bincount(torch.log2(lengths.clamp(min=1).double()).floor().to(torch.int64), minlength=1)
+    # numpy on views of the index tensors: a few microseconds per step where
+    # torch's dispatch costs tens, and a new graph pays this before anything else.
+    lengths = np.diff(A.indptr.numpy()).astype(np.int64)
+    buckets = np.bincount(np.floor(np.log2(np.maximum(lengths, 1))).astype(np.int64), minlength=1)
     text = f"{A.shape}|{A.nnz}|{A.indices.dtype}|{buckets.tolist()}|{int((lengths == 0).sum())}"
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -186,7 +189,7 @@ BLOCK_FILL_SLACK = 1.15
 # After the first round, a candidate this much slower than the fastest is
 # not timed again: it cannot come within MIN_GAIN.
 DROP_RATIO = 2.0
-CONFIRM_REPEATS = 2
+CONFIRM_REPEATS = 1
 
 
 def _best_times(fns, repeats: int) -> list:
