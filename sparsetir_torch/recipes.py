@@ -15,20 +15,29 @@ from .schedule import Schedule
 PREFETCH_DISTANCE = 32  # non-zeros ahead; ARCHITECTURE.md: 16-64 alike, under 12 too short
 
 
-def vectorize_features(sch: Schedule, loop: str, feat_size: int) -> int:
-    """Splits feature loop `loop` into the widest vectors (at most 16 lanes)
-    that divide feat_size, the inner part vectorized and the outer unrolled
-    while that fits the registers; returns the lanes (1: left scalar)."""
+MAX_UNROLLED_VECTORS = 16  # beyond that, full unrolling runs out of registers
+
+
+def vector_lanes(feat_size: int) -> int:
+    """The widest vector (at most 16 lanes, 64 bytes of float32) dividing
+    feat_size; 1 when none does (the C++ recipe's VectorLanes)."""
     lanes = 16
-    while lanes > 1 and feat_size % lanes:
+    while lanes > 1 and (feat_size % lanes or feat_size < lanes):
         lanes //= 2
-    if lanes > 1 and feat_size >= lanes:
+    return lanes
+
+
+def vectorize_features(sch: Schedule, loop: str, feat_size: int) -> int:
+    """Splits feature loop `loop` into vectors of vector_lanes(feat_size), the
+    inner part vectorized and the outer unrolled while that fits the
+    registers; returns the lanes (1: left scalar)."""
+    lanes = vector_lanes(feat_size)
+    if lanes > 1:
         outer, inner = sch.split(loop, factors=[None, lanes])
-        if feat_size // lanes <= 16:  # beyond that, full unrolling runs out of registers
+        if feat_size // lanes <= MAX_UNROLLED_VECTORS:
             sch.unroll(outer)
         sch.vectorize(inner)
-        return lanes
-    return 1
+    return lanes
 
 
 def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True,

@@ -30,6 +30,7 @@ import torch
 
 from . import _C
 from .ops import ops
+from .recipes import MAX_UNROLLED_VECTORS, vector_lanes
 
 BLOCK_SIZES = (2, 3, 4, 6, 8, 12, 16, 32)
 # A block format must not store more than this many times the non-zeros.
@@ -309,16 +310,10 @@ def choose(A, op: str, K: int, dtype) -> dict:
 
 # The CSR kernel's schedule parameters follow from K and the structure by the
 # cost model of the C++ recipe (csrc/compiler/recipes/cpu_recipes.cc) and of
-# PrefetchPays (csrc/ops/csr_kernels.cc); these mirror its constants.
+# PrefetchPays (csrc/ops/csr_kernels.cc); the vector rule is recipes.py's, and
+# these mirror the recipe's other two constants.
 _MAX_LOCAL_TILE = 8192
 _MAX_TWO_ACCUMULATOR_WIDTH = 64
-
-
-def _vector_lanes(K: int) -> int:
-    lanes = 16
-    while lanes > 1 and (K % lanes or K < lanes):
-        lanes //= 2
-    return lanes
 
 
 def csr_schedule(A, K: int, dtype) -> dict:
@@ -326,11 +321,11 @@ def csr_schedule(A, K: int, dtype) -> dict:
     come from the cost model, not from timing: the alternative measured,
     feature tiles outside the row loop, ran 0.3-0.9x as fast on the dataset
     graphs, and one task per thread with equal non-zeros needs no tuning."""
-    lanes = _vector_lanes(K)
+    lanes = vector_lanes(K)
     row_bytes = K * torch.empty((), dtype=dtype).element_size()
     return {
         "vector_lanes": lanes,
-        "unrolled_vectors": K // lanes if lanes > 1 and K // lanes <= 16 else 1,
+        "unrolled_vectors": K // lanes if lanes > 1 and K // lanes <= MAX_UNROLLED_VECTORS else 1,
         "output_row_in_registers": K <= _MAX_LOCAL_TILE,
         "accumulator_sets": 2 if lanes > 1 and K <= _MAX_TWO_ACCUMULATOR_WIDTH else 1,
         "prefetch": bool(A.nnz) and _C.spmm_prefetches(A.indptr, A.indices, A.shape[1], row_bytes),

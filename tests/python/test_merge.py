@@ -1,35 +1,18 @@
 """The merge schedule primitive: sibling row loops become one loop (a row's
 softmax passes back to back), checked on IR, on numbers against float64, and
 on the cases it must refuse."""
+import os
+
 import numpy as np
 import pytest
 import torch
 
 import sparsetir_torch as st
+from conftest import SCRIPTS_DIR
 
-SOFTMAX = '''
-@T.prim_func
-def softmax(a: T.handle, p: T.handle, row_max: T.handle, row_sum: T.handle, indptr: T.handle, indices: T.handle,
-            m: T.int32, n: T.int32, nnz: T.int32) -> None:
-    I = T.sp.dense_fixed(m)
-    J = T.sp.compressed_varied(I, (n, nnz), (indptr, indices), "int32")
-    A = T.sp.match_buffer(a, (I, J), "float32")
-    P = T.sp.match_buffer(p, (I, J), "float32")
-    MX = T.sp.match_buffer(row_max, (I,), "float32")
-    SM = T.sp.match_buffer(row_sum, (I,), "float32")
-    with T.sp.iteration([I, J], "SR", "row_max") as [i, j]:
-        with T.init():
-            MX[i] = -T.inf
-        MX[i] = T.max(MX[i], A[i, j])
-    with T.sp.iteration([I, J], "SS", "row_exp") as [i, j]:
-        P[i, j] = T.exp(A[i, j] - MX[i])
-    with T.sp.iteration([I, J], "SR", "row_sum") as [i, j]:
-        with T.init():
-            SM[i] = 0.0
-        SM[i] = SM[i] + P[i, j]
-    with T.sp.iteration([I, J], "SS", "row_div") as [i, j]:
-        P[i, j] = P[i, j] / SM[i]
-'''
+# The four softmax passes of a CSR row, one iteration each (the row loops merge joins).
+with open(os.path.join(SCRIPTS_DIR, "formats", "csr_softmax.py"), encoding="utf-8") as f:
+    SOFTMAX = f.read()
 
 BLOCKS = ["row_max", "row_exp", "row_sum", "row_div"]
 
@@ -44,8 +27,8 @@ def run(kernel, rng, m=30, n=25):
     csr = torch.from_numpy(dense).float().to_sparse_csr()
     nnz = csr.values().numel()
     p = torch.full((nnz,), float("nan"))
-    kernel(a=csr.values(), p=p, row_max=torch.empty(m), row_sum=torch.empty(m), indptr=csr.crow_indices().int(),
-           indices=csr.col_indices().int(), m=m, n=n, nnz=nnz)
+    kernel(a=csr.values(), out=p, indptr=csr.crow_indices().int(), indices=csr.col_indices().int(), m=m, n=n,
+           nnz=nnz)
     return dense, csr, p
 
 
@@ -100,18 +83,20 @@ def test_merge_refusals():
 
 
 def test_merge_refuses_reading_another_rows_result():
-    shifted = SOFTMAX.replace("P[i, j] = T.exp(A[i, j] - MX[i])", "P[i, j] = T.exp(A[i, j] - MX[0])")
+    shifted = SOFTMAX.replace("O[i, j] = T.exp(A[i, j] - MX[i])", "O[i, j] = T.exp(A[i, j] - MX[0])")
+    assert shifted != SOFTMAX
     sch = st.Schedule(st.parse(shifted))
     with pytest.raises(st.ScheduleError, match="buffer 'MX' is written by one loop and accessed by another"):
         sch.merge(rows(sch)[:2])
 
 
 def test_merge_refuses_different_ranges():
-    two_sizes = SOFTMAX.replace("    MX = T.sp.match_buffer(row_max, (I,), \"float32\")",
-                                "    I2 = T.sp.dense_fixed(n)\n    MX = T.sp.match_buffer(row_max, (I,), \"float32\")")
+    two_sizes = SOFTMAX.replace("    MX = T.sp.alloc_buffer((I,), \"float32\")",
+                                "    I2 = T.sp.dense_fixed(n)\n    MX = T.sp.alloc_buffer((I,), \"float32\")")
     two_sizes = two_sizes.replace('''    with T.sp.iteration([I, J], "SS", "row_div") as [i, j]:
-        P[i, j] = P[i, j] / SM[i]''', '''    with T.sp.iteration([I2], "S", "row_div") as [i2]:
+        O[i, j] = O[i, j] / SM[i]''', '''    with T.sp.iteration([I2], "S", "row_div") as [i2]:
         SM[0] = SM[0] * 1.0''')
+    assert "I2" in two_sizes and "[i2]" in two_sizes
     sch = st.Schedule(st.parse(two_sizes))
     r = [sch.get_loops(b)[0] for b in BLOCKS]
     with pytest.raises(st.ScheduleError, match="does not run over the same range"):

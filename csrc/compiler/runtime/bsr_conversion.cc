@@ -62,12 +62,36 @@ int64_t CountBlockRow(const Index* indptr, const Index* indices, int64_t rows, i
   return count;
 }
 
-// Calls body(divide) with a function dividing column indices (< columns) by
-// block_w: a multiply and shift where the indices allow, else a division.
+// Calls body(divide, chunk_begin, chunk_end) on the chunks of block rows in
+// parallel, `divide` dividing column indices (< columns) by block_w: a
+// multiply and shift where the indices allow, else a division.
 template <typename Body>
-auto WithColumnDivider(int64_t columns, int64_t block_w, const Body& body) {
-  if (columns <= DivideBy::kLimit) return body(DivideBy(block_w));
-  return body([block_w](int64_t c) { return c / block_w; });
+void ParallelOverChunks(const BlockRowChunks& plan, int64_t columns, int64_t block_w,
+                        const SparsetirLauncher* launcher, const Body& body) {
+  auto run = [&](const auto& divide) {
+    ParallelFor(launcher, plan.chunks, 1, [&](int64_t begin, int64_t end) { body(divide, begin, end); });
+  };
+  if (columns <= DivideBy::kLimit) {
+    run(DivideBy(block_w));
+  } else {
+    run([block_w](int64_t c) { return c / block_w; });
+  }
+}
+
+// visit(chunk, br, blocks) for every block row, with its number of blocks.
+template <typename Index, typename Visit>
+void CountBlockRows(const Index* indptr, const Index* indices, int64_t rows, int64_t columns, int64_t block_h,
+                    int64_t block_w, const BlockRowChunks& plan, const SparsetirLauncher* launcher,
+                    const Visit& visit) {
+  const int64_t block_columns = (columns + block_w - 1) / block_w;
+  ParallelOverChunks(plan, columns, block_w, launcher, [&](const auto& divide, int64_t begin, int64_t end) {
+    std::vector<int64_t> stamp(block_columns, -1);
+    for (int64_t chunk = begin; chunk < end; ++chunk) {
+      for (int64_t br = plan.begin(chunk); br < plan.end(chunk); ++br) {
+        visit(chunk, br, CountBlockRow(indptr, indices, rows, block_h, divide, br, stamp));
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -75,19 +99,10 @@ auto WithColumnDivider(int64_t columns, int64_t block_w, const Body& body) {
 template <typename Index>
 int64_t CountBsrBlocks(const Index* indptr, const Index* indices, int64_t rows, int64_t columns, int64_t block_h,
                        int64_t block_w, const SparsetirLauncher* launcher) {
-  const int64_t block_columns = (columns + block_w - 1) / block_w;
   const BlockRowChunks plan(rows, block_h);
   std::vector<int64_t> counts(plan.chunks, 0);
-  WithColumnDivider(columns, block_w, [&](const auto& divide) {
-    ParallelFor(launcher, plan.chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
-      std::vector<int64_t> stamp(block_columns, -1);
-      for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
-        for (int64_t br = plan.begin(chunk); br < plan.end(chunk); ++br) {
-          counts[chunk] += CountBlockRow(indptr, indices, rows, block_h, divide, br, stamp);
-        }
-      }
-    });
-  });
+  CountBlockRows(indptr, indices, rows, columns, block_h, block_w, plan, launcher,
+                 [&](int64_t chunk, int64_t, int64_t blocks) { counts[chunk] += blocks; });
   int64_t total = 0;
   for (int64_t c : counts) total += c;
   return total;
@@ -102,41 +117,31 @@ BsrStructure<Index> CsrToBsr(const Index* indptr, const Index* indices, int64_t 
   BsrStructure<Index> out;
   // Pass 1: blocks per block row, then their offsets.
   out.indptr.assign(plan.block_rows + 1, 0);
-  WithColumnDivider(columns, block_w, [&](const auto& divide) {
-    ParallelFor(launcher, plan.chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
-      std::vector<int64_t> stamp(block_columns, -1);
-      for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
-        for (int64_t br = plan.begin(chunk); br < plan.end(chunk); ++br) {
-          out.indptr[br + 1] = static_cast<Index>(CountBlockRow(indptr, indices, rows, block_h, divide, br, stamp));
-        }
-      }
-    });
-  });
+  CountBlockRows(indptr, indices, rows, columns, block_h, block_w, plan, launcher,
+                 [&](int64_t, int64_t br, int64_t blocks) { out.indptr[br + 1] = static_cast<Index>(blocks); });
   for (int64_t br = 0; br < plan.block_rows; ++br) out.indptr[br + 1] += out.indptr[br];
   // Pass 2: each block row's sorted block columns, and every non-zero's slot.
   out.indices.resize(out.indptr[plan.block_rows]);
   out.slot.resize(rows > 0 ? indptr[rows] : 0);
-  WithColumnDivider(columns, block_w, [&](const auto& divide) {
-    ParallelFor(launcher, plan.chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
-      std::vector<int64_t> mark(block_columns, -1), seen, position(block_columns, -1);
-      for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
-        for (int64_t br = plan.begin(chunk); br < plan.end(chunk); ++br) {
-          int64_t next = out.indptr[br];
-          ForEachBlock(indptr, indices, rows, block_h, divide, br, mark, seen, [&](int64_t bc) {
-            position[bc] = next;
-            out.indices[next++] = static_cast<Index>(bc);
-          });
-          const int64_t row_end = std::min(rows, (br + 1) * block_h);
-          for (int64_t r = br * block_h; r < row_end; ++r) {
-            const int64_t row_offset = (r - br * block_h) * block_w;
-            for (int64_t e = indptr[r]; e < indptr[r + 1]; ++e) {
-              const int64_t c = indices[e], bc = divide(c);
-              out.slot[e] = position[bc] * block_size + row_offset + (c - bc * block_w);
-            }
+  ParallelOverChunks(plan, columns, block_w, launcher, [&](const auto& divide, int64_t begin, int64_t end) {
+    std::vector<int64_t> mark(block_columns, -1), seen, position(block_columns, -1);
+    for (int64_t chunk = begin; chunk < end; ++chunk) {
+      for (int64_t br = plan.begin(chunk); br < plan.end(chunk); ++br) {
+        int64_t next = out.indptr[br];
+        ForEachBlock(indptr, indices, rows, block_h, divide, br, mark, seen, [&](int64_t bc) {
+          position[bc] = next;
+          out.indices[next++] = static_cast<Index>(bc);
+        });
+        const int64_t row_end = std::min(rows, (br + 1) * block_h);
+        for (int64_t r = br * block_h; r < row_end; ++r) {
+          const int64_t row_offset = (r - br * block_h) * block_w;
+          for (int64_t e = indptr[r]; e < indptr[r + 1]; ++e) {
+            const int64_t c = indices[e], bc = divide(c);
+            out.slot[e] = position[bc] * block_size + row_offset + (c - bc * block_w);
           }
         }
       }
-    });
+    }
   });
   return out;
 }
