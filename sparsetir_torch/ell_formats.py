@@ -16,11 +16,14 @@ from typing import List, Tuple
 import torch
 
 
-def scatter_values(values: torch.Tensor, slot: torch.Tensor, size: int) -> torch.Tensor:
-    """A flat array of `size` zeros with values[e] at slot[e] (slots are
-    distinct); differentiable with respect to `values`. scatter, not
-    index_put: about 2x faster on a CPU."""
-    return values.new_zeros(size).scatter(0, slot, values)
+def scatter_values(values: torch.Tensor, slot: torch.Tensor, size: int, indptr: torch.Tensor,
+                   group_rows: int = 1) -> torch.Tensor:
+    """A flat array of `size` zeros with values[e] added at slot[e]: a CSR
+    matrix's values (row pointer `indptr`) moved into a converted form, in
+    parallel over groups of `group_rows` rows, the rows whose non-zeros may
+    share a slot (duplicates; BSR's block rows). Differentiable with respect
+    to `values`."""
+    return torch.ops.sparsetir._scatter_by_slot(values, slot, indptr, size, group_rows)
 
 
 @dataclass(frozen=True)

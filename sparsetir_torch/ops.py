@@ -104,6 +104,12 @@ def _csr_to_hyb_fake(indptr, indices, columns, parts, max_width):
             indices.new_empty((slots,)), indices.new_empty((indices.shape[0],), dtype=torch.int64))
 
 
+@torch.library.register_fake("sparsetir::_scatter_by_slot")
+def _scatter_by_slot_fake(values, slot, indptr, size, group_rows):
+    _check_devices("sparsetir._scatter_by_slot", values=values, slot=slot, indptr=indptr)
+    return values.new_empty((size,))
+
+
 # --------------------------------------------------------------------------- autograd
 
 
@@ -144,6 +150,16 @@ def _bsrmm_backward(ctx, grad):
     return None, None, grad_blocks, grad_dense
 
 
+def _scatter_by_slot_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[1])
+
+
+def _scatter_by_slot_backward(ctx, grad):
+    # Every non-zero (duplicates included) receives its slot's gradient.
+    (slot,) = ctx.saved_tensors
+    return grad.index_select(0, slot), None, None, None, None
+
+
 def _attention_setup(ctx, inputs, output):
     indptr, indices, q, k, v, scale = inputs
     ctx.scale = scale
@@ -157,6 +173,8 @@ def _attention_backward(ctx, grad):
 
 
 torch.library.register_autograd("sparsetir::bsrmm", _bsrmm_backward, setup_context=_bsrmm_setup)
+torch.library.register_autograd("sparsetir::_scatter_by_slot", _scatter_by_slot_backward,
+                                setup_context=_scatter_by_slot_setup)
 torch.library.register_autograd("sparsetir::sparse_attention", _attention_backward, setup_context=_attention_setup)
 
 

@@ -135,7 +135,7 @@ class SparseMatrix:
         if key not in self._derived:
             self._derived[key] = ops._csr_to_ell(self.indptr, self.indices, int(width))
         indices, slot = self._derived[key]
-        values = scatter_values(self.values, slot, indices.numel()).view(indices.shape)
+        values = scatter_values(self.values, slot, indices.numel(), self.indptr).view(indices.shape)
         return EllMatrix(indices, values, slot, self.shape)
 
     def hyb(self, parts: int, max_width: int) -> HybMatrix:
@@ -143,7 +143,7 @@ class SparseMatrix:
         1 is bucketed ELL). Structure cached as for ell(); values scattered
         on every call."""
         bucket_info, row_map, indices, slot = self.hyb_structure(parts, max_width)
-        values = scatter_values(self.values, slot, indices.numel())
+        values = scatter_values(self.values, slot, indices.numel(), self.indptr)
         return HybMatrix(bucket_info, row_map, indices, values, slot, self.shape, int(parts), int(max_width))
 
     def hyb_structure(self, parts: int, max_width: int):

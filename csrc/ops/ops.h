@@ -55,6 +55,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrToHybOp(const at::
                                                                       const at::Tensor& indices, int64_t columns,
                                                                       int64_t parts, int64_t max_width);
 
+// zeros(size) with values[e] added at slot[e]: a CSR matrix's values moved
+// into a converted form. Rows are scattered in parallel in groups of
+// `group_rows` (rows whose non-zeros may share a slot: a block row for BSR).
+at::Tensor ScatterBySlot(const at::Tensor& values, const at::Tensor& slot, const at::Tensor& indptr, int64_t size,
+                         int64_t group_rows);
+
 // Whether spmm's kernel on this structure prefetches the dense rows it gathers
 // (PrefetchPays, for a dense operand of `columns` rows of `row_bytes` bytes).
 bool SpmmPrefetches(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t row_bytes);
