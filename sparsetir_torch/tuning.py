@@ -96,7 +96,7 @@ def _store_choice(key: str, record: dict) -> None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"key": key, "record": record}, f)
+            f.write(json.dumps({"key": key, "record": record}))  # one write, not one per token
         os.replace(tmp, path)
     except OSError:
         pass  # an unwritable cache only costs re-tuning in the next process
