@@ -16,7 +16,7 @@ from .schedule import Schedule
 from .decompose import FormatRewriteRule, compute_part, format_decompose, preprocess_part
 from .ops import clear_graph_cache, graph_cache_info
 from .sparse_matrix import SparseMatrix
-from .api import bsrmm, sddmm, sparse_attention, spmm
+from .api import bsrmm, reorder, sddmm, sparse_attention, spmm
 from .tuning import explain
 
 __version__ = "0.1.0"
@@ -44,6 +44,7 @@ __all__ = [
     "lower_sparse_buffer",
     "lower_sparse_iter",
     "parse",
+    "reorder",
     "preprocess_part",
     "specialize",
 ]

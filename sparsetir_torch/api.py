@@ -123,3 +123,23 @@ def sparse_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask, sc
         raise ValueError("st.sparse_attention: q, k and v must be at least 2-D (..., L, D)")
     m = _mask_matrix(mask, q.shape[-2], k.shape[-2])
     return ops.sparse_attention(m.indptr, m.indices, q, k, v, scale)
+
+
+def reorder(A):
+    """A relabelled in reverse Cuthill-McKee order: (R, order) with
+    R = P A P^T, R[i, j] = A[order[i], order[j]] (order[new] = old).
+
+    For graphs stored in an arbitrary vertex order (meshes, road networks),
+    each row's columns then lie near the row, and SpMM gathers dense rows its
+    neighbouring rows have just loaded: relabel once, permute the features
+    once (X[order]), and work in the new order, since
+    spmm(R, X[order]) == spmm(A, X)[order]. Neighbours are those of A + A^T.
+    The values follow through index_select, so gradients reach A's values."""
+    A = as_sparse_matrix(A, "st.reorder: argument 'A'")
+    if A.is_block:
+        raise ValueError("st.reorder: a block-sparse (BSR) A cannot be relabelled; pass its CSR form")
+    if A.shape[0] != A.shape[1]:
+        raise ValueError(f"st.reorder: A must be square (its rows and columns are relabelled alike), "
+                         f"got shape {A.shape}")
+    order, indptr, indices, source = ops._csr_rcm(A.indptr, A.indices)
+    return SparseMatrix(indptr, indices, A.values.index_select(0, source), A.shape), order

@@ -104,6 +104,14 @@ def _csr_to_hyb_fake(indptr, indices, columns, parts, max_width):
             indices.new_empty((slots,)), indices.new_empty((indices.shape[0],), dtype=torch.int64))
 
 
+@torch.library.register_fake("sparsetir::_csr_rcm")
+def _csr_rcm_fake(indptr, indices):
+    _check_devices("sparsetir._csr_rcm", indptr=indptr, indices=indices)
+    rows, nnz = indptr.shape[0] - 1, indices.shape[0]
+    return (indptr.new_empty((rows,)), indptr.new_empty((rows + 1,)), indices.new_empty((nnz,)),
+            indices.new_empty((nnz,), dtype=torch.int64))
+
+
 @torch.library.register_fake("sparsetir::_scatter_by_slot")
 def _scatter_by_slot_fake(values, slot, indptr, size, group_rows):
     _check_devices("sparsetir._scatter_by_slot", values=values, slot=slot, indptr=indptr)

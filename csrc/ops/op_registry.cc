@@ -28,6 +28,8 @@ TORCH_LIBRARY(sparsetir, m) {
       "_csr_to_hyb(Tensor indptr, Tensor indices, int columns, int parts, int max_width) -> "
       "(Tensor bucket_info, Tensor row_map, Tensor indices, Tensor slot)",
       tags);
+  m.def("_csr_rcm(Tensor indptr, Tensor indices) -> (Tensor order, Tensor indptr, Tensor indices, Tensor source)",
+        tags);
   m.def("_scatter_by_slot(Tensor values, Tensor slot, Tensor indptr, int size, int group_rows) -> Tensor", tags);
   m.def(
       "_sparse_attention_backward(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, Tensor out, "
@@ -46,6 +48,7 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("_coo_to_csr", &CooToCsrOp);
   m.impl("_csr_to_ell", &CsrToEllOp);
   m.impl("_csr_to_hyb", &CsrToHybOp);
+  m.impl("_csr_rcm", &CsrRcmOp);
   m.impl("_scatter_by_slot", &ScatterBySlot);
   m.impl("_sparse_attention_backward", &SparseAttentionBackward);
 }

@@ -61,6 +61,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrToHybOp(const at::
 at::Tensor ScatterBySlot(const at::Tensor& values, const at::Tensor& slot, const at::Tensor& indptr, int64_t size,
                          int64_t group_rows);
 
+// The reverse Cuthill-McKee relabelling of a square CSR structure: (order,
+// indptr, indices, source) with order[new] = old, the structure of P A P^T
+// and new_values = values[source] (runtime/rcm.h).
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrRcmOp(const at::Tensor& indptr,
+                                                                    const at::Tensor& indices);
+
 // Whether spmm's kernel on this structure prefetches the dense rows it gathers
 // (PrefetchPays, for a dense operand of `columns` rows of `row_bytes` bytes).
 bool SpmmPrefetches(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t row_bytes);
