@@ -47,6 +47,14 @@ REPEATS = 4
 # the buckets then partition the rows and write without atomics).
 HYB_MIN_SPREAD = 1.0
 HYB_MAX_WIDTH = 4096
+# ... and its buckets store at most this many slots per non-zero. On a CPU
+# the buckets, each run alone with hot caches, already take 1.0-1.7x CSR's
+# time on email-Enron and cond-mat-2005 (benchmarks/bench_locality.py), and
+# every padding slot adds work, so a hyb form that pads more than the 10 %
+# it would have to win by cannot win: power-of-two widths pad those graphs
+# by 36-39 % (hyb measured 0.35-0.69x of CSR), and timing it cost 10-35 CSR
+# calls on every new graph (every sampled minibatch of a GNN).
+HYB_MAX_PADDING = 1.1
 
 
 def tuning_enabled() -> bool:
@@ -148,16 +156,33 @@ def bsr_operands(A, b: int):
     return indptr, indices, A.values_derived(("bsr_blocks", b), scatter, structure=slot)
 
 
-def hyb_candidate(A):
-    """(parts, max_width) of the hyb form worth timing, or None."""
+def hyb_form(A):
+    """(parts, max_width) of the hyb form for a graph with skewed row
+    lengths, or None: one part, the longest row in one ELL width."""
     if A.nnz == 0 or A.values.dtype not in (torch.float32, torch.float64):
         return None
-    lengths = (A.indptr[1:] - A.indptr[:-1]).double()
+    lengths = np.diff(A.indptr.numpy()).astype(np.int64)
     mean = float(lengths.mean())
     longest = int(lengths.max())
     if mean == 0 or float(lengths.std()) / mean < HYB_MIN_SPREAD or longest > HYB_MAX_WIDTH:
         return None
     return 1, 1 << max(0, (longest - 1).bit_length())
+
+
+def hyb_candidate(A):
+    """hyb_form(A) where it is worth timing (padding within HYB_MAX_PADDING), or None."""
+    form = hyb_form(A)
+    if form is None or hyb_padding(np.diff(A.indptr.numpy())) > HYB_MAX_PADDING:
+        return None
+    return form
+
+
+def hyb_padding(lengths: np.ndarray) -> float:
+    """Slots per non-zero of hyb's buckets (one part, no row split): each
+    non-empty row padded to the next power of two."""
+    rows = lengths[lengths > 0]
+    widths = np.left_shift(1, np.ceil(np.log2(rows)).astype(np.int64))
+    return float(widths.sum()) / float(rows.sum())
 
 
 # The overloads themselves: calling them skips the packet's overload lookup.
