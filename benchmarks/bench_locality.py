@@ -95,13 +95,18 @@ def bucket_calls(composable, A, B, parts: int, max_width: int):
     return calls
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--matrices", default="email-Enron,cond-mat-2005")
+def dataset_arguments(doc: str, matrices: str, rounds: int) -> argparse.Namespace:
+    """--matrices, --k, --rounds and --datasets of the dataset benchmarks."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--matrices", default=matrices)
     parser.add_argument("--k", type=int, nargs="+", default=[32, 64, 128, 256])
-    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--datasets", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "datasets"))
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = dataset_arguments(__doc__, "email-Enron,cond-mat-2005", 11)
     import sparsetir_torch as st
     from sparsetir_torch import composable
     from sparsetir_torch.matrix_market import read_matrix_market

@@ -11,14 +11,13 @@ the order of the rows and columns differs.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
 import numpy as np
 import torch
 
-from bench_locality import interleaved_medians
+from bench_locality import dataset_arguments, interleaved_medians
 
 
 def bandwidth(indptr: torch.Tensor, indices: torch.Tensor) -> int:
@@ -28,12 +27,7 @@ def bandwidth(indptr: torch.Tensor, indices: torch.Tensor) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--matrices", default="mdual,copter2,horse-laplacian,email-Enron,cond-mat-2005,bcsstk16")
-    parser.add_argument("--k", type=int, nargs="+", default=[32, 64, 128, 256])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--datasets", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "datasets"))
-    args = parser.parse_args()
+    args = dataset_arguments(__doc__, "mdual,copter2,horse-laplacian,email-Enron,cond-mat-2005,bcsstk16", 15)
     import sparsetir_torch as st
     from sparsetir_torch.matrix_market import read_matrix_market
 
