@@ -7,7 +7,7 @@ fill (the C++ block counter, no conversion needed), the least-fill one and a
 second within BLOCK_FILL_SLACK of it; and, for graphs whose row lengths
 spread widely (power-law degrees), hyb(1, w): rows bucketed into
 power-of-two ELL widths up to the longest row (composable.py, kernels made
-by format_decompose). Each candidate is converted once by the C++ runtime
+by format_decompose), where those buckets pad at most HYB_MAX_PADDING. Each candidate is converted once by the C++ runtime
 classes, warmed up (its kernel compiles) and timed on the graph itself in
 interleaved rounds; a win over CSR must hold by MIN_GAIN through
 confirmation rounds. The whole search is bounded by MAX_TUNING_CALLS SpMM

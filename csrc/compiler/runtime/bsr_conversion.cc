@@ -25,9 +25,7 @@ void ForEachBlock(const Index* indptr, const Index* indices, int64_t rows, int64
       }
     }
   }
-  // Rows of a block row usually share their block columns, each row sorted,
-  // so `seen` mostly comes out sorted already: checking is cheaper than sorting.
-  if (!std::is_sorted(seen.begin(), seen.end())) std::sort(seen.begin(), seen.end());
+  std::sort(seen.begin(), seen.end());
   for (int64_t bc : seen) {
     visit(bc);
     mark[bc] = -1;

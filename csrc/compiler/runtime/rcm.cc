@@ -121,9 +121,8 @@ PermutedCsr<Index> PermuteSymmetric(const Index* indptr, const Index* indices, i
   out.indptr.resize(n + 1);
   out.indptr[0] = 0;
   for (int64_t i = 0; i < n; ++i) out.indptr[i + 1] = out.indptr[i] + (indptr[order[i] + 1] - indptr[order[i]]);
-  const int64_t nnz = n > 0 ? indptr[n] : 0;
-  out.indices.resize(nnz);
-  out.source.resize(nnz);
+  out.indices.resize(indptr[n]);
+  out.source.resize(indptr[n]);
   std::vector<std::pair<Index, int64_t>> row;
   for (int64_t i = 0; i < n; ++i) {
     const int64_t old = order[i];
