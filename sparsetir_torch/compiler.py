@@ -19,7 +19,10 @@ def parse(text: str, source_name: str = "<script>") -> PrimFunc:
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() takes the script text, got {type(text).__name__}")
-    if "\n" not in text and text.endswith(".py") and os.path.isfile(text):
+    if "\n" not in text and text.endswith(".py"):
+        if not os.path.isfile(text):
+            raise FileNotFoundError(f"parse(): {text!r} looks like a path to a script, but there is no such file "
+                                    f"(relative to {os.getcwd()!r}); pass the script's text or an existing path")
         with open(text, encoding="utf-8") as f:
             return _C.parse(f.read(), text)
     return _C.parse(text, source_name)
@@ -118,7 +121,10 @@ def compile(f, target: str = "cpu") -> Kernel:  # noqa: A001 - the public name
     if isinstance(f, str) and "\n" not in f and os.path.isfile(f):
         func = f = parse(f)  # a path: its contents may change, so key on the function
     # With SPARSETIR_DUMP_IR set every compile() lowers again, so it dumps.
-    key = (target, f) if not os.environ.get("SPARSETIR_DUMP_IR") else None
+    # Structural equality ignores names, but a kernel is called by its
+    # parameters' names: a function renamed is another key.
+    names = (f.name, tuple(name for name, _ in f.params)) if isinstance(f, PrimFunc) else ()
+    key = (target, f, names) if not os.environ.get("SPARSETIR_DUMP_IR") else None
     with _COMPILED_LOCK:
         kernel = _COMPILED.get(key) if key is not None else None
         if kernel is not None:

@@ -136,16 +136,11 @@ GraphInfo::GraphInfo(const at::Tensor& indptr, CsrSummary summary) : summary_(su
                                         : at::empty({0}, row_lengths_.options());
 }
 
-at::Tensor GraphInfo::MeanWeights(at::ScalarType dtype) {
+at::Tensor GraphInfo::MeanDivisors(at::ScalarType dtype) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!mean_weights_.defined()) {
-    at::Tensor lengths = row_lengths_.squeeze(1);
-    mean_weights_ = at::repeat_interleave(lengths.to(at::kDouble).reciprocal(), lengths, 0, summary_.nnz);
-  }
-  if (dtype == at::kDouble) return mean_weights_;
-  auto found = mean_weights_by_dtype_.find(dtype);
-  if (found == mean_weights_by_dtype_.end()) {
-    found = mean_weights_by_dtype_.emplace(dtype, mean_weights_.to(dtype)).first;
+  auto found = mean_divisors_.find(dtype);
+  if (found == mean_divisors_.end()) {
+    found = mean_divisors_.emplace(dtype, row_lengths_.clamp_min(1).to(dtype)).first;
   }
   return found->second;
 }

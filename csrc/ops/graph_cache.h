@@ -69,11 +69,11 @@ class GraphInfo {
   const at::Tensor& row_lengths() const { return row_lengths_; }
   // The rows without non-zeros (int64), for the max / min reductions.
   const at::Tensor& empty_rows() const { return empty_rows_; }
-  // 1 / (length of its row) for every non-zero, in float64 or rounded to
-  // `dtype` (the values' dtype: one multiplication per call, no conversion):
-  // mean = the sum of the non-zeros scaled by it, a pass over nnz rather than
-  // over the output.
-  at::Tensor MeanWeights(at::ScalarType dtype = at::kDouble);
+  // Row lengths (at least 1) as a (rows, 1) column of `dtype`: mean = the
+  // row's sum divided by it. Dividing the sum, rather than scaling each value
+  // by 1 / length before the product, keeps tiny values from underflowing
+  // where their mean is representable (torch divides the sum too).
+  at::Tensor MeanDivisors(at::ScalarType dtype);
   // The transpose for `columns` columns (built once per column count) of the
   // structure this entry describes, passed again by the caller: the entry
   // itself holds no reference to it, so freeing the structure frees the entry.
@@ -93,8 +93,7 @@ class GraphInfo {
   CsrSummary summary_;
   at::Tensor row_lengths_;
   at::Tensor empty_rows_;
-  at::Tensor mean_weights_;
-  std::map<at::ScalarType, at::Tensor> mean_weights_by_dtype_;
+  std::map<at::ScalarType, at::Tensor> mean_divisors_;
   std::mutex mutex_;
   std::map<int64_t, CsrTranspose> transposes_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, BsrFromCsr> bsr_;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "op_checks.h"
 
 #include <sstream>
@@ -69,6 +70,17 @@ void CheckSameDtype(const std::string& op, const char* name, const at::Tensor& t
                     const char* like_name) {
   TORCH_CHECK_VALUE(t.scalar_type() == dtype, op, ": argument '", name, "' must have the dtype of '", like_name,
                     "' (", dtype, "), got ", t.scalar_type());
+}
+
+// A derived format holds `rows * width` slots: refuse sizes whose product
+// overflows or that no machine could allocate, naming the argument, instead
+// of failing inside the conversion (std::bad_alloc, or a wrapped size).
+void CheckSlotCount(const std::string& op, const char* arg, int64_t rows, int64_t width) {
+  constexpr int64_t kMaxSlots = int64_t{1} << 40;
+  int64_t slots = 0;
+  TORCH_CHECK_VALUE(!__builtin_mul_overflow(std::max<int64_t>(rows, 1), width, &slots) && slots <= kMaxSlots, op,
+                    ": argument '", arg, "' = ", width, " would make ", std::max<int64_t>(rows, 1), " x ", width,
+                    " slots, more than the 2^40 a format may hold");
 }
 
 }  // namespace sparsetir::ops

@@ -55,6 +55,7 @@ std::tuple<at::Tensor, at::Tensor> CsrToEllOp(const at::Tensor& indptr, const at
   TORCH_CHECK_VALUE(width >= 0, op, ": argument 'width' must be non-negative, got ", width);
   // ELL does not depend on the column count: any index is in range.
   CheckedCsr csr = CheckCsr(op, indptr, indices, std::numeric_limits<int64_t>::max(), "");
+  CheckSlotCount(op, "width", csr.rows(), width);
   EllFromCsr ell = csr.info->Ell(op, csr.indptr, csr.indices, width);
   return {ell.indices, ell.slot};
 }
@@ -65,7 +66,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrToHybOp(const at::
   const std::string op = "sparsetir._csr_to_hyb";
   TORCH_CHECK_VALUE(columns >= 0, op, ": argument 'columns' must be non-negative, got ", columns);
   TORCH_CHECK_VALUE(parts > 0, op, ": argument 'parts' must be positive, got ", parts);
+  TORCH_CHECK_VALUE(max_width >= 0, op, ": argument 'max_width' must be non-negative, got ", max_width);
   CheckedCsr csr = CheckCsr(op, indptr, indices, columns, "argument 'columns'");
+  CheckSlotCount(op, "max_width", csr.rows() * parts, max_width);
   HybFromCsr hyb = csr.info->Hyb(op, csr.indptr, csr.indices, columns, parts, max_width);
   return {hyb.bucket_info, hyb.row_map, hyb.indices, hyb.slot};
 }

@@ -23,17 +23,14 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
                     csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(a.sizes()));
   at::Tensor out = EmptyOutput({csr.rows(), b.size(1)}, b.options());
   const std::string script = how == "max" ? "csrmm_max" : how == "min" ? "csrmm_min" : "csrmm";
-  if (how == "mean") {
-    // The sum of the non-zeros scaled by 1 / row length. float32 and float64
-    // values take one multiplication by cached weights of their dtype (a
-    // float32 product is rounded twice, within 1.5 ulp); 16-bit values are
-    // scaled in float64 and rounded once, as their 8- or 11-bit mantissa
-    // cannot hold 1 / length.
-    const bool wide = a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble;
-    a = wide ? a * csr.info->MeanWeights(a.scalar_type())
-             : (a.to(at::kDouble) * csr.info->MeanWeights()).to(a.scalar_type());
-  }
   RunCsrmm(script, csr.indptr, csr.indices, a, b, out, PrefetchPays(csr.info->summary(), b));
+  if (how == "mean" && csr.rows() > 0) {
+    // The row's sum divided by its length. 16-bit outputs divide in float32
+    // (their 8- or 11-bit mantissa holds lengths exactly only up to 256 / 2048)
+    // and round once.
+    const bool wide = a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble;
+    out.div_(csr.info->MeanDivisors(wide ? a.scalar_type() : at::kFloat));
+  }
   if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {
     out.index_fill_(0, csr.info->empty_rows(), 0);  // the kernel leaves the identity (+-inf) there
   }
@@ -55,6 +52,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrToBsrOp(const at::Tensor& indp
   TORCH_CHECK_VALUE(columns >= 0, op, ": argument 'columns' must be non-negative, got ", columns);
   TORCH_CHECK_VALUE(block_h > 0 && block_w > 0, op, ": block sizes must be positive, got ", block_h, " x ", block_w);
   CheckedCsr csr = CheckCsr(op, indptr, indices, columns, "argument 'columns'");
+  // Every non-zero may open its own block: nnz blocks of block_h x block_w
+  // slots must be countable.
+  int64_t block = 0;
+  TORCH_CHECK_VALUE(!__builtin_mul_overflow(block_h, block_w, &block), op, ": block size ", block_h, " x ", block_w,
+                    " overflows");
+  CheckSlotCount(op, "block_h * block_w", csr.nnz(), block);
   BsrFromCsr b = csr.info->Bsr(csr.indptr, csr.indices, columns, block_h, block_w);
   return {b.indptr, b.indices, b.slot};
 }
@@ -69,6 +72,12 @@ int64_t BsrBlockCount(const at::Tensor& indptr, const at::Tensor& indices, int64
   const std::string op = "sparsetir.bsr_block_count";
   TORCH_CHECK_VALUE(block_h > 0 && block_w > 0, op, ": block sizes must be positive, got ", block_h, " x ", block_w);
   CheckedCsr csr = CheckCsr(op, indptr, indices, columns, "argument 'columns'");
+  // Every non-zero may open its own block: nnz blocks of block_h x block_w
+  // slots must be countable.
+  int64_t block = 0;
+  TORCH_CHECK_VALUE(!__builtin_mul_overflow(block_h, block_w, &block), op, ": block size ", block_h, " x ", block_w,
+                    " overflows");
+  CheckSlotCount(op, "block_h * block_w", csr.nnz(), block);
   const SparsetirLauncher launcher = TorchLauncher();
   if (csr.indptr.scalar_type() == at::kInt) {
     return CountBsrBlocks<int32_t>(csr.indptr.data_ptr<int32_t>(), csr.indices.data_ptr<int32_t>(), csr.rows(),

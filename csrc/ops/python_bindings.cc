@@ -4,6 +4,8 @@
 // sparsetir_torch.CompileError, a compiler bug to RuntimeError.
 #include <torch/extension.h>
 
+#include <cstring>
+
 #include "graph_cache.h"
 #include "ir/equal.h"
 #include "kernel_library.h"
@@ -63,10 +65,44 @@ bool StructureOf(const Kernel& kernel, const py::list& values, const std::vector
   return true;
 }
 
+// The tensors among the call's arguments (undefined where an argument is not one).
+std::vector<at::Tensor> TensorsOf(const py::list& values) {
+  std::vector<at::Tensor> tensors;
+  for (const py::handle& v : values) {
+    tensors.push_back(THPVariable_Check(v.ptr()) ? THPVariable_Unpack(v.ptr()) : at::Tensor());
+  }
+  return tensors;
+}
+
+// Generated code declares every pointer __restrict__: an output that shares
+// bytes with another argument would give an undefined result, so it is refused.
+// Runs after Kernel::Check (contiguous tensors of known dtypes and devices).
+void CheckOutputsDoNotOverlap(const Kernel& kernel, const std::vector<at::Tensor>& tensors) {
+  auto bytes = [](const at::Tensor& t) {
+    const char* begin = static_cast<const char*>(t.data_ptr());
+    return std::make_pair(begin, begin + t.numel() * t.element_size());
+  };
+  const std::vector<std::string> names = kernel.param_names();
+  for (size_t w : kernel.written_params()) {
+    if (!tensors[w].defined() || tensors[w].numel() == 0) continue;
+    const auto out = bytes(tensors[w]);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (i == w || !tensors[i].defined() || tensors[i].numel() == 0) continue;
+      const auto other = bytes(tensors[i]);
+      if (out.first < other.second && other.first < out.second) {
+        throw UserError(UserErrorKind::kArgument,
+                        kernel.name() + "(): argument '" + names[w] + "' is written by the kernel and overlaps argument '" +
+                            names[i] + "' in memory; pass an output that shares no memory with the other arguments");
+      }
+    }
+  }
+}
+
 void RunKernel(const std::shared_ptr<Kernel>& kernel, const py::list& values) {
   std::vector<KernelArg> args;
   args.reserve(values.size());
   for (const py::handle& v : values) args.push_back(ToKernelArg(v));
+  std::vector<at::Tensor> tensors = TensorsOf(values);
   std::vector<at::Tensor> structure;
   std::vector<int64_t> scalars;
   const bool memo = StructureOf(*kernel, values, args, &structure, &scalars);
@@ -75,8 +111,14 @@ void RunKernel(const std::shared_ptr<Kernel>& kernel, const py::list& values) {
   SparsetirLauncher launcher = TorchLauncher();
   py::gil_scoped_release release;
   kernel->Check(args, /*contents=*/!validated);
+  CheckOutputsDoNotOverlap(*kernel, tensors);
   if (memo && !validated) RememberValidated(kernel, structure, scalars);
   kernel->Run(args, &launcher, /*check=*/false);
+  // An in-place write, as autograd must see it: a tensor saved for backward
+  // and overwritten here then raises instead of giving a wrong gradient.
+  for (size_t w : kernel->written_params()) {
+    if (tensors[w].defined() && !tensors[w].is_inference()) tensors[w].unsafeGetTensorImpl()->bump_version();
+  }
 }
 
 }  // namespace
@@ -93,15 +135,24 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const UserError& e) {
+      // Messages quote script text: decoded leniently, so that a script that
+      // is not valid UTF-8 still gets its ScriptError, not a UnicodeDecodeError.
       auto raise = [&](const char* cls) {
         py::object type = py::module_::import("sparsetir_torch.errors").attr(cls);
-        PyErr_SetString(type.ptr(), e.what());
+        py::object message = py::reinterpret_steal<py::object>(
+            PyUnicode_DecodeUTF8(e.what(), static_cast<Py_ssize_t>(std::strlen(e.what())), "replace"));
+        PyErr_SetObject(type.ptr(), message.ptr());
       };
       switch (e.kind()) {
         case UserErrorKind::kScript: raise("ScriptError"); return;
         case UserErrorKind::kCompile: raise("CompileError"); return;
         case UserErrorKind::kSchedule: raise("ScheduleError"); return;
-        case UserErrorKind::kArgument: PyErr_SetString(PyExc_ValueError, e.what()); return;
+        case UserErrorKind::kArgument: {
+          py::object message = py::reinterpret_steal<py::object>(
+              PyUnicode_DecodeUTF8(e.what(), static_cast<Py_ssize_t>(std::strlen(e.what())), "replace"));
+          PyErr_SetObject(PyExc_ValueError, message.ptr());
+          return;
+        }
       }
     } catch (const InternalError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());

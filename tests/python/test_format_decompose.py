@@ -322,6 +322,8 @@ def test_bad_rules(attrs, message):
 def test_bad_rule_name_and_duplicate_names():
     with pytest.raises(st.ScriptError, match="must be letters, digits and '_'"):
         st.format_decompose(st.parse(CSRMM), [st.FormatRewriteRule("a-b", format_with_attrs(GOOD))])
+    with pytest.raises(st.ScriptError, match="must be letters, digits and '_'"):  # would end a generated comment
+        st.format_decompose(st.parse(CSRMM), [st.FormatRewriteRule("a\n//", format_with_attrs(GOOD))])
     with pytest.raises(st.ScriptError, match="is already a parameter"):
         st.format_decompose(st.parse(CSRMM), [st.FormatRewriteRule("r", format_with_attrs(GOOD))] * 2)
 

@@ -14,6 +14,10 @@
 
 namespace sparsetir {
 
+// The most bytes a local / shared cache (cache_read, cache_write, rfactor) may
+// hold: it is a stack array of the thread that runs the loop.
+inline constexpr int64_t kMaxLocalCacheBytes = 256 * 1024;
+
 // The C type a buffer element of `dtype` is stored as (float16 -> uint16_t).
 const char* StorageType(DataType dtype);
 // The C type an expression of `dtype` is computed in (float16 -> float).
@@ -38,7 +42,10 @@ class CodegenC {
   std::string VectorExpr(const Expr& e, const VarNode* lane, const std::string& vector_type, bool* ok);
   std::string Expr2C(const Expr& e);
   std::string Index(const Buffer& b, const std::vector<Expr>& indices);
+  // The C identifier of an IR object: `wanted` when safe (codegen/identifiers.h),
+  // else "v_" + wanted; made unique in the unit.
   std::string Name(const void* key, const std::string& wanted);
+  std::string Fresh(const std::string& wanted);
   void Line(const std::string& text);
 
   // C declarations visible at the current point: they become the parameters of

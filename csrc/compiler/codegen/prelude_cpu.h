@@ -115,8 +115,9 @@ static inline float sparsetir_expf(float x) {
   return x != x ? x : y;
 }
 
-template <typename T> static inline T sparsetir_min(T a, T b) { return b < a ? b : a; }
-template <typename T> static inline T sparsetir_max(T a, T b) { return a < b ? b : a; }
+// min / max propagate a NaN from either operand, as torch's amin / amax do.
+template <typename T> static inline T sparsetir_min(T a, T b) { return (b < a || b != b) ? b : a; }
+template <typename T> static inline T sparsetir_max(T a, T b) { return (a < b || b != b) ? b : a; }
 template <typename T> static inline T sparsetir_floordiv(T a, T b) {
   T q = a / b; return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
@@ -130,39 +131,42 @@ template <typename T> static inline T sparsetir_iabs(T a) { return a < 0 ? -a : 
 // folds the subtraction away and keeps the broadcast.)
 template <typename V, typename S> static inline V sparsetir_broadcast(S s) { return s - (V){}; }
 
-// Vector max / min with the scalar functions' semantics (when a NaN is
-// involved, the first operand). x86's maxps(x, y) is x > y ? x : y, so
-// max(a, b) = maxps(b, a): one instruction where the generic select costs a
-// compare and a blend (GCC does not turn a vector select into maxps).
+// Vector max / min with the scalar functions' semantics (a NaN in either
+// operand gives NaN). x86's maxps(x, y) is x > y ? x : y, so maxps(b, a) is
+// max(a, b) where no NaN is involved and `a` where one is: right when `a` is
+// the NaN, and one select on `b != b` covers the other case. (GCC does not
+// turn a vector select into maxps.)
 typedef float sparsetir_v16sf __attribute__((vector_size(64)));
 typedef double sparsetir_v8df __attribute__((vector_size(64)));
 typedef float sparsetir_v8sf __attribute__((vector_size(32)));
 typedef double sparsetir_v4df __attribute__((vector_size(32)));
+// r, with the lanes where b is NaN taken from b.
+template <typename V> static inline V sparsetir_nan_of(V b, V r) { return b == b ? r : b; }
 template <typename V> static inline V sparsetir_vmax(V a, V b) {
 #if defined(__AVX512F__)
   if constexpr (sizeof(V) == 64 && sizeof(a[0]) == 4)
-    return (V)__builtin_ia32_maxps512_mask((sparsetir_v16sf)b, (sparsetir_v16sf)a, (sparsetir_v16sf)a, (unsigned short)0xFFFF, 4);
+    return sparsetir_nan_of(b, (V)__builtin_ia32_maxps512_mask((sparsetir_v16sf)b, (sparsetir_v16sf)a, (sparsetir_v16sf)a, (unsigned short)0xFFFF, 4));
   if constexpr (sizeof(V) == 64 && sizeof(a[0]) == 8)
-    return (V)__builtin_ia32_maxpd512_mask((sparsetir_v8df)b, (sparsetir_v8df)a, (sparsetir_v8df)a, (unsigned char)0xFF, 4);
+    return sparsetir_nan_of(b, (V)__builtin_ia32_maxpd512_mask((sparsetir_v8df)b, (sparsetir_v8df)a, (sparsetir_v8df)a, (unsigned char)0xFF, 4));
 #endif
 #if defined(__AVX__)
-  if constexpr (sizeof(V) == 32 && sizeof(a[0]) == 4) return (V)__builtin_ia32_maxps256((sparsetir_v8sf)b, (sparsetir_v8sf)a);
-  if constexpr (sizeof(V) == 32 && sizeof(a[0]) == 8) return (V)__builtin_ia32_maxpd256((sparsetir_v4df)b, (sparsetir_v4df)a);
+  if constexpr (sizeof(V) == 32 && sizeof(a[0]) == 4) return sparsetir_nan_of(b, (V)__builtin_ia32_maxps256((sparsetir_v8sf)b, (sparsetir_v8sf)a));
+  if constexpr (sizeof(V) == 32 && sizeof(a[0]) == 8) return sparsetir_nan_of(b, (V)__builtin_ia32_maxpd256((sparsetir_v4df)b, (sparsetir_v4df)a));
 #endif
-  return a < b ? b : a;
+  return sparsetir_nan_of(b, a < b ? b : a);
 }
 template <typename V> static inline V sparsetir_vmin(V a, V b) {
 #if defined(__AVX512F__)
   if constexpr (sizeof(V) == 64 && sizeof(a[0]) == 4)
-    return (V)__builtin_ia32_minps512_mask((sparsetir_v16sf)b, (sparsetir_v16sf)a, (sparsetir_v16sf)a, (unsigned short)0xFFFF, 4);
+    return sparsetir_nan_of(b, (V)__builtin_ia32_minps512_mask((sparsetir_v16sf)b, (sparsetir_v16sf)a, (sparsetir_v16sf)a, (unsigned short)0xFFFF, 4));
   if constexpr (sizeof(V) == 64 && sizeof(a[0]) == 8)
-    return (V)__builtin_ia32_minpd512_mask((sparsetir_v8df)b, (sparsetir_v8df)a, (sparsetir_v8df)a, (unsigned char)0xFF, 4);
+    return sparsetir_nan_of(b, (V)__builtin_ia32_minpd512_mask((sparsetir_v8df)b, (sparsetir_v8df)a, (sparsetir_v8df)a, (unsigned char)0xFF, 4));
 #endif
 #if defined(__AVX__)
-  if constexpr (sizeof(V) == 32 && sizeof(a[0]) == 4) return (V)__builtin_ia32_minps256((sparsetir_v8sf)b, (sparsetir_v8sf)a);
-  if constexpr (sizeof(V) == 32 && sizeof(a[0]) == 8) return (V)__builtin_ia32_minpd256((sparsetir_v4df)b, (sparsetir_v4df)a);
+  if constexpr (sizeof(V) == 32 && sizeof(a[0]) == 4) return sparsetir_nan_of(b, (V)__builtin_ia32_minps256((sparsetir_v8sf)b, (sparsetir_v8sf)a));
+  if constexpr (sizeof(V) == 32 && sizeof(a[0]) == 8) return sparsetir_nan_of(b, (V)__builtin_ia32_minpd256((sparsetir_v4df)b, (sparsetir_v4df)a));
 #endif
-  return b < a ? b : a;
+  return sparsetir_nan_of(b, b < a ? b : a);
 }
 
 // Row `t` of `tasks` boundaries over rows [begin, end) so that every task gets

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/identifiers.h"
 #include "ir/verifier.h"
 #include "parser/ast.h"
 #include "parser/parser.h"
@@ -626,6 +627,17 @@ class Builder {
     return store;
   }
 
+  // Names of iterations and blocks reach generated code (as comments and as
+  // the names of derived iterations): only plain identifiers are accepted.
+  static void CheckName(const std::string& name, const std::string& what, const Span& span) {
+    if (IsScriptName(name)) return;
+    std::string shown = name.size() > 40 ? name.substr(0, 40) + "..." : name;
+    ThrowScriptError(what + " must be an identifier of ASCII letters, digits and '_' (at most " +
+                         std::to_string(kMaxScriptNameLength) + " characters, not starting with a digit), got '" +
+                         CommentText(shown) + "'",
+                     span);
+  }
+
   Stmt BuildWith(const AstStmt& s) {
     std::string callee = CallName(s.value);
     if (callee == "T.sp.iteration") return BuildIteration(s);
@@ -636,6 +648,7 @@ class Builder {
       if (call->children.size() != 2 || call->children[1]->kind != Kind::kString) {
         ThrowScriptError("T.block takes the block's name as a string", call->span);
       }
+      CheckName(call->children[1]->text, "the name of T.block", call->children[1]->span);
       PushScope();
       Stmt body = BuildBlock(s.body, 0);
       PopScope();
@@ -654,6 +667,7 @@ class Builder {
     if (its->kind != Kind::kList && its->kind != Kind::kTuple) ThrowScriptError("the iterators of T.sp.iteration must be a list", its->span);
     if (roles->kind != Kind::kString) ThrowScriptError("the roles of T.sp.iteration must be a string of 'S' and 'R'", roles->span);
     if (name->kind != Kind::kString) ThrowScriptError("the name of T.sp.iteration must be a string", name->span);
+    CheckName(name->text, "the name of T.sp.iteration", name->span);
     SparseIterationNode node;
     node.name = name->text;
     node.roles = roles->text;

@@ -1,5 +1,7 @@
 #include "parser/lexer.h"
 
+#include <algorithm>
+
 #include <cctype>
 
 #include "support/error.h"
@@ -191,6 +193,13 @@ class Lexer {
         for (size_t i = 0; i < n; ++i) Advance();
         return;
       }
+    }
+    const unsigned char lead = static_cast<unsigned char>(text_[pos_]);
+    if (lead >= 0x80) {
+      // The whole UTF-8 sequence, so the message stays valid text.
+      const size_t length = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+      Fail("non-ASCII character '" + text_.substr(pos_, std::min(length, text_.size() - pos_)) +
+           "' outside a string or comment; names and operators are ASCII");
     }
     Fail(std::string("unexpected character '") + text_[pos_] + "'");
   }

@@ -104,6 +104,7 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const std::string& targ
   kernel->module_ = GetOrBuildCpuModule(kernel->source_);
   kernel->domain_ = kernel->DomainFacts();
   kernel->structure_params_ = kernel->StructureParams();
+  kernel->written_params_ = kernel->WrittenParams();
   return kernel;
 }
 
@@ -136,6 +137,33 @@ std::vector<size_t> Kernel::StructureParams() const {
     for (const Buffer& b : lowered_->buffers) {
       if (b->kind == BufferKind::kMatch && b->data == params[i] &&
           (domain.count(b.get()) > 0 || indptrs.count(params[i].get()) > 0)) {
+        out.push_back(i);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Handle parameters whose buffer the kernel stores into (plain or atomic).
+std::vector<size_t> Kernel::WrittenParams() const {
+  struct Finder : IRVisitor {
+    std::set<const BufferNode*> written;
+    void Visit(const BufferStoreNode* n) override {
+      written.insert(n->buffer.get());
+      IRVisitor::Visit(n);
+    }
+    void Visit(const AtomicAddNode* n) override {
+      if (const auto* load = n->target->as<BufferLoadNode>()) written.insert(load->buffer.get());
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  if (lowered_->body) finder.VisitStmt(lowered_->body);
+  std::vector<size_t> out;
+  const auto& params = lowered_->params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    for (const Buffer& b : lowered_->buffers) {
+      if (b->kind == BufferKind::kMatch && b->data == params[i] && finder.written.count(b.get()) > 0) {
         out.push_back(i);
         break;
       }

@@ -55,6 +55,10 @@ class Kernel {
   // The parameters whose elements Check reads (indptr and index arrays), in
   // parameter order.
   const std::vector<size_t>& structure_params() const { return structure_params_; }
+  // The parameters whose tensors the kernel writes (its outputs), in parameter
+  // order: the caller bumps their autograd version counters and refuses
+  // outputs that overlap another argument.
+  const std::vector<size_t>& written_params() const { return written_params_; }
   // Checks (unless `check` is false: the caller just called Check), then
   // runs. `launcher` runs parallel loops.
   void Run(const std::vector<KernelArg>& args, const SparsetirLauncher* launcher, bool check = true) const;
@@ -66,6 +70,7 @@ class Kernel {
  private:
   std::map<const BufferNode*, std::pair<Expr, Expr>> DomainFacts() const;  // assume_buffer_domain
   std::vector<size_t> StructureParams() const;
+  std::vector<size_t> WrittenParams() const;
 
   struct IndptrRule {
     Var handle;
@@ -75,6 +80,7 @@ class Kernel {
   std::string source_;
   PrimFunc lowered_;                 // stage III
   std::vector<IndptrRule> indptr_rules_;
+  std::vector<size_t> written_params_;
   // The assume_buffer_domain facts of lowered_, found once at build (Check
   // runs on every call).
   std::map<const BufferNode*, std::pair<Expr, Expr>> domain_;

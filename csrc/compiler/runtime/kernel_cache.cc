@@ -1,6 +1,7 @@
 #include "runtime/kernel_cache.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "runtime/cache_trust.h"
 #include "runtime/cpu_compiler.h"
 #include "support/error.h"
 #include "support/file_lock.h"
@@ -36,13 +38,30 @@ std::map<std::string, std::shared_ptr<Module>>& Table() {
   return table;
 }
 
-bool Writable(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec && !fs::is_directory(dir)) return false;
-  return access(dir.c_str(), W_OK) == 0;
+void Warn(const std::string& message) { std::cerr << "sparsetir: warning: " << message << "\n"; }
+
+// A fallback directory belongs to this process alone: removed at exit, so
+// that fallbacks do not pile up in the temporary directory.
+struct FallbackDirectory {
+  fs::path path;
+  ~FallbackDirectory() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+fs::path Fallback(const std::string& why) {
+  static FallbackDirectory fallback;
+  if (fallback.path.empty()) {
+    fallback.path = MakePrivateTemporaryDirectory();
+    if (!why.empty()) Warn(why + "; using " + fallback.path.string() + " for this process (set $SPARSETIR_CACHE_DIR to choose another)");
+  }
+  return fallback.path;
 }
 
+// Without $SPARSETIR_CACHE_DIR, $XDG_CACHE_HOME or $HOME there is no per-user
+// place to share: the cache is a new private directory (never a fixed path in
+// the shared temporary directory, which another user could prepare).
 fs::path ResolveDirectory() {
   fs::path dir;
   if (const char* env = std::getenv("SPARSETIR_CACHE_DIR"); env && *env) {
@@ -52,17 +71,11 @@ fs::path ResolveDirectory() {
   } else if (const char* home = std::getenv("HOME"); home && *home) {
     dir = fs::path(home) / ".cache" / "sparsetir";
   } else {
-    dir = fs::temp_directory_path() / "sparsetir-cache";
+    return Fallback("");
   }
-  if (Writable(dir)) return dir;
-  std::string pattern = (fs::temp_directory_path() / "sparsetir-cache-XXXXXX").string();
-  if (mkdtemp(pattern.data()) == nullptr) {
-    throw UserError(UserErrorKind::kCompile, "cannot write the kernel cache directory " + dir.string() +
-                                                 " nor create a temporary one; set $SPARSETIR_CACHE_DIR");
-  }
-  std::cerr << "sparsetir: warning: the kernel cache directory " << dir << " is not writable; using "
-            << pattern << " for this process (set $SPARSETIR_CACHE_DIR to choose another)\n";
-  return pattern;
+  std::string why = EnsurePrivateDirectory(dir.string());
+  if (why.empty()) return dir;
+  return Fallback("the kernel cache directory " + dir.string() + " " + why);
 }
 
 std::string ReadFile(const fs::path& path) {
@@ -72,24 +85,69 @@ std::string ReadFile(const fs::path& path) {
   return s.str();
 }
 
-void WriteFileAtomically(const fs::path& path, const std::string& content) {
-  fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << content;
-    if (!out) throw UserError(UserErrorKind::kCompile, "cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path);
+// The checksum binds an object to its key: an object copied under another
+// key does not match.
+std::string Checksum(const std::string& key, const std::string& object) {
+  return Sha256Hex("sparsetir kernel " + key + "\n" + object);
 }
 
-// Loads <key>.so if its checksum matches; nullptr otherwise.
-std::shared_ptr<Module> TryLoad(const fs::path& object, const fs::path& checksum) {
+// Loads <key>.so if both it and its checksum are trusted files and the
+// checksum matches; nullptr otherwise (the caller rebuilds).
+std::shared_ptr<Module> TryLoad(const std::string& key, const fs::path& object, const fs::path& checksum) {
   std::error_code ec;
-  if (!fs::exists(object, ec) || !fs::exists(checksum, ec)) return nullptr;
-  if (Sha256Hex(ReadFile(object)) != ReadFile(checksum)) return nullptr;
+  if (!fs::exists(fs::symlink_status(object, ec)) && !fs::exists(fs::symlink_status(checksum, ec))) return nullptr;
+  for (const fs::path& file : {object, checksum}) {
+    if (std::string why = UntrustedFileReason(file.string()); !why.empty()) {
+      Warn("not loading the cached kernel " + file.string() + ": it " + why + "; rebuilding it");
+      return nullptr;
+    }
+  }
+  if (Checksum(key, ReadFile(object)) != ReadFile(checksum)) return nullptr;
   std::string error;
   return Module::Load(object.string(), &error);
+}
+
+// The cache directory, recreated (0700) if it was deleted while running.
+fs::path UsableDirectory() {
+  fs::path dir = CacheDirectory();
+  std::string why = EnsurePrivateDirectory(dir.string());
+  if (why.empty()) return dir;
+  Warn("the kernel cache directory " + dir.string() + " " + why + "; compiling into a private directory instead");
+  fs::path fallback = Fallback("");
+  why = EnsurePrivateDirectory(fallback.string());
+  if (!why.empty()) {
+    throw UserError(UserErrorKind::kCompile, "no usable kernel cache directory: " + fallback.string() + " " + why);
+  }
+  return fallback;
+}
+
+// Compiles `source` into <key>.so with mode 0600; the checksum is written
+// before the object appears under its name, and the temporary object is
+// removed if anything fails.
+std::shared_ptr<Module> Build(const CpuCompiler& compiler, const std::string& key, const std::string& source,
+                              const fs::path& dir) {
+  const fs::path object = dir / (key + ".so");
+  const fs::path source_path = dir / (key + ".cc");
+  WritePrivateFile(source_path.string(), source);
+  const fs::path tmp = dir / (key + ".so.tmp." + std::to_string(getpid()));
+  try {
+    compiler.CompileShared(source_path.string(), tmp.string());
+    if (chmod(tmp.c_str(), 0600) != 0) {
+      throw UserError(UserErrorKind::kCompile, "cannot set the mode of " + tmp.string());
+    }
+    WritePrivateFile((dir / (key + ".sha256")).string(), Checksum(key, ReadFile(tmp)));
+    fs::rename(tmp, object);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
+  std::string error;
+  std::shared_ptr<Module> module = Module::Load(object.string(), &error);
+  if (!module) {
+    throw UserError(UserErrorKind::kCompile, "the compiled kernel " + object.string() + " cannot be loaded: " + error);
+  }
+  return module;
 }
 
 }  // namespace
@@ -122,27 +180,16 @@ std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source) {
     ++GetCacheStats().memory_hits;
     return found->second;
   }
-  const fs::path dir = CacheDirectory();
+  const fs::path dir = UsableDirectory();
   const fs::path object = dir / (key + ".so");
   const fs::path checksum = dir / (key + ".sha256");
-  const fs::path source_path = dir / (key + ".cc");
   FileLock lock((dir / (key + ".lock")).string());
-  std::shared_ptr<Module> module = TryLoad(object, checksum);
+  std::shared_ptr<Module> module = TryLoad(key, object, checksum);
   if (module) {
     ++GetCacheStats().disk_hits;
   } else {
-    WriteFileAtomically(source_path, source);
-    fs::path tmp = object;
-    tmp += ".tmp." + std::to_string(getpid());
-    compiler.CompileShared(source_path.string(), tmp.string());
-    WriteFileAtomically(checksum, Sha256Hex(ReadFile(tmp)));
-    fs::rename(tmp, object);
+    module = Build(compiler, key, source, dir);
     ++GetCacheStats().compiles;
-    std::string error;
-    module = Module::Load(object.string(), &error);
-    if (!module) {
-      throw UserError(UserErrorKind::kCompile, "the compiled kernel " + object.string() + " cannot be loaded: " + error);
-    }
   }
   Table()[key] = module;
   return module;

@@ -2,14 +2,21 @@
 //
 //  - In memory: a table keyed by the content key, so a repeated build is a lookup.
 //  - On disk: content-addressed files <key>.so (+ <key>.cc, the source, kept for
-//    error messages and inspection, and <key>.sha256, the object's checksum).
+//    error messages and inspection, and <key>.sha256, the checksum of the key
+//    and the object, so an object copied under another key does not match).
 //    The key hashes the source, the compiler's identity and flags, the library
-//    version and the target. Writes are atomic (temporary file, then rename);
-//    one OS file lock per key makes concurrent processes compile once; an object
-//    whose checksum does not match (truncated, corrupt) is rebuilt.
+//    version and the target. Files are written 0600 and atomically (temporary
+//    file, then rename; the temporary file is removed on failure); one OS file
+//    lock per key makes concurrent processes compile once; an object whose
+//    checksum does not match (truncated, corrupt, copied) is rebuilt.
+//  - Trust (runtime/cache_trust.h): objects are loaded only from a private
+//    directory (ours, 0700, no group/other write) and only when the object and
+//    its checksum are our own regular files that no one else can write.
 //  - Directory: $SPARSETIR_CACHE_DIR, else $XDG_CACHE_HOME/sparsetir, else
-//    ~/.cache/sparsetir. If it cannot be written, a private temporary directory
-//    is used and a warning is printed once.
+//    ~/.cache/sparsetir, created 0700 (and again if it is deleted while
+//    running). If it cannot be used or is not private, or none of the three
+//    variables is set, a new private directory (mkdtemp) is used for the
+//    process, with a warning in the first two cases, and removed at exit.
 #pragma once
 
 #include <atomic>

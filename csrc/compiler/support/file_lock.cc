@@ -9,7 +9,7 @@
 namespace sparsetir {
 
 FileLock::FileLock(const std::string& path) {
-  fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd_ < 0) return;
   while (flock(fd_, LOCK_EX) != 0) {
     if (errno != EINTR) {

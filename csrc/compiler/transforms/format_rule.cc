@@ -1,5 +1,7 @@
 #include "transforms/format_rule.h"
 
+#include "codegen/identifiers.h"
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -120,7 +122,7 @@ std::vector<Expr> IndexMap::Apply(const std::vector<Expr>& args) const {
 }
 
 FormatRule InstantiateFormatRule(const std::string& name, const PrimFunc& format, const PrimFunc& computation) {
-  if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(c) || c == '_'; })) {
+  if (!IsScriptName(name)) {
     RuleError(format, "the rule's name '" + name + "' must be letters, digits and '_' (it suffixes generated names)");
   }
   if (format->stage != Stage::kI) RuleError(format, "the format function must be at stage I");
