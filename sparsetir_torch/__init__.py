@@ -18,6 +18,9 @@ from .ops import clear_graph_cache, graph_cache_info
 from .sparse_matrix import SparseMatrix
 from .api import bsrmm, reorder, sddmm, sparse_attention, spmm
 from .tuning import explain
+from .cuda_runtime import cuda_unavailable_reason, point_at_nvrtc
+
+point_at_nvrtc()  # before any CUDA kernel is compiled (nothing is loaded here)
 
 __version__ = "0.1.0"
 
@@ -38,6 +41,7 @@ __all__ = [
     "spmm",
     "cache_info",
     "compile",
+    "cuda_unavailable_reason",
     "compute_part",
     "format_decompose",
     "explain",

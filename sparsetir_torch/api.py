@@ -40,7 +40,8 @@ def spmm(A, B: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
         # The format chosen for this graph (tuning.py); inside torch.compile
         # only a choice made earlier in eager mode is used.
         choice = A._derived.get(("choice", "spmm", B.shape[1], B.dtype))
-        if choice is None and A.values.dtype == B.dtype and not torch.compiler.is_compiling():
+        # Formats are chosen among CPU kernels; CUDA tensors run CSR.
+        if choice is None and A.values.dtype == B.dtype and not B.is_cuda and not torch.compiler.is_compiling():
             choice = tuning.choose(A, "spmm", B.shape[1], B.dtype)
         # hyb runs kernels outside torch.ops (one per bucket): not traceable.
         if choice is not None and not (choice["format"] == "hyb" and torch.compiler.is_compiling()):

@@ -360,11 +360,17 @@ def csr_schedule(A, K: int, dtype) -> dict:
     }
 
 
-def explain(A, op: str = "spmm", k: int = 128, dtype=None) -> dict:
+def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") -> dict:
     """What `op` runs on A at feature width k (dense operand dtype: A's values'
     by default): the chosen format, the measured time (ms) of every candidate
-    and, for CSR, the kernel's schedule parameters."""
+    and, for CSR, the kernel's schedule parameters. With device="cuda": the
+    cuda recipe's schedule (a replayable trace) and its launch shape."""
     from .sparse_matrix import as_sparse_matrix
+
+    if device == "cuda":
+        return _explain_cuda(op, int(k))
+    if device != "cpu":
+        raise ValueError(f"st.explain: device must be 'cpu' or 'cuda', got {device!r}")
 
     if op != "spmm":
         raise ValueError(f"st.explain: formats are chosen for op='spmm' only, got {op!r}")
@@ -382,3 +388,15 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None) -> dict:
     if record["format"] == "csr":
         out["schedule"] = csr_schedule(A, int(k), dtype)
     return out
+
+
+_CUDA_RECIPES = {"spmm": ("csrmm", "csrmm"), "sddmm": ("sddmm_dot", "sddmm")}
+
+
+def _explain_cuda(op: str, k: int) -> dict:
+    """The cuda schedule of `op` at feature width k, from the C++ recipe."""
+    if op not in _CUDA_RECIPES:
+        raise ValueError(f"st.explain: ops with a cuda recipe are {sorted(_CUDA_RECIPES)}, got {op!r}")
+    script, recipe = _CUDA_RECIPES[op]
+    return {"op": op, "k": k, "device": "cuda", "format": "csr", "script": script,
+            "schedule": _C.cuda_recipe_trace(script, recipe, {"feat_size": k})}

@@ -29,8 +29,8 @@ void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Ten
               const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out, bool prefetch) {
   const int64_t rows = indptr.numel() - 1, feat = dense.size(1), nnz = indices.numel();
   if (rows == 0 || feat == 0) return;
-  auto kernel = GetOpKernel(
-      {script, "csrmm", values.scalar_type(), indptr.scalar_type(), {{"feat_size", feat}}, prefetch});
+  auto kernel = GetOpKernel({script, "csrmm", values.scalar_type(), indptr.scalar_type(), {{"feat_size", feat}},
+                             prefetch, TargetFor(dense, "csrmm")});
   KernelCall(*kernel)
       .Set("a", values)
       .Set("b", dense)
@@ -52,8 +52,8 @@ void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::
     out.zero_();
     return;
   }
-  auto kernel =
-      GetOpKernel({"sddmm_dot", "sddmm", x.scalar_type(), indptr.scalar_type(), {{"feat_size", feat}}, prefetch});
+  auto kernel = GetOpKernel({"sddmm_dot", "sddmm", x.scalar_type(), indptr.scalar_type(), {{"feat_size", feat}},
+                             prefetch, TargetFor(x, "sddmm")});
   KernelCall(*kernel)
       .Set("x", x)
       .Set("y", y)

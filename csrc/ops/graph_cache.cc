@@ -150,6 +150,15 @@ CsrTranspose GraphInfo::Transpose(const at::Tensor& indptr_, const at::Tensor& i
   auto found = transposes_.find(columns);
   if (found != transposes_.end()) return found->second;
   ICHECK(summary_.max_index < columns) << "transpose with too few columns";
+  if (indptr_.is_cuda()) {
+    // Built on the host from copies, once per graph, then moved to the device.
+    GraphInfo host(indptr_.cpu(), summary_);
+    CsrTranspose h = host.Transpose(indptr_.cpu(), indices_.cpu(), columns);
+    const auto device = indptr_.device();
+    CsrTranspose t{h.indptr.to(device), h.indices.to(device), h.perm.to(device)};
+    transposes_.emplace(columns, t);
+    return t;
+  }
   auto options = indptr_.options();
   CsrTranspose t{at::empty({columns + 1}, options), at::empty({summary_.nnz}, options),
                  at::empty({summary_.nnz}, options)};
@@ -225,7 +234,11 @@ std::shared_ptr<GraphInfo> ValidatedGraph(const std::string& op, const at::Tenso
   if (cacheable) {
     if (auto info = Cache().Lookup(indptr, indices)) return info;
   }
-  auto info = std::make_shared<GraphInfo>(indptr, Validate(op, indptr, indices));
+  // A structure on a GPU is validated once, through host copies (one
+  // transfer per graph; the cache keys on the device tensors themselves).
+  const CsrSummary summary =
+      indptr.is_cuda() ? Validate(op, indptr.cpu(), indices.cpu()) : Validate(op, indptr, indices);
+  auto info = std::make_shared<GraphInfo>(indptr, summary);
   if (cacheable) Cache().Insert(indptr, indices, info);
   return info;
 }

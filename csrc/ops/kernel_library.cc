@@ -1,12 +1,16 @@
 #include "kernel_library.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 
 #include "launcher.h"
 #include "parser/parser.h"
+#include "cuda_launch.h"
 #include "recipes/cpu_recipes.h"
+#include "recipes/cuda_recipes.h"
 #include "support/error.h"
 #include "tensor_args.h"
 
@@ -53,7 +57,7 @@ void ReplaceQuoted(std::string* text, const std::string& from, const std::string
 std::string KeyOf(const KernelRequest& r) {
   std::string key = r.script + "|" + r.recipe + "|" + c10::toString(r.value_dtype) + "|" + c10::toString(r.index_dtype);
   for (const auto& [name, value] : r.sizes) key += "|" + name + "=" + std::to_string(value);
-  return key + (r.prefetch ? "|prefetch" : "");
+  return key + (r.prefetch ? "|prefetch" : "") + "|" + r.target;
 }
 
 std::shared_ptr<const OpKernel> Build(const KernelRequest& r) {
@@ -61,6 +65,7 @@ std::shared_ptr<const OpKernel> Build(const KernelRequest& r) {
   ReplaceQuoted(&text, "float32", ToString(FromTorch(r.value_dtype)));
   ReplaceQuoted(&text, "int32", ToString(FromTorch(r.index_dtype)));
   PrimFunc f = Parse(text, r.script + ".py");
+  if (r.target == "cuda") return std::make_shared<OpKernel>(Kernel::Build(ScheduleForCuda(f, r.recipe, r.sizes).mod(), "cuda"));
   RecipeOptions options;
   options.prefetch = r.prefetch;
   Schedule sch = ScheduleForCpu(f, r.recipe, r.sizes, options);
@@ -75,6 +80,18 @@ struct Slot {
 };
 
 }  // namespace
+
+bool EmulateCuda() {
+  const char* value = std::getenv("SPARSETIR_EMULATE_CUDA");
+  return value && std::string(value) == "1";
+}
+
+std::string TargetFor(const at::Tensor& t, const std::string& recipe) {
+  if (t.is_cuda()) return "cuda";
+  return EmulateCuda() && HasCudaRecipe(recipe) ? "cuda" : "cpu";
+}
+
+std::string ReadKernelScript(const std::string& name) { return ReadScript(name); }
 
 void SetKernelDirectory(const std::string& directory) {
   std::lock_guard<std::mutex> lock(DirectoryMutex());
@@ -112,7 +129,12 @@ KernelCall::KernelCall(const OpKernel& kernel)
 
 KernelCall& KernelCall::Set(const std::string& param, const at::Tensor& tensor) {
   size_t i = kernel_.slot(param);
-  ICHECK(tensor.is_contiguous() && tensor.device().is_cpu()) << "operator passed a bad tensor for " << param;
+  const int device = tensor.is_cuda() ? tensor.device().index() : -1;
+  ICHECK(tensor.is_contiguous() && (tensor.device().is_cpu() || (tensor.is_cuda() && kernel_.kernel().target() == "cuda")))
+      << "operator passed a bad tensor for " << param;
+  ICHECK(!has_tensor_ || device == device_) << "operator passed tensors on two devices";
+  has_tensor_ = true;
+  device_ = device;
   args_[i].ptr = tensor.data_ptr();
   set_[i] = true;
   return *this;
@@ -129,6 +151,10 @@ void KernelCall::Run(int64_t work) const {
   for (size_t i = 0; i < set_.size(); ++i) {
     ICHECK(set_[i]) << "operator left parameter " << kernel_.kernel().param_names()[i] << " of "
                     << kernel_.kernel().name() << " unset";
+  }
+  if (device_ >= 0) {
+    LaunchOnDevice(kernel_.kernel(), args_.data(), device_);
+    return;
   }
   if (work < kParallelWork) {
     kernel_.kernel().RunUnchecked(args_.data(), SerialLauncher());

@@ -1,7 +1,9 @@
 // The operators' kernels: built-in scripts (kernels/*.py) specialized for a
-// value dtype, an index dtype and the sizes that matter, scheduled by a CPU
-// recipe and compiled at first use; then kept in a thread-safe table so a
-// repeated call costs a lookup.
+// value dtype, an index dtype and the sizes that matter, scheduled by the
+// recipe of their target (recipes/cpu_recipes.h, recipes/cuda_recipes.h) and
+// compiled at first use; then kept in a thread-safe table so a repeated call
+// costs a lookup. A cuda kernel runs on CUDA tensors through the driver
+// (cuda_launch.h) and on CPU tensors under the SIMT emulator.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -17,6 +19,8 @@ namespace sparsetir::ops {
 
 // The folder holding the built-in scripts; the Python package sets it at import.
 void SetKernelDirectory(const std::string& directory);
+// The text of kernels/<name>.py.
+std::string ReadKernelScript(const std::string& name);
 
 // What to build: kernels/<script>.py with "float32" -> value dtype and
 // "int32" -> index dtype, scheduled by `recipe` with `sizes` specialized.
@@ -26,14 +30,26 @@ struct KernelRequest {
   at::ScalarType value_dtype;
   at::ScalarType index_dtype;
   std::map<std::string, int64_t> sizes;
-  bool prefetch = true;  // RecipeOptions::prefetch
+  bool prefetch = true;  // RecipeOptions::prefetch (cpu)
+  std::string target = "cpu";  // "cpu" or "cuda"
 };
+
+// True when SPARSETIR_EMULATE_CUDA=1: operators called on CPU tensors run
+// their cuda kernels (GPU recipes, CUDA source) under the SIMT emulator
+// wherever a cuda recipe exists, so the CUDA path is tested without a GPU.
+bool EmulateCuda();
+
+// The target whose kernels run an operator on `t`'s device: "cuda" for CUDA
+// tensors, and for CPU tensors under EmulateCuda() when `recipe` has a cuda
+// schedule; else "cpu".
+std::string TargetFor(const at::Tensor& t, const std::string& recipe);
 
 // A compiled operator kernel and the position of each parameter.
 class OpKernel {
  public:
   OpKernel(std::shared_ptr<Kernel> kernel);
   const Kernel& kernel() const { return *kernel_; }
+  std::shared_ptr<Kernel> shared() const { return kernel_; }
   size_t slot(const std::string& param) const;
   size_t arity() const { return slots_.size(); }
 
@@ -52,6 +68,7 @@ std::shared_ptr<const OpKernel> GetOpKernel(const KernelRequest& request);
 class KernelCall {
  public:
   explicit KernelCall(const OpKernel& kernel);
+  // Tensors on the CPU, or on one CUDA device for a cuda kernel.
   KernelCall& Set(const std::string& param, const at::Tensor& tensor);
   KernelCall& Set(const std::string& param, int64_t value);
   // `work` estimates the floating-point operations; small calls run on the
@@ -62,6 +79,8 @@ class KernelCall {
   const OpKernel& kernel_;
   std::vector<SparsetirArg> args_;
   std::vector<bool> set_;
+  bool has_tensor_ = false;
+  int device_ = -1;  // the CUDA device of the tensors, -1 for the CPU
 };
 
 }  // namespace sparsetir::ops

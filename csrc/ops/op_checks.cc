@@ -8,9 +8,11 @@ namespace {
 
 bool IsIndexDtype(at::ScalarType t) { return t == at::kInt || t == at::kLong; }
 
+// CPU tensors, or CUDA tensors for the operators that have CUDA kernels
+// (registered for the CUDA key; any other device never reaches them).
 void CheckCpu(const std::string& op, const char* name, const at::Tensor& t) {
-  TORCH_CHECK_VALUE(t.device().is_cpu(), op, ": argument '", name, "' is on ", t.device(),
-                    "; this build of the operator runs on the CPU");
+  TORCH_CHECK_VALUE(t.device().is_cpu() || t.is_cuda(), op, ": argument '", name, "' is on ", t.device(),
+                    "; the operators run on CPU and CUDA tensors");
   TORCH_CHECK_VALUE(t.layout() == at::kStrided, op, ": argument '", name,
                     "' must be a dense (strided) tensor, got layout ", t.layout(),
                     "; pass a sparse matrix's component tensors (or use the sparsetir_torch wrappers)");
@@ -30,6 +32,7 @@ CheckedCsr CheckCsr(const std::string& op, const at::Tensor& indptr, const at::T
                     const std::string& columns_name) {
   CheckCpu(op, "indptr", indptr);
   CheckCpu(op, "indices", indices);
+  CheckSameDevice(op, "indices", indices, indptr, "indptr");
   TORCH_CHECK_VALUE(IsIndexDtype(indptr.scalar_type()), op, ": argument 'indptr' must have dtype int32 or int64, got ",
                     indptr.scalar_type());
   TORCH_CHECK_VALUE(indices.scalar_type() == indptr.scalar_type(), op,
@@ -70,6 +73,12 @@ void CheckSameDtype(const std::string& op, const char* name, const at::Tensor& t
                     const char* like_name) {
   TORCH_CHECK_VALUE(t.scalar_type() == dtype, op, ": argument '", name, "' must have the dtype of '", like_name,
                     "' (", dtype, "), got ", t.scalar_type());
+}
+
+void CheckSameDevice(const std::string& op, const char* name, const at::Tensor& t, const at::Tensor& like,
+                     const char* like_name) {
+  TORCH_CHECK_VALUE(t.device() == like.device(), op, ": argument '", name, "' is on ", t.device(), " but '",
+                    like_name, "' is on ", like.device(), "; all tensors must be on one device");
 }
 
 // A derived format holds `rows * width` slots: refuse sizes whose product

@@ -42,6 +42,10 @@ void CheckSameDtype(const std::string& op, const char* name, const at::Tensor& t
 
 std::string ShapeString(at::IntArrayRef shape);
 
+// Raises a ValueError naming both arguments unless `t` is on `like`'s device.
+void CheckSameDevice(const std::string& op, const char* name, const at::Tensor& t, const at::Tensor& like,
+                     const char* like_name);
+
 // Raises a ValueError naming `arg` if `rows * width` slots of a derived format
 // overflow or exceed 2^40 (no machine could allocate them).
 void CheckSlotCount(const std::string& op, const char* arg, int64_t rows, int64_t width);

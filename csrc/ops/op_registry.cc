@@ -52,3 +52,14 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("_scatter_by_slot", &ScatterBySlot);
   m.impl("_sparse_attention_backward", &SparseAttentionBackward);
 }
+
+// CUDA tensors: the operators that have cuda recipes (recipes/cuda_recipes.h)
+// and the transpose their backward passes use. Kernels are generated CUDA,
+// compiled by NVRTC and launched through the driver (cuda_launch.h); no CUDA
+// library is linked.
+TORCH_LIBRARY_IMPL(sparsetir, CUDA, m) {
+  using namespace sparsetir::ops;
+  m.impl("spmm", &Spmm);
+  m.impl("sddmm", &Sddmm);
+  m.impl("_csr_transpose", &CsrTransposeOp);
+}

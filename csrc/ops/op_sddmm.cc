@@ -15,6 +15,8 @@ at::Tensor Sddmm(const at::Tensor& indptr, const at::Tensor& indices, const std:
   CheckSameDtype(op, "y", yc, xc.scalar_type(), "x");
   TORCH_CHECK_VALUE(xc.size(1) == yc.size(1), op, ": arguments 'x' ", ShapeString(xc.sizes()), " and 'y' ",
                     ShapeString(yc.sizes()), " must have the same number of columns");
+  CheckSameDevice(op, "x", xc, indptr, "indptr");
+  CheckSameDevice(op, "y", yc, indptr, "indptr");
   CheckedCsr csr = CheckCsr(op, indptr, indices, yc.size(0), "y.size(0)");
   TORCH_CHECK_VALUE(csr.rows() == xc.size(0), op, ": argument 'x' must have one row per row of the pattern (",
                     csr.rows(), ", from 'indptr'), got shape ", ShapeString(xc.sizes()));
@@ -23,6 +25,7 @@ at::Tensor Sddmm(const at::Tensor& indptr, const at::Tensor& indices, const std:
   if (values.has_value()) {
     at::Tensor v = CheckFloat(op, "values", *values, 1);
     CheckSameDtype(op, "values", v, xc.scalar_type(), "x");
+    CheckSameDevice(op, "values", v, indptr, "indptr");
     TORCH_CHECK_VALUE(v.numel() == csr.nnz(), op, ": argument 'values' must have one element per non-zero (",
                       csr.nnz(), "), got shape ", ShapeString(v.sizes()));
     out.mul_(v);

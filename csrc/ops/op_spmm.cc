@@ -18,6 +18,8 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
   at::Tensor b = CheckFloat(op, "dense", dense, 2);
   at::Tensor a = CheckFloat(op, "values", values, 1);
   CheckSameDtype(op, "dense", b, a.scalar_type(), "values");
+  CheckSameDevice(op, "values", a, indptr, "indptr");
+  CheckSameDevice(op, "dense", b, indptr, "indptr");
   CheckedCsr csr = CheckCsr(op, indptr, indices, b.size(0), "dense.size(0)");
   TORCH_CHECK_VALUE(a.numel() == csr.nnz(), op, ": argument 'values' must have one element per non-zero (",
                     csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(a.sizes()));

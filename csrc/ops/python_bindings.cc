@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "cuda_launch.h"
 #include "graph_cache.h"
 #include "ir/equal.h"
 #include "kernel_library.h"
@@ -15,7 +16,9 @@
 #include "output_alloc.h"
 #include "parser/parser.h"
 #include "runtime/kernel.h"
+#include "recipes/cuda_recipes.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/nvrtc.h"
 #include "schedule/schedule.h"
 #include "sparse_tensor_fingerprint.h"
 #include "support/error.h"
@@ -98,11 +101,53 @@ void CheckOutputsDoNotOverlap(const Kernel& kernel, const std::vector<at::Tensor
   }
 }
 
+// An in-place write, as autograd must see it: a tensor saved for backward
+// and overwritten by a kernel then raises instead of giving a wrong gradient.
+void BumpWrittenVersions(const Kernel& kernel, const std::vector<at::Tensor>& tensors) {
+  for (size_t w : kernel.written_params()) {
+    if (tensors[w].defined() && !tensors[w].is_inference()) tensors[w].unsafeGetTensorImpl()->bump_version();
+  }
+}
+
+// A cuda kernel called with CUDA tensors: checked like any call (the
+// structure arrays through host copies, as Check reads their elements), then
+// launched on the tensors' device and torch's current stream there.
+void RunOnDevice(const Kernel& kernel, std::vector<KernelArg>& args, const std::vector<at::Tensor>& tensors,
+                 int device) {
+  std::vector<at::Tensor> host(tensors.size());
+  for (size_t i : kernel.structure_params()) {
+    if (i < tensors.size() && tensors[i].defined() && tensors[i].is_cuda() && tensors[i].is_contiguous()) {
+      host[i] = tensors[i].cpu();
+      args[i].data = host[i].data_ptr();
+    }
+  }
+  {
+    py::gil_scoped_release release;
+    kernel.Check(args);
+    CheckOutputsDoNotOverlap(kernel, tensors);
+    std::vector<SparsetirArg> packed(args.size());
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].kind == KernelArg::Kind::kTensor) {
+        packed[i].ptr = tensors[i].data_ptr();
+      } else {
+        packed[i].i64 = args[i].int_value;
+      }
+    }
+    LaunchOnDevice(kernel, packed.data(), device);
+  }
+  BumpWrittenVersions(kernel, tensors);
+}
+
 void RunKernel(const std::shared_ptr<Kernel>& kernel, const py::list& values) {
   std::vector<KernelArg> args;
   args.reserve(values.size());
   for (const py::handle& v : values) args.push_back(ToKernelArg(v));
   std::vector<at::Tensor> tensors = TensorsOf(values);
+  if (kernel->target() == "cuda") {
+    for (const at::Tensor& t : tensors) {
+      if (t.defined() && t.is_cuda()) return RunOnDevice(*kernel, args, tensors, t.device().index());
+    }
+  }
   std::vector<at::Tensor> structure;
   std::vector<int64_t> scalars;
   const bool memo = StructureOf(*kernel, values, args, &structure, &scalars);
@@ -114,11 +159,7 @@ void RunKernel(const std::shared_ptr<Kernel>& kernel, const py::list& values) {
   CheckOutputsDoNotOverlap(*kernel, tensors);
   if (memo && !validated) RememberValidated(kernel, structure, scalars);
   kernel->Run(args, &launcher, /*check=*/false);
-  // An in-place write, as autograd must see it: a tensor saved for backward
-  // and overwritten here then raises instead of giving a wrong gradient.
-  for (size_t w : kernel->written_params()) {
-    if (tensors[w].defined() && !tensors[w].is_inference()) tensors[w].unsafeGetTensorImpl()->bump_version();
-  }
+  BumpWrittenVersions(*kernel, tensors);
 }
 
 }  // namespace
@@ -268,6 +309,57 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("cache_write", &Schedule::CacheWrite)
       .def("rfactor", &Schedule::RFactor)
       .def("prefetch", &Schedule::Prefetch, py::arg("loop"), py::arg("buffer"), py::arg("offset"));
+
+  // ---- CUDA: availability, NVRTC, the operators' cuda kernels (cuda_check.py)
+  m.def("emulated_runs", [] { return EmulatedRuns().load(); }, "cuda kernels run under the SIMT emulator so far");
+  m.def("cuda_unavailable_reason", &CudaUnavailableReason,
+        "Why CUDA kernels cannot run in this process (\"\" when they can).");
+  m.def("nvrtc_info", [] {
+    const Nvrtc& nvrtc = Nvrtc::Get();
+    py::dict info;
+    info["path"] = nvrtc.path();
+    info["version"] = py::make_tuple(nvrtc.version().first, nvrtc.version().second);
+    info["archs"] = nvrtc.supported_archs();
+    return info;
+  });
+  m.def(
+      "nvrtc_compile",
+      [](const std::string& source, const std::string& name, int arch, bool cubin) {
+        NvrtcResult r;
+        {
+          py::gil_scoped_release release;
+          r = Nvrtc::Get().Compile(source, name, arch, cubin, {});
+        }
+        py::dict out;
+        out["ptx"] = py::bytes(r.ptx);
+        out["cubin"] = py::bytes(r.cubin);
+        out["log"] = r.log;
+        out["ms"] = r.compile_ms;
+        return out;
+      },
+      "Compiles CUDA source with NVRTC for sm_<arch> (cubin=True) or compute_<arch> (PTX).");
+  m.def(
+      "op_kernel",
+      [](const std::string& script, const std::string& recipe, const std::string& value_dtype,
+         const std::string& index_dtype, const std::map<std::string, int64_t>& sizes, const std::string& target) {
+        auto dtype = [](const std::string& name) {
+          static const std::map<std::string, at::ScalarType> types = {
+              {"float32", at::kFloat}, {"float64", at::kDouble}, {"float16", at::kHalf},
+              {"bfloat16", at::kBFloat16}, {"int32", at::kInt}, {"int64", at::kLong}};
+          auto found = types.find(name);
+          if (found == types.end()) throw UserError(UserErrorKind::kArgument, "unknown dtype '" + name + "'");
+          return found->second;
+        };
+        KernelRequest request{script, recipe, dtype(value_dtype), dtype(index_dtype), sizes, true, target};
+        return GetOpKernel(request)->shared();
+      },
+      "The built-in operator kernel for a request (as the operators build it).");
+  m.def(
+      "cuda_recipe_trace",
+      [](const std::string& script, const std::string& recipe, const std::map<std::string, int64_t>& sizes) {
+        return ScheduleForCuda(Parse(ReadKernelScript(script), script + ".py"), recipe, sizes).TraceText();
+      },
+      "The cuda schedule of a built-in kernel, as a replayable trace.");
 
   m.def("cache_dir", &CacheDirectory);
   m.def("cache_stats", [] {

@@ -223,39 +223,12 @@ void CodegenC::EmitStmt(const Stmt& s) {
            " (checked by the host)");
       return;
     }
-    case StmtKind::kAtomicAdd: {
-      const auto* n = s->as<AtomicAddNode>();
-      const auto* load = n->target->as<BufferLoadNode>();
-      std::string address = "&" + Name(load->buffer.get(), load->buffer->name) + "[" + Index(load->buffer, load->indices) + "]";
-      std::string add = "sparsetir_atomic_add";
-      if (!Widened(load->buffer.get()) && load->buffer->dtype == DataType::kFloat16) add = "sparsetir_atomic_add_half";
-      if (!Widened(load->buffer.get()) && load->buffer->dtype == DataType::kBFloat16) add = "sparsetir_atomic_add_bf16";
-      Line(add + "(" + address + ", " + Expr2C(n->value) + ");");
+    case StmtKind::kAtomicAdd:
+      EmitAtomicAdd(s->as<AtomicAddNode>());
       return;
-    }
-    case StmtKind::kPrefetch: {
-      // One prefetch per 64-byte line of the span (for read, into all cache
-      // levels). A span that starts mid-line may leave its last line out; the
-      // rows prefetched in practice (dense operand rows) start on a line.
-      const auto* n = s->as<PrefetchNode>();
-      const auto* load = n->address->as<BufferLoadNode>();
-      const int64_t bytes = n->extent * (Widened(load->buffer.get()) ? 4 : BytesOf(load->buffer->dtype));
-      std::string base = "(const char*)&" + Name(load->buffer.get(), load->buffer->name) + "[" +
-                         Index(load->buffer, load->indices) + "]";
-      if (bytes <= 64) {
-        Line("__builtin_prefetch(" + base + ", 0, 3);");
-        return;
-      }
-      Line("{");
-      ++indent_;
-      Line("const char* sparsetir_line = " + base + ";");
-      Line("#pragma GCC unroll 16");
-      Line("for (int64_t sparsetir_off = 0; sparsetir_off < " + std::to_string(bytes) +
-           "; sparsetir_off += 64) __builtin_prefetch(sparsetir_line + sparsetir_off, 0, 3);");
-      --indent_;
-      Line("}");
+    case StmtKind::kPrefetch:
+      EmitPrefetch(s->as<PrefetchNode>());
       return;
-    }
     case StmtKind::kAllocate: {
       const auto* n = s->as<AllocateNode>();
       std::string size = "1";
@@ -296,6 +269,37 @@ void CodegenC::EmitStmt(const Stmt& s) {
     case StmtKind::kSparseIteration:
       ICHECK(false) << "sparse iteration reached code generation";
   }
+}
+
+void CodegenC::EmitAtomicAdd(const AtomicAddNode* n) {
+  const auto* load = n->target->as<BufferLoadNode>();
+  std::string address = "&" + Name(load->buffer.get(), load->buffer->name) + "[" + Index(load->buffer, load->indices) + "]";
+  std::string add = "sparsetir_atomic_add";
+  if (!Widened(load->buffer.get()) && load->buffer->dtype == DataType::kFloat16) add = "sparsetir_atomic_add_half";
+  if (!Widened(load->buffer.get()) && load->buffer->dtype == DataType::kBFloat16) add = "sparsetir_atomic_add_bf16";
+  Line(add + "(" + address + ", " + Expr2C(n->value) + ");");
+}
+
+void CodegenC::EmitPrefetch(const PrefetchNode* n) {
+  // One prefetch per 64-byte line of the span (for read, into all cache
+  // levels). A span that starts mid-line may leave its last line out; the
+  // rows prefetched in practice (dense operand rows) start on a line.
+  const auto* load = n->address->as<BufferLoadNode>();
+  const int64_t bytes = n->extent * (Widened(load->buffer.get()) ? 4 : BytesOf(load->buffer->dtype));
+  std::string base = "(const char*)&" + Name(load->buffer.get(), load->buffer->name) + "[" +
+                     Index(load->buffer, load->indices) + "]";
+  if (bytes <= 64) {
+    Line("__builtin_prefetch(" + base + ", 0, 3);");
+    return;
+  }
+  Line("{");
+  ++indent_;
+  Line("const char* sparsetir_line = " + base + ";");
+  Line("#pragma GCC unroll 16");
+  Line("for (int64_t sparsetir_off = 0; sparsetir_off < " + std::to_string(bytes) +
+       "; sparsetir_off += 64) __builtin_prefetch(sparsetir_line + sparsetir_off, 0, 3);");
+  --indent_;
+  Line("}");
 }
 
 void CodegenC::EmitFor(const ForNode* loop) {

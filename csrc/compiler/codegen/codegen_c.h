@@ -1,8 +1,9 @@
 // CPU code generation: a stage-III PrimFunc -> one C++ translation unit with an
 // `extern "C"` entry over raw pointers and integers (codegen/abi.h). The code
 // includes no torch header and links nothing: parallel loops go through the
-// launcher that the host passes in. A GPU backend derives from CodegenC and
-// overrides only what differs (signature, thread binding, atomics).
+// launcher that the host passes in. The CUDA backend (codegen_cuda.h) derives
+// from CodegenC and overrides what differs: prelude, entry, loops (thread
+// binding, no parallel or GCC vector loops), atomics and prefetch.
 #pragma once
 
 #include <map>
@@ -22,6 +23,10 @@ inline constexpr int64_t kMaxLocalCacheBytes = 256 * 1024;
 const char* StorageType(DataType dtype);
 // The C type an expression of `dtype` is computed in (float16 -> float).
 const char* ValueType(DataType dtype);
+// Buffers the kernel allocates itself hold 16-bit floats as float32.
+bool Widened(const BufferNode* b);
+// The C element type of a buffer's storage.
+const char* BufferStorage(const BufferNode* b);
 
 class CodegenC {
  public:
@@ -33,7 +38,10 @@ class CodegenC {
   virtual void EmitPrelude();
   virtual void EmitEntry(const PrimFunc& f);
   void EmitStmt(const Stmt& s);
+  // The statements whose code differs by target.
   virtual void EmitFor(const ForNode* loop);
+  virtual void EmitAtomicAdd(const AtomicAddNode* n);
+  virtual void EmitPrefetch(const PrefetchNode* n);
   // A vectorized loop with a power-of-two constant trip count whose body is one
   // store of contiguous or loop-invariant operands becomes a single statement
   // on GCC vector types (explicit SIMD). Returns false to fall back to a scalar

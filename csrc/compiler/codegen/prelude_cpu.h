@@ -115,7 +115,7 @@ static inline float sparsetir_expf(float x) {
   return x != x ? x : y;
 }
 
-// min / max propagate a NaN from either operand, as torch's amin / amax do.
+// min / max give NaN when either operand is NaN (IEEE 754-2019 minimum / maximum).
 template <typename T> static inline T sparsetir_min(T a, T b) { return (b < a || b != b) ? b : a; }
 template <typename T> static inline T sparsetir_max(T a, T b) { return (a < b || b != b) ? b : a; }
 template <typename T> static inline T sparsetir_floordiv(T a, T b) {

@@ -1,10 +1,14 @@
 #include "runtime/kernel.h"
 
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "codegen/codegen_c.h"
+#include "codegen/codegen_cuda.h"
+#include "codegen/simt_emulator.h"
 #include "ir/functor.h"
 #include "lower.h"
 #include "runtime/kernel_cache.h"
@@ -89,8 +93,8 @@ struct HandleBinding {
 }  // namespace
 
 std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const std::string& target) {
-  if (target != "cpu") {
-    throw UserError(UserErrorKind::kArgument, "unknown target '" + target + "'; this build supports \"cpu\"");
+  if (target != "cpu" && target != "cuda") {
+    throw UserError(UserErrorKind::kArgument, "unknown target '" + target + "'; use \"cpu\" or \"cuda\"");
   }
   auto kernel = std::shared_ptr<Kernel>(new Kernel());
   kernel->name_ = f->name;
@@ -99,9 +103,18 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const std::string& targ
   for (const SparseIterator& it : f->iterators) {
     if (IsVaried(it->kind)) kernel->indptr_rules_.push_back({it->indptr, it->nnz});
   }
+  kernel->target_ = target;
   kernel->lowered_ = LowerToStageIII(f);
-  kernel->source_ = CodegenCpu(kernel->lowered_);
-  kernel->module_ = GetOrBuildCpuModule(kernel->source_);
+  if (target == "cpu") {
+    kernel->source_ = CodegenCpu(kernel->lowered_);
+    kernel->module_ = GetOrBuildCpuModule(kernel->source_);
+  } else {
+    CudaSource cuda = CodegenCuda(kernel->lowered_);
+    kernel->source_ = cuda.source;
+    kernel->launch_ = cuda.launch;
+    kernel->emulated_source_ =
+        std::string(kSimtEmulatorHeader) + "\n" + cuda.source + "\n" + cuda.emulator_entry;
+  }
   kernel->domain_ = kernel->DomainFacts();
   kernel->structure_params_ = kernel->StructureParams();
   kernel->written_params_ = kernel->WrittenParams();
@@ -208,12 +221,27 @@ void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
   std::map<const VarNode*, size_t> index_of;
   for (size_t i = 0; i < params.size(); ++i) index_of[params[i].get()] = i;
   std::vector<HandleBinding> bindings;
+  std::string device, device_param;
   for (const Buffer& b : lowered_->buffers) {
     if (b->kind != BufferKind::kMatch) continue;
     size_t i = index_of.at(b->data.get());
     const KernelArg& a = args[i];
     const std::string where = name_ + "(): argument '" + params[i]->name + "'";
-    if (a.device != "cpu") ThrowArgumentError(where + " is on " + a.device + " but the kernel was compiled for cpu");
+    if (target_ == "cpu" && a.device != "cpu") {
+      ThrowArgumentError(where + " is on " + a.device + " but the kernel was compiled for cpu");
+    }
+    if (target_ == "cuda" && a.device != "cpu" && a.device.rfind("cuda", 0) != 0) {
+      ThrowArgumentError(where + " is on " + a.device + "; a cuda kernel takes CUDA tensors (or CPU tensors, run "
+                         "under the SIMT emulator)");
+    }
+    if (!device.empty() && a.device != device) {
+      ThrowArgumentError(where + " is on " + a.device + " but argument '" + device_param + "' is on " + device +
+                         "; all tensors must be on one device");
+    }
+    if (device.empty()) {
+      device = a.device;
+      device_param = params[i]->name;
+    }
     if (a.dtype != b->dtype) {
       ThrowArgumentError(where + " must have dtype " + ToString(b->dtype) + " (buffer '" + b->name + "'), got " +
                          a.type_name);
@@ -303,7 +331,59 @@ void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* la
   RunUnchecked(packed.data(), launcher);
 }
 
+std::array<int64_t, 6> Kernel::LaunchDims(const std::vector<KernelArg>& args) const {
+  std::vector<SparsetirArg> packed(args.size());
+  for (size_t i = 0; i < args.size(); ++i) packed[i].i64 = args[i].kind == KernelArg::Kind::kInt ? args[i].int_value : 0;
+  return LaunchDims(packed.data());
+}
+
+std::array<int64_t, 6> Kernel::LaunchDims(const SparsetirArg* args) const {
+  ICHECK(target_ == "cuda") << "launch dimensions of a " << target_ << " kernel";
+  ContractEvaluator eval;
+  for (size_t i = 0; i < lowered_->params.size(); ++i) {
+    if (lowered_->params[i]->dtype != DataType::kHandle) eval.scalars[lowered_->params[i].get()] = args[i].i64;
+  }
+  std::array<int64_t, 6> dims;
+  for (int d = 0; d < 6; ++d) {
+    int64_t extent = 1;
+    if (!launch_[d].empty()) {
+      extent = 0;
+      for (const Expr& e : launch_[d]) extent = std::max(extent, eval.Eval(e));
+    }
+    dims[d] = std::max<int64_t>(extent, 0);
+  }
+  const int64_t threads = dims[3] * dims[4] * dims[5];
+  if (threads > 1024) {
+    throw UserError(UserErrorKind::kSchedule, "kernel " + name_ + " launches blocks of " + std::to_string(threads) +
+                                                  " threads; a CUDA block holds at most 1024");
+  }
+  return dims;
+}
+
+std::atomic<int64_t>& EmulatedRuns() {
+  static std::atomic<int64_t> runs{0};
+  return runs;
+}
+
 void Kernel::RunUnchecked(const SparsetirArg* args, const SparsetirLauncher* launcher) const {
+  if (target_ == "cuda") {
+    ++EmulatedRuns();
+    std::call_once(emulated_once_, [this] {
+      const_cast<Kernel*>(this)->module_ = GetOrBuildCpuModule(emulated_source_);
+    });
+    std::array<int64_t, 6> dims = LaunchDims(args);
+    if (dims[0] * dims[1] * dims[2] * dims[3] * dims[4] * dims[5] == 0) return;
+    const size_t n = lowered_->params.size();
+    std::vector<SparsetirArg> packed(args, args + n);
+    for (int64_t d : dims) {
+      SparsetirArg dim;
+      dim.i64 = d;
+      packed.push_back(dim);
+    }
+    int32_t status = module_->entry()(packed.data(), launcher ? launcher : SerialLauncher());
+    ICHECK(status == 0) << "emulated kernel " << name_ << " returned " << status;
+    return;
+  }
   int32_t status = module_->entry()(args, launcher ? launcher : SerialLauncher());
   ICHECK(status == 0) << "kernel " << name_ << " returned " << status;
 }

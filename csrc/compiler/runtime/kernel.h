@@ -9,7 +9,10 @@
 // never an out-of-bounds access.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,16 +40,30 @@ struct KernelArg {
 
 class Kernel {
  public:
-  // Lowers `f` (any stage) to stage III, generates code and builds it for
-  // `target` ("cpu"). Compiles at most once per content (see kernel_cache.h).
+  // Lowers `f` (any stage) to stage III and generates code for `target`:
+  //  - "cpu": C++ built by the system compiler (at most once per content, see
+  //    kernel_cache.h);
+  //  - "cuda": CUDA C++ (codegen_cuda.h). Nothing is compiled here: a device
+  //    image comes from NVRTC when a GPU runs it (the extension's CUDA layer),
+  //    and Run() on host memory runs the same source under the SIMT emulator
+  //    (built by the system compiler at its first use).
   static std::shared_ptr<Kernel> Build(const PrimFunc& f, const std::string& target);
 
   const std::string& name() const { return name_; }
+  const std::string& target() const { return target_; }
   const std::string& source() const { return source_; }
+  // cuda: the launch for these arguments (scalars bound): grid x, y, z, then
+  // block x, y, z; a dimension whose extent is not positive is 0 (no work).
+  std::array<int64_t, 6> LaunchDims(const std::vector<KernelArg>& args) const;
+  std::array<int64_t, 6> LaunchDims(const SparsetirArg* args) const;
   const PrimFunc& lowered() const { return lowered_; }
   std::vector<std::string> param_names() const;
 
   // Throws an ArgumentError (ValueError in Python) naming the parameter.
+  // Tensors must be on the target's device: "cpu" for a cpu kernel; for a
+  // cuda kernel all on one device, "cpu" (run under the emulator) or
+  // "cuda:N", in which case the caller passes host copies of the structure
+  // arrays (structure_params) as their data, since Check reads them.
   // `contents` = false skips reading the structure arrays' elements (indptr
   // order, index ranges: O(nnz)) for a caller that knows these very arrays,
   // unchanged, passed the full check with the same scalar arguments; every
@@ -65,6 +82,7 @@ class Kernel {
   // Runs packed arguments (parameter order) without the checks: for callers
   // that validated the same contract themselves, such as the operators, which
   // validate a structure once per graph rather than on every call.
+  // cuda kernels run under the SIMT emulator here (host memory).
   void RunUnchecked(const SparsetirArg* args, const SparsetirLauncher* launcher) const;
 
  private:
@@ -85,10 +103,17 @@ class Kernel {
   // runs on every call).
   std::map<const BufferNode*, std::pair<Expr, Expr>> domain_;
   std::vector<size_t> structure_params_;
-  std::shared_ptr<Module> module_;
+  std::shared_ptr<Module> module_;  // cpu: the kernel; cuda: the emulated kernel, built at first Run
+  std::string target_;
+  std::array<std::vector<Expr>, 6> launch_;  // cuda
+  std::string emulated_source_;               // cuda: emulator header + source + emulator entry
+  mutable std::once_flag emulated_once_;
 };
 
 // A serial launcher: runs every parallel loop on the calling thread.
 const SparsetirLauncher* SerialLauncher();
+
+// How many cuda kernels this process ran under the SIMT emulator (tests).
+std::atomic<int64_t>& EmulatedRuns();
 
 }  // namespace sparsetir

@@ -15,6 +15,7 @@
 
 #include "runtime/cache_trust.h"
 #include "runtime/cpu_compiler.h"
+#include "runtime/nvrtc.h"
 #include "support/error.h"
 #include "support/file_lock.h"
 #include "support/sha256.h"
@@ -193,6 +194,64 @@ std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source) {
   }
   Table()[key] = module;
   return module;
+}
+
+namespace {
+
+// A trusted image file whose checksum matches its key; "" otherwise.
+std::string TryReadImage(const std::string& key, const fs::path& image, const fs::path& checksum) {
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(image, ec))) return "";
+  for (const fs::path& file : {image, checksum}) {
+    if (std::string why = UntrustedFileReason(file.string()); !why.empty()) {
+      Warn("not loading the cached kernel " + file.string() + ": it " + why + "; rebuilding it");
+      return "";
+    }
+  }
+  std::string content = ReadFile(image);
+  if (content.empty() || Checksum(key, content) != ReadFile(checksum)) return "";
+  return content;
+}
+
+}  // namespace
+
+std::string GetOrBuildCudaImage(const std::string& source, int arch) {
+  const Nvrtc& nvrtc = Nvrtc::Get();
+  const auto version = nvrtc.version();
+  const std::string key = Sha256Hex(source + "\n// nvrtc " + std::to_string(version.first) + "." +
+                                    std::to_string(version.second) + "\n// arch: sm_" + std::to_string(arch) +
+                                    "\n// sparsetir " SPARSETIR_VERSION "\n// target: cuda")
+                              .substr(0, 32);
+  static std::mutex mutex;
+  static std::map<std::string, std::string> table;
+  std::lock_guard<std::mutex> guard(mutex);
+  if (auto found = table.find(key); found != table.end()) {
+    ++GetCacheStats().memory_hits;
+    return found->second;
+  }
+  const fs::path dir = UsableDirectory();
+  const fs::path image_path = dir / (key + ".cubin");
+  const fs::path checksum = dir / (key + ".cubin.sha256");
+  FileLock lock((dir / (key + ".lock")).string());
+  std::string image = TryReadImage(key, image_path, checksum);
+  if (!image.empty()) {
+    ++GetCacheStats().disk_hits;
+  } else {
+    const fs::path source_path = dir / (key + ".cu");
+    WritePrivateFile(source_path.string(), source);
+    NvrtcResult result;
+    try {
+      result = nvrtc.Compile(source, key + ".cu", arch, /*want_cubin=*/true, {});
+    } catch (const UserError& e) {
+      throw UserError(UserErrorKind::kCompile, std::string(e.what()) + "\n(the CUDA source is " + source_path.string() + ")");
+    }
+    image = result.cubin.empty() ? result.ptx : result.cubin;
+    WritePrivateFile(checksum.string(), Checksum(key, image));
+    WritePrivateFile(image_path.string(), image);
+    ++GetCacheStats().compiles;
+  }
+  table[key] = image;
+  return image;
 }
 
 }  // namespace sparsetir

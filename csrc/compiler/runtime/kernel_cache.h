@@ -36,6 +36,13 @@ struct CacheStats {
 // Returns the module for `source` (target "cpu"), compiling it at most once.
 std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source);
 
+// The device image of the CUDA source `source` for sm_<arch>: a CUBIN from
+// NVRTC (PTX where NVRTC does not list the architecture), cached beside the
+// CPU kernels with the same discipline (<key>.cubin, <key>.cu, the key hashing
+// the source, NVRTC's version, the architecture and the library version). A
+// compile error carries NVRTC's log and the path of the saved source.
+std::string GetOrBuildCudaImage(const std::string& source, int arch);
+
 // The directory in use (resolving the fallback on first call).
 std::string CacheDirectory();
 CacheStats& GetCacheStats();

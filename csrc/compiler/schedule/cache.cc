@@ -227,8 +227,25 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
     if (b->name == buffer_name) buffer = b;
   }
   if (!buffer) ThrowScheduleError(p + ": no buffer named '" + buffer_name + "' in '" + f->name + "'", context);
+  // A body that starts with guards (the `if` of a non-dividing split) and
+  // let bindings (a fused loop's row and position) is cached inside them: the
+  // copies then touch only the elements the guarded body may, never the ones
+  // past the buffer's extent, and may index with the bound values.
+  std::vector<Stmt> wrappers;
+  Stmt inner = loop->body;
+  for (;;) {
+    if (const auto* guard = inner->as<IfThenElseNode>(); guard && !guard->else_case) {
+      wrappers.push_back(inner);
+      inner = guard->then_case;
+    } else if (const auto* let = inner->as<LetNode>()) {
+      wrappers.push_back(inner);
+      inner = let->body;
+    } else {
+      break;
+    }
+  }
   AccessCollector collector(buffer.get());
-  collector.VisitStmt(loop->body);
+  collector.VisitStmt(inner);
   if (collector.accesses.empty()) {
     ThrowScheduleError(p + ": loop '" + loop_name + "' does not access buffer '" + buffer_name + "'", context);
   }
@@ -253,7 +270,7 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
     ThrowScheduleError(p + ": loop '" + loop_name + "' only reads buffer '" + buffer_name + "'; use cache_read", context);
   }
   BoundVars bound;
-  bound.VisitStmt(loop->body);
+  bound.VisitStmt(inner);
   auto varies = [&](const Expr& e) {
     for (const VarNode* v : bound.vars) {
       if (Uses(e, v)) return true;
@@ -297,7 +314,7 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   if (node.shape.empty()) node.shape.push_back(MakeInt(1));
   Buffer cache = MakeBuffer(std::move(node));
   *cache_name = cache->name;
-  Stmt body = Redirector(buffer.get(), cache, varying, direction == CacheDirection::kWrite).VisitStmt(loop->body);
+  Stmt body = Redirector(buffer.get(), cache, varying, direction == CacheDirection::kWrite).VisitStmt(inner);
   // Atomic updates (other iterations may add into the same elements
   // meanwhile) are summed privately from zero and published with one atomic
   // add per element, not copied in and out.
@@ -312,6 +329,14 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
     parts.push_back(CopyNest(f, buffer, cache, fixed, varying, atomics ? Copy::kAtomicOut : Copy::kOut));
   }
   Stmt new_body = MakeAllocate(cache, MakeSeq(parts));
+  for (auto w = wrappers.rbegin(); w != wrappers.rend(); ++w) {
+    if (const auto* guard = (*w)->as<IfThenElseNode>()) {
+      new_body = MakeIf(guard->cond, new_body);
+    } else {
+      const auto* let = (*w)->as<LetNode>();
+      new_body = MakeLet(let->var, let->value, new_body);
+    }
+  }
   return ReplaceStmt(f, loop, MakeFor(loop->var, loop->min, loop->extent, loop->for_kind, new_body, loop->thread_tag));
 }
 

@@ -122,7 +122,9 @@ std::vector<Expr> IndexMap::Apply(const std::vector<Expr>& args) const {
 }
 
 FormatRule InstantiateFormatRule(const std::string& name, const PrimFunc& format, const PrimFunc& computation) {
-  if (!IsScriptName(name)) {
+  // The name only suffixes identifiers ("A" + "_" + name), so it may start
+  // with a digit ("4"); otherwise it follows the rule for script names.
+  if (!IsScriptName("r" + name)) {
     RuleError(format, "the rule's name '" + name + "' must be letters, digits and '_' (it suffixes generated names)");
   }
   if (format->stage != Stage::kI) RuleError(format, "the format function must be at stage I");

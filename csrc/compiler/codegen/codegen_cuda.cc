@@ -1,0 +1,176 @@
+#include "codegen/codegen_cuda.h"
+
+#include "codegen/abi.h"
+#include "codegen/identifiers.h"
+#include "codegen/prelude_cuda.h"
+#include "ir/functor.h"
+#include "support/error.h"
+
+namespace sparsetir {
+namespace {
+
+int TagIndex(const std::string& tag) {
+  for (int d = 0; d < 6; ++d) {
+    if (tag == kLaunchTags[d]) return d;
+  }
+  return -1;
+}
+
+// True if `e` reads a buffer: a launch extent must be computable from the
+// scalar arguments alone (structure arrays live on the device).
+bool ReadsBuffer(const Expr& e) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void Visit(const BufferLoadNode*) override { found = true; }
+  } finder;
+  finder.VisitExpr(e);
+  return finder.found;
+}
+
+class CodegenCudaImpl : public CodegenC {
+ public:
+  CudaSource Run(const PrimFunc& f) {
+    CudaSource out;
+    out.source = Generate(f);
+    out.launch = launch_;
+    out.emulator_entry = EmulatorEntry(f);
+    return out;
+  }
+
+ protected:
+  void EmitPrelude() override { out_ << kCudaPrelude << "\n"; }
+
+  void EmitEntry(const PrimFunc& f) override {
+    std::string params;
+    for (const Var& p : f->params) {
+      params += params.empty() ? "" : ", ";
+      if (p->dtype != DataType::kHandle) {
+        params += std::string("const ") + StorageType(p->dtype) + " " + Name(p.get(), p->name);
+        continue;
+      }
+      const BufferNode* bound = nullptr;
+      for (const Buffer& b : f->buffers) {
+        if (b->kind == BufferKind::kMatch && b->data == p) bound = b.get();
+      }
+      ICHECK(bound) << "handle " << p->name << " has no buffer";
+      std::string name = Name(bound, bound->name);
+      names_[p.get()] = name;
+      params += std::string(BufferStorage(bound)) + "* __restrict__ " + name;
+    }
+    for (const Buffer& b : f->buffers) {
+      if (b->kind != BufferKind::kMatch) {
+        throw UserError(UserErrorKind::kSchedule,
+                        "buffer '" + b->name + "' is allocated by the kernel (a workspace); the cuda target does "
+                        "not allocate workspaces yet: cache it in local scope or leave the reduction unfactored");
+      }
+    }
+    std::ostringstream kernel;
+    out_.swap(kernel);
+    out_ << "extern \"C\" __global__ void " << kCudaKernelSymbol << "(" << params << ") {\n";
+    indent_ = 1;
+    if (f->body) EmitStmt(f->body);
+    out_ << "}\n";
+    out_.swap(kernel);
+    functions_.push_back(kernel.str());
+    signature_ = params;
+  }
+
+  void EmitFor(const ForNode* loop) override {
+    std::string type = StorageType(loop->var->dtype);
+    std::string var = Name(loop->var.get(), loop->var->name);
+    std::string begin = Expr2C(loop->min);
+    if (loop->for_kind == ForKind::kParallel) {
+      throw UserError(UserErrorKind::kSchedule, "loop '" + loop->var->name +
+                                                    "' is parallel, a CPU schedule; for the cuda target bind it "
+                                                    "to blockIdx / threadIdx (sch.bind)");
+    }
+    if (loop->for_kind == ForKind::kThreadBinding) {
+      int dim = TagIndex(loop->thread_tag);
+      if (dim < 0) {
+        throw UserError(UserErrorKind::kSchedule, "loop '" + loop->var->name + "' is bound to '" + loop->thread_tag +
+                                                      "'; the cuda target knows blockIdx.{x,y,z} and threadIdx.{x,y,z}");
+      }
+      if (ReadsBuffer(loop->extent)) {
+        throw UserError(UserErrorKind::kSchedule,
+                        "loop '" + loop->var->name + "' bound to " + loop->thread_tag +
+                            " has an extent that reads a buffer; bind loops whose extent the host knows (a dense "
+                            "dimension, or a split of one)");
+      }
+      launch_[dim].push_back(loop->extent);
+      Line("{");
+      ++indent_;
+      const auto* zero = AsConstInt(loop->min);
+      Line("const " + type + " " + var + " = (" + type + ")" + loop->thread_tag +
+           (zero && *zero == 0 ? "" : " + " + begin) + ";");
+      Line("if (" + var + " < " + (zero && *zero == 0 ? "" : begin + " + ") + Expr2C(loop->extent) + ") {");
+      ++indent_;
+      EmitStmt(loop->body);
+      --indent_;
+      Line("}");
+      --indent_;
+      Line("}");
+      return;
+    }
+    std::string end = "(" + begin + " + " + Expr2C(loop->extent) + ")";
+    if (const int64_t* zero = AsConstInt(loop->min); zero && *zero == 0) end = Expr2C(loop->extent);
+    if (loop->for_kind == ForKind::kVectorized || loop->for_kind == ForKind::kUnrolled) Line("#pragma unroll");
+    const std::string var_end = Fresh(var + "_end");
+    Line("for (" + type + " " + var + " = " + begin + ", " + var_end + " = " + end + "; " + var + " < " + var_end +
+         "; ++" + var + ") {");
+    ++indent_;
+    EmitStmt(loop->body);
+    --indent_;
+    Line("}");
+  }
+
+  // Cache hints have no CUDA counterpart worth emitting: other warps hide the
+  // latency of a gather.
+  void EmitPrefetch(const PrefetchNode*) override {}
+
+ private:
+  // sparsetir_main(args, launcher) for the emulator: args holds the kernel's
+  // arguments in parameter order, then the six launch dimensions.
+  std::string EmulatorEntry(const PrimFunc& f) {
+    std::ostringstream s;
+    s << "extern \"C\" int32_t " << kEntrySymbol
+      << "(const SparsetirArg* __restrict__ args, const SparsetirLauncher* launcher) {\n";
+    const size_t n = f->params.size();
+    s << "  const sparsetir_uint3 grid = {(unsigned)args[" << n << "].i64, (unsigned)args[" << n + 1
+      << "].i64, (unsigned)args[" << n + 2 << "].i64};\n";
+    s << "  const sparsetir_uint3 block = {(unsigned)args[" << n + 3 << "].i64, (unsigned)args[" << n + 4
+      << "].i64, (unsigned)args[" << n + 5 << "].i64};\n";
+    s << "  auto sparsetir_body = [&](int64_t sparsetir_begin, int64_t sparsetir_end) {\n";
+    s << "    sparsetir_emulate_blocks(grid, block, sparsetir_begin, sparsetir_end, [&] {\n";
+    s << "      " << kCudaKernelSymbol << "(";
+    for (size_t i = 0; i < n; ++i) {
+      const Var& p = f->params[i];
+      s << (i ? ",\n          " : "");
+      if (p->dtype == DataType::kHandle) {
+        const BufferNode* bound = nullptr;
+        for (const Buffer& b : f->buffers) {
+          if (b->kind == BufferKind::kMatch && b->data == p) bound = b.get();
+        }
+        s << "(" << BufferStorage(bound) << "*)args[" << i << "].ptr";
+      } else {
+        s << "(" << StorageType(p->dtype) << ")args[" << i << "].i64";
+      }
+    }
+    s << ");\n    });\n  };\n";
+    s << "  const int64_t sparsetir_blocks = (int64_t)grid.x * grid.y * grid.z;\n";
+    s << "  launcher->parallel_for(launcher->ctx, 0, sparsetir_blocks, 1, sparsetir_task<decltype(sparsetir_body)>, "
+         "&sparsetir_body);\n";
+    s << "  return 0;\n}\n";
+    return std::string(kAbiText) + "\ntemplate <typename F> static void sparsetir_task(void* closure, int64_t begin, "
+                                   "int64_t end) {\n  (*static_cast<F*>(closure))(begin, end);\n}\n" +
+           s.str();
+  }
+
+  std::array<std::vector<Expr>, 6> launch_;
+  std::string signature_;
+};
+
+}  // namespace
+
+CudaSource CodegenCuda(const PrimFunc& f) { return CodegenCudaImpl().Run(f); }
+
+}  // namespace sparsetir

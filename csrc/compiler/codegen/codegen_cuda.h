@@ -1,0 +1,46 @@
+// CUDA code generation: a stage-III PrimFunc -> CUDA C++ for NVRTC, and the
+// launch that runs it.
+//
+// The entry is `extern "C" __global__ void sparsetir_kernel(<params>)`, one
+// kernel parameter per function parameter in order (handles as pointers of the
+// buffer's storage type, scalars by value), so the host passes the addresses
+// of its argument values to cuLaunchKernel. Loops bound with sch.bind to
+// blockIdx.{x,y,z} / threadIdx.{x,y,z} become the hardware index plus the
+// loop's min, guarded by its extent; the launch takes, per dimension, the
+// largest extent bound to it (an expression of the scalar parameters, which
+// the host evaluates at each call). What differs from the CPU backend:
+//  - parallel loops are refused (bind the loop instead), vectorized loops are
+//    plain unrolled loops (a thread's lanes are its neighbours), prefetch
+//    hints are dropped (the GPU hides latency with other warps);
+//  - buffers the kernel would allocate itself (workspaces) are refused in
+//    this version; local caches are per-thread arrays, shared caches
+//    `__shared__` arrays.
+// The same source, with the SIMT emulator header before it and
+// EmulatorEntry() after it, compiles with the host compiler and runs on CPU
+// tensors (codegen/simt_emulator.h).
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "codegen/codegen_c.h"
+
+namespace sparsetir {
+
+// Launch dimensions in the order grid x, y, z, block x, y, z. A dimension
+// with no loop bound to it is 1.
+inline constexpr const char* kLaunchTags[6] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
+                                               "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+
+struct CudaSource {
+  std::string source;                      // CUDA C++ for NVRTC (kernel sparsetir_kernel)
+  std::string emulator_entry;              // the host entry that runs the grid under the emulator
+  std::array<std::vector<Expr>, 6> launch;  // per dimension: the extents bound to it (max taken)
+};
+
+CudaSource CodegenCuda(const PrimFunc& f);
+
+// The symbol of the generated kernel.
+inline constexpr const char* kCudaKernelSymbol = "sparsetir_kernel";
+
+}  // namespace sparsetir

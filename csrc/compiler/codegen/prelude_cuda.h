@@ -1,0 +1,133 @@
+// Helpers pasted at the top of every generated CUDA source. NVRTC has no
+// headers, so the prelude declares what generated code needs itself (fixed-width
+// integers, INFINITY / NAN, 16-bit float conversions, atomics for every width)
+// with the same names as the CPU prelude, so that expressions print the same
+// for both targets. Under the SIMT emulator (SPARSETIR_EMULATE, see
+// simt_emulator.h) the host's headers provide the integers and macros, and the
+// emulator provides threadIdx & co. and the CUDA atomics.
+#pragma once
+
+namespace sparsetir {
+
+inline constexpr const char* kCudaPrelude = R"PRELUDE(
+#ifndef SPARSETIR_EMULATE
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+#define SPARSETIR_DEVICE __device__ __forceinline__
+#define SPARSETIR_DEVICE_MEMBER __device__ __forceinline__
+#endif
+
+// float16 / bfloat16 are stored as 16-bit patterns and computed in float32
+// (round to nearest even, like the GPU's own conversions).
+SPARSETIR_DEVICE float sparsetir_bits_to_float(uint32_t bits) { return __int_as_float((int)bits); }
+SPARSETIR_DEVICE uint32_t sparsetir_float_to_bits(float f) { return (uint32_t)__float_as_int(f); }
+SPARSETIR_DEVICE float sparsetir_half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu, bits;
+  if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {  // subnormal: normalize
+      exponent = 127 - 15 + 1;
+      while (!(mantissa & 0x400u)) { mantissa <<= 1; --exponent; }
+      bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+    }
+  } else if (exponent == 31) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  return sparsetir_bits_to_float(bits);
+}
+SPARSETIR_DEVICE uint16_t sparsetir_float_to_half(float f) {
+  uint32_t x = sparsetir_float_to_bits(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exponent = (int32_t)((x >> 23) & 0xffu) - 127 + 15;
+  uint32_t mantissa = x & 0x7fffffu;
+  if (((x >> 23) & 0xffu) == 0xffu) return (uint16_t)(sign | 0x7c00u | (mantissa ? 0x200u : 0u));
+  if (exponent >= 31) return (uint16_t)(sign | 0x7c00u);
+  if (exponent <= 0) {
+    if (exponent < -10) return (uint16_t)sign;
+    mantissa |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - exponent), half = mantissa >> shift, rest = mantissa & ((1u << shift) - 1u);
+    uint32_t midpoint = 1u << (shift - 1);
+    if (rest > midpoint || (rest == midpoint && (half & 1u))) ++half;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t half = sign | ((uint32_t)exponent << 10) | (mantissa >> 13), rest = mantissa & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // may carry into the exponent: correct
+  return (uint16_t)half;
+}
+SPARSETIR_DEVICE float sparsetir_bf16_to_float(uint16_t h) { return sparsetir_bits_to_float((uint32_t)h << 16); }
+SPARSETIR_DEVICE uint16_t sparsetir_float_to_bf16(float f) {
+  uint32_t x = sparsetir_float_to_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);  // quiet NaN
+  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
+  return (uint16_t)(x >> 16);
+}
+SPARSETIR_DEVICE float sparsetir_round_half(float f) { return sparsetir_half_to_float(sparsetir_float_to_half(f)); }
+SPARSETIR_DEVICE float sparsetir_round_bf16(float f) { return sparsetir_bf16_to_float(sparsetir_float_to_bf16(f)); }
+
+// min / max give NaN when either operand is NaN (IEEE 754-2019 minimum / maximum).
+template <typename T> SPARSETIR_DEVICE T sparsetir_min(T a, T b) { return (b < a || b != b) ? b : a; }
+template <typename T> SPARSETIR_DEVICE T sparsetir_max(T a, T b) { return (a < b || b != b) ? b : a; }
+template <typename T> SPARSETIR_DEVICE T sparsetir_floordiv(T a, T b) {
+  T q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <typename T> SPARSETIR_DEVICE T sparsetir_floormod(T a, T b) {
+  T r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <typename T> SPARSETIR_DEVICE T sparsetir_iabs(T a) { return a < 0 ? -a : a; }
+SPARSETIR_DEVICE float sparsetir_expf(float x) { return expf(x); }
+
+// The first position in [begin, end) whose element is >= value (end if none).
+template <typename I, typename V>
+SPARSETIR_DEVICE int64_t sparsetir_lower_bound(const I* a, int64_t begin, int64_t end, V value) {
+  while (begin < end) {
+    int64_t mid = begin + (end - begin) / 2;
+    if (a[mid] < value) begin = mid + 1; else end = mid;
+  }
+  return begin;
+}
+
+// Atomic addition: native for float32 / float64 (sm_60 and later); 16-bit
+// values by compare-and-swap on the aligned 32-bit word that holds them,
+// which every architecture has.
+SPARSETIR_DEVICE void sparsetir_atomic_add(float* p, float v) { atomicAdd(p, v); }
+SPARSETIR_DEVICE void sparsetir_atomic_add(double* p, double v) { atomicAdd(p, v); }
+SPARSETIR_DEVICE void sparsetir_atomic_add(int32_t* p, int32_t v) { atomicAdd((int*)p, (int)v); }
+SPARSETIR_DEVICE void sparsetir_atomic_add(int64_t* p, int64_t v) {
+  atomicAdd((unsigned long long*)p, (unsigned long long)v);  // two's complement: the same bits
+}
+template <typename Add> SPARSETIR_DEVICE void sparsetir_atomic_update16(uint16_t* p, Add add) {
+  unsigned int* word = (unsigned int*)((uint64_t)p & ~(uint64_t)3);
+  const unsigned int shift = ((uint64_t)p & 2) ? 16u : 0u;
+  unsigned int old = *word, assumed;
+  do {
+    assumed = old;
+    uint16_t next = add((uint16_t)((assumed >> shift) & 0xffffu));
+    old = atomicCAS(word, assumed, (assumed & ~(0xffffu << shift)) | ((unsigned int)next << shift));
+  } while (old != assumed);
+}
+struct SparsetirAddHalf {
+  float v;
+  SPARSETIR_DEVICE_MEMBER uint16_t operator()(uint16_t x) const { return sparsetir_float_to_half(sparsetir_half_to_float(x) + v); }
+};
+struct SparsetirAddBf16 {
+  float v;
+  SPARSETIR_DEVICE_MEMBER uint16_t operator()(uint16_t x) const { return sparsetir_float_to_bf16(sparsetir_bf16_to_float(x) + v); }
+};
+SPARSETIR_DEVICE void sparsetir_atomic_add_half(uint16_t* p, float v) { sparsetir_atomic_update16(p, SparsetirAddHalf{v}); }
+SPARSETIR_DEVICE void sparsetir_atomic_add_bf16(uint16_t* p, float v) { sparsetir_atomic_update16(p, SparsetirAddBf16{v}); }
+)PRELUDE";
+
+}  // namespace sparsetir

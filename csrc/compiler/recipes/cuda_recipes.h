@@ -1,0 +1,38 @@
+// Schedules that map the built-in operator kernels onto a GPU, applied once
+// the sizes that matter are known (the first call).
+//
+//  - csrmm (sum / max / min): a CSR row per group of `lanes` threads (a warp
+//    when the feature width is 32 or more), the group's threads over
+//    consecutive features, so every non-zero's dense row is read with one
+//    coalesced load per warp; rows of a block along threadIdx.y, feature
+//    tiles of 32 along blockIdx.y; the output element a thread owns is
+//    accumulated in a register (cache_write to local scope).
+//  - sddmm (sddmm_dot): the non-zeros fused into one loop (the row found by
+//    binary search, sparse_fuse), one thread per non-zero with its dot product
+//    in a register.
+// Every thread owns the outputs it writes, so no kernel of these recipes
+// synchronizes threads. Recipes of this file are the one source of the cuda
+// schedules; st.explain(..., device="cuda") prints their traces.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "schedule/schedule.h"
+
+namespace sparsetir {
+
+// Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "sddmm"), for
+// the given sizes (specialized into the kernel). A recipe that has no cuda
+// schedule yet raises a UserError naming it.
+Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes);
+
+// True if `recipe` has a cuda schedule.
+bool HasCudaRecipe(const std::string& recipe);
+
+// Threads of a csrmm row group: the feature width rounded up to a power of
+// two, at most a warp (32).
+int64_t CudaRowLanes(int64_t feat);
+
+}  // namespace sparsetir

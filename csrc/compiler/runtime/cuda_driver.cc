@@ -1,0 +1,184 @@
+#include "runtime/cuda_driver.h"
+
+#include <mutex>
+
+#include "support/dynamic_library.h"
+#include "support/error.h"
+
+namespace sparsetir {
+
+typedef int CUresult;  // CUDA_SUCCESS = 0
+typedef int CUdevice;
+typedef struct CUctx_st* CUcontext;
+typedef struct CUstream_st* CUstream;
+
+// CUdevice_attribute and CUfunction_attribute values used here (cuda.h).
+constexpr int kComputeCapabilityMajor = 75;
+constexpr int kComputeCapabilityMinor = 76;
+constexpr int kFuncMaxThreadsPerBlock = 0;
+constexpr int kFuncNumRegs = 4;
+
+struct CudaDriver::Api {
+  CUresult (*Init)(unsigned);
+  CUresult (*GetErrorName)(CUresult, const char**);
+  CUresult (*GetErrorString)(CUresult, const char**);
+  CUresult (*DeviceGetCount)(int*);
+  CUresult (*DeviceGet)(CUdevice*, int);
+  CUresult (*DeviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*CtxGetCurrent)(CUcontext*);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxGetDevice)(CUdevice*);
+  CUresult (*ModuleLoadData)(CUmodule*, const void*);
+  CUresult (*ModuleUnload)(CUmodule);
+  CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*FuncGetAttribute)(int*, int, CUfunction);
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                           void**, void**);
+};
+
+namespace {
+
+template <typename F>
+bool Bind(const DynamicLibrary& lib, const char* name, F* slot, std::string* why) {
+  *slot = reinterpret_cast<F>(lib.Symbol(name));
+  if (!*slot) *why = "libcuda.so.1 has no " + std::string(name);
+  return *slot != nullptr;
+}
+
+// Opens the driver and binds its functions once; nullptr with the reason.
+const CudaDriver::Api* LoadApi(std::string* why) {
+  static std::once_flag once;
+  static const CudaDriver::Api* api = nullptr;
+  static std::string failure;
+  std::call_once(once, [] {
+    std::string error;
+    DynamicLibrary* lib = DynamicLibrary::Open("libcuda.so.1", &error);
+    if (!lib) {
+      failure = "the CUDA driver (libcuda.so.1) cannot be opened: " + error;
+      return;
+    }
+    auto* a = new CudaDriver::Api();
+    bool ok = Bind(*lib, "cuInit", &a->Init, &failure) && Bind(*lib, "cuGetErrorName", &a->GetErrorName, &failure) &&
+              Bind(*lib, "cuGetErrorString", &a->GetErrorString, &failure) &&
+              Bind(*lib, "cuDeviceGetCount", &a->DeviceGetCount, &failure) &&
+              Bind(*lib, "cuDeviceGet", &a->DeviceGet, &failure) &&
+              Bind(*lib, "cuDeviceGetAttribute", &a->DeviceGetAttribute, &failure) &&
+              Bind(*lib, "cuDevicePrimaryCtxRetain", &a->DevicePrimaryCtxRetain, &failure) &&
+              Bind(*lib, "cuCtxGetCurrent", &a->CtxGetCurrent, &failure) &&
+              Bind(*lib, "cuCtxSetCurrent", &a->CtxSetCurrent, &failure) &&
+              Bind(*lib, "cuCtxGetDevice", &a->CtxGetDevice, &failure) &&
+              Bind(*lib, "cuModuleLoadData", &a->ModuleLoadData, &failure) &&
+              Bind(*lib, "cuModuleUnload", &a->ModuleUnload, &failure) &&
+              Bind(*lib, "cuModuleGetFunction", &a->ModuleGetFunction, &failure) &&
+              Bind(*lib, "cuFuncGetAttribute", &a->FuncGetAttribute, &failure) &&
+              Bind(*lib, "cuLaunchKernel", &a->LaunchKernel, &failure);
+    if (!ok) return;
+    if (CUresult r = a->Init(0); r != 0) {
+      failure = "cuInit failed (error " + std::to_string(r) + "): no usable GPU or driver";
+      return;
+    }
+    int count = 0;
+    if (a->DeviceGetCount(&count) != 0 || count == 0) {
+      failure = "the CUDA driver sees no device";
+      return;
+    }
+    api = a;
+  });
+  if (!api && why) *why = failure;
+  return api;
+}
+
+}  // namespace
+
+bool CudaDriver::Available(std::string* why) { return LoadApi(why) != nullptr; }
+
+CudaDriver& CudaDriver::Get() {
+  static CudaDriver* driver = nullptr;
+  static std::once_flag once;
+  std::string why;
+  if (!LoadApi(&why)) throw UserError(UserErrorKind::kArgument, "CUDA kernels cannot run here: " + why);
+  std::call_once(once, [] { driver = new CudaDriver(); });
+  return *driver;
+}
+
+CudaDriver::CudaDriver() : api_(LoadApi(nullptr)) {}
+
+void CudaDriver::Check(CUresult result, const char* what) const {
+  if (result == 0) return;
+  const char* name = "unknown";
+  const char* text = "";
+  api_->GetErrorName(result, &name);
+  api_->GetErrorString(result, &text);
+  throw UserError(UserErrorKind::kCompile, std::string(what) + ": " + name + ": " + text);
+}
+
+int CudaDriver::device_count() const {
+  int count = 0;
+  Check(api_->DeviceGetCount(&count), "cuDeviceGetCount");
+  return count;
+}
+
+std::pair<int, int> CudaDriver::compute_capability(int device) const {
+  CUdevice d;
+  Check(api_->DeviceGet(&d, device), "cuDeviceGet");
+  int major = 0, minor = 0;
+  Check(api_->DeviceGetAttribute(&major, kComputeCapabilityMajor, d), "cuDeviceGetAttribute");
+  Check(api_->DeviceGetAttribute(&minor, kComputeCapabilityMinor, d), "cuDeviceGetAttribute");
+  return {major, minor};
+}
+
+void CudaDriver::MakeCurrent(int device) {
+  CUcontext current = nullptr;
+  Check(api_->CtxGetCurrent(&current), "cuCtxGetCurrent");
+  if (current) {
+    CUdevice current_device = -1;
+    if (api_->CtxGetDevice(&current_device) == 0 && current_device == device) return;
+  }
+  CUdevice d;
+  Check(api_->DeviceGet(&d, device), "cuDeviceGet");
+  CUcontext primary = nullptr;
+  // Retained once per device for the life of the process (torch holds it too).
+  Check(api_->DevicePrimaryCtxRetain(&primary, d), "cuDevicePrimaryCtxRetain");
+  Check(api_->CtxSetCurrent(primary), "cuCtxSetCurrent");
+}
+
+void CudaDriver::Launch(CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
+                        unsigned shared_bytes, void* stream, void** params) const {
+  Check(api_->LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared_bytes,
+                           static_cast<CUstream>(stream), params, nullptr),
+        "cuLaunchKernel");
+}
+
+int CudaDriver::registers(CUfunction f) const {
+  int value = 0;
+  Check(api_->FuncGetAttribute(&value, kFuncNumRegs, f), "cuFuncGetAttribute");
+  return value;
+}
+
+int CudaDriver::max_threads_per_block(CUfunction f) const {
+  int value = 0;
+  Check(api_->FuncGetAttribute(&value, kFuncMaxThreadsPerBlock, f), "cuFuncGetAttribute");
+  return value;
+}
+
+std::shared_ptr<CudaModule> CudaModule::Load(const std::string& image) {
+  const CudaDriver& driver = CudaDriver::Get();
+  CUmodule module = nullptr;
+  driver.Check(driver.api().ModuleLoadData(&module, image.c_str()), "cuModuleLoadData");
+  return std::shared_ptr<CudaModule>(new CudaModule(module));
+}
+
+CudaModule::~CudaModule() {
+  // Unloading at process exit may find the driver shut down: errors ignored.
+  if (module_) CudaDriver::Get().api().ModuleUnload(module_);
+}
+
+CUfunction CudaModule::Function(const std::string& name) const {
+  const CudaDriver& driver = CudaDriver::Get();
+  CUfunction f = nullptr;
+  driver.Check(driver.api().ModuleGetFunction(&f, module_, name.c_str()), "cuModuleGetFunction");
+  return f;
+}
+
+}  // namespace sparsetir

@@ -1,0 +1,201 @@
+#include "runtime/nvrtc.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "support/dynamic_library.h"
+#include "support/error.h"
+
+namespace sparsetir {
+namespace fs = std::filesystem;
+
+// The part of nvrtc.h used here, declared by hand: no CUDA header is needed
+// to build the extension.
+typedef struct _nvrtcProgram* nvrtcProgram;
+typedef int nvrtcResult;  // NVRTC_SUCCESS = 0
+
+struct Nvrtc::Api {
+  const char* (*GetErrorString)(nvrtcResult);
+  nvrtcResult (*Version)(int*, int*);
+  nvrtcResult (*GetNumSupportedArchs)(int*);
+  nvrtcResult (*GetSupportedArchs)(int*);
+  nvrtcResult (*CreateProgram)(nvrtcProgram*, const char*, const char*, int, const char* const*, const char* const*);
+  nvrtcResult (*DestroyProgram)(nvrtcProgram*);
+  nvrtcResult (*CompileProgram)(nvrtcProgram, int, const char* const*);
+  nvrtcResult (*GetProgramLogSize)(nvrtcProgram, size_t*);
+  nvrtcResult (*GetProgramLog)(nvrtcProgram, char*);
+  nvrtcResult (*GetPTXSize)(nvrtcProgram, size_t*);
+  nvrtcResult (*GetPTX)(nvrtcProgram, char*);
+  nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t*);
+  nvrtcResult (*GetCUBIN)(nvrtcProgram, char*);
+};
+
+namespace {
+
+// A libnvrtc this process has already mapped (torch's), from /proc/self/maps.
+std::string MappedNvrtc() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    size_t slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    std::string path = line.substr(slash);
+    std::string file = fs::path(path).filename().string();
+    if (file.rfind("libnvrtc.so", 0) == 0) return path;
+  }
+  return "";
+}
+
+std::vector<std::string> SplitPath(const char* text) {
+  std::vector<std::string> out;
+  std::stringstream s(text ? text : "");
+  std::string part;
+  while (std::getline(s, part, ':')) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+// Opens libnvrtc from `dir`, its builtins first (by full path: the wheel's
+// libnvrtc has no RUNPATH to find them by).
+DynamicLibrary* OpenFromDirectory(const std::string& dir, std::string* error) {
+  std::error_code ec;
+  std::string library;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind("libnvrtc-builtins.so", 0) == 0 && file.find(".alt.") == std::string::npos) {
+      DynamicLibrary::Open(entry.path().string(), nullptr, /*global=*/true);
+    }
+    if (file.rfind("libnvrtc.so", 0) == 0 && (library.empty() || file.size() > library.size())) {
+      library = entry.path().string();
+    }
+  }
+  if (library.empty()) return nullptr;
+  return DynamicLibrary::Open(library, error);
+}
+
+DynamicLibrary* FindNvrtc(std::string* tried) {
+  std::string error;
+  if (const char* path = std::getenv("SPARSETIR_NVRTC"); path && *path) {
+    if (auto* lib = DynamicLibrary::Open(path, &error)) return lib;
+    *tried += "\n  $SPARSETIR_NVRTC=" + std::string(path) + ": " + error;
+  }
+  if (std::string mapped = MappedNvrtc(); !mapped.empty()) {
+    if (auto* lib = DynamicLibrary::Open(mapped, &error)) return lib;
+  }
+  for (const std::string& dir : SplitPath(std::getenv("SPARSETIR_NVRTC_DIRS"))) {
+    if (auto* lib = OpenFromDirectory(dir, &error)) return lib;
+    *tried += "\n  " + dir + ": no usable libnvrtc" + (error.empty() ? "" : " (" + error + ")");
+  }
+  for (const char* soname : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
+    if (auto* lib = DynamicLibrary::Open(soname, &error)) return lib;
+    *tried += "\n  " + std::string(soname) + ": " + error;
+  }
+  return nullptr;
+}
+
+template <typename F>
+void Bind(const DynamicLibrary& lib, const char* name, F* slot) {
+  *slot = reinterpret_cast<F>(lib.Symbol(name));
+  if (!*slot) throw UserError(UserErrorKind::kCompile, "NVRTC at " + lib.path() + " has no symbol " + name);
+}
+
+}  // namespace
+
+const Nvrtc& Nvrtc::Get() {
+  static const Nvrtc nvrtc;  // a failed construction is retried at the next call
+  return nvrtc;
+}
+
+Nvrtc::Nvrtc() {
+  std::string tried;
+  DynamicLibrary* lib = FindNvrtc(&tried);
+  if (!lib) {
+    throw UserError(UserErrorKind::kCompile,
+                    "NVRTC (libnvrtc) was not found; install torch's CUDA build or the nvidia-cuda-nvrtc wheel, or "
+                    "set $SPARSETIR_NVRTC to the library's path. Tried:" + tried);
+  }
+  auto* api = new Api();
+  Bind(*lib, "nvrtcGetErrorString", &api->GetErrorString);
+  Bind(*lib, "nvrtcVersion", &api->Version);
+  Bind(*lib, "nvrtcGetNumSupportedArchs", &api->GetNumSupportedArchs);
+  Bind(*lib, "nvrtcGetSupportedArchs", &api->GetSupportedArchs);
+  Bind(*lib, "nvrtcCreateProgram", &api->CreateProgram);
+  Bind(*lib, "nvrtcDestroyProgram", &api->DestroyProgram);
+  Bind(*lib, "nvrtcCompileProgram", &api->CompileProgram);
+  Bind(*lib, "nvrtcGetProgramLogSize", &api->GetProgramLogSize);
+  Bind(*lib, "nvrtcGetProgramLog", &api->GetProgramLog);
+  Bind(*lib, "nvrtcGetPTXSize", &api->GetPTXSize);
+  Bind(*lib, "nvrtcGetPTX", &api->GetPTX);
+  Bind(*lib, "nvrtcGetCUBINSize", &api->GetCUBINSize);
+  Bind(*lib, "nvrtcGetCUBIN", &api->GetCUBIN);
+  api_ = api;
+  path_ = lib->path();
+  api_->Version(&version_.first, &version_.second);
+  int count = 0;
+  if (api_->GetNumSupportedArchs(&count) == 0 && count > 0) {
+    archs_.resize(count);
+    api_->GetSupportedArchs(archs_.data());
+  }
+}
+
+NvrtcResult Nvrtc::Compile(const std::string& source, const std::string& name, int arch, bool want_cubin,
+                           const std::vector<std::string>& extra_options) const {
+  if (want_cubin && !archs_.empty() && std::find(archs_.begin(), archs_.end(), arch) == archs_.end()) {
+    int fallback = 0;
+    for (int a : archs_) {
+      if (a <= arch) fallback = a;
+    }
+    if (fallback == 0) {
+      throw UserError(UserErrorKind::kCompile, "NVRTC " + std::to_string(version_.first) + "." +
+                                                   std::to_string(version_.second) + " cannot compile for sm_" +
+                                                   std::to_string(arch));
+    }
+    arch = fallback;
+    want_cubin = false;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  nvrtcProgram program = nullptr;
+  if (nvrtcResult r = api_->CreateProgram(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr); r != 0) {
+    throw UserError(UserErrorKind::kCompile, std::string("nvrtcCreateProgram: ") + api_->GetErrorString(r));
+  }
+  std::vector<std::string> options = {(want_cubin ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_") +
+                                          std::to_string(arch),
+                                      "-std=c++17"};
+  options.insert(options.end(), extra_options.begin(), extra_options.end());
+  std::vector<const char*> argv;
+  for (const std::string& o : options) argv.push_back(o.c_str());
+  const nvrtcResult compiled = api_->CompileProgram(program, static_cast<int>(argv.size()), argv.data());
+  NvrtcResult result;
+  size_t size = 0;
+  api_->GetProgramLogSize(program, &size);
+  result.log.resize(size);
+  if (size) api_->GetProgramLog(program, result.log.data());
+  while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n')) result.log.pop_back();
+  if (compiled == 0) {
+    if (want_cubin) {
+      api_->GetCUBINSize(program, &size);
+      result.cubin.resize(size);
+      api_->GetCUBIN(program, result.cubin.data());
+    } else {
+      api_->GetPTXSize(program, &size);
+      result.ptx.resize(size);
+      api_->GetPTX(program, result.ptx.data());
+      while (!result.ptx.empty() && result.ptx.back() == '\0') result.ptx.pop_back();  // the size counts the NUL
+    }
+  }
+  api_->DestroyProgram(&program);
+  if (compiled != 0) {
+    throw UserError(UserErrorKind::kCompile, "NVRTC failed to compile " + name + " for " + options[0] + " (" +
+                                                 api_->GetErrorString(compiled) + "):\n" + result.log);
+  }
+  result.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace sparsetir

@@ -1,0 +1,55 @@
+// NVRTC, opened at its first use and never linked (support/dynamic_library.h).
+//
+// Where it is found, in order:
+//  1. $SPARSETIR_NVRTC, a full path;
+//  2. a libnvrtc already mapped into the process (torch's CUDA build maps one
+//     when it compiles its own kernels);
+//  3. the folders in $SPARSETIR_NVRTC_DIRS (the Python package sets them to
+//     the nvidia wheels' lib folders beside torch): there libnvrtc-builtins is
+//     opened by full path first, as the wheel's libnvrtc has no RUNPATH;
+//  4. the sonames libnvrtc.so.13, .12 and libnvrtc.so on the loader's path.
+// NVRTC needs no GPU and no driver, so every machine can compile (and CI can
+// check) every generated CUDA kernel.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sparsetir {
+
+struct NvrtcResult {
+  std::string ptx;    // PTX text (compute_XY targets)
+  std::string cubin;  // the CUBIN (sm_XY targets)
+  std::string log;    // NVRTC's log (warnings on success)
+  double compile_ms = 0;
+};
+
+class Nvrtc {
+ public:
+  // The process-wide instance; throws a compile UserError naming what to
+  // install when NVRTC cannot be found.
+  static const Nvrtc& Get();
+
+  std::pair<int, int> version() const { return version_; }
+  const std::vector<int>& supported_archs() const { return archs_; }
+  const std::string& path() const { return path_; }
+
+  // Compiles `source` for sm_<arch> to a CUBIN (want_cubin), or for
+  // compute_<arch> to PTX. A CUBIN for an architecture NVRTC does not list
+  // falls back to PTX for the newest listed one below it (the driver
+  // compiles PTX for newer devices). Throws a compile UserError holding
+  // NVRTC's log when the source does not compile.
+  NvrtcResult Compile(const std::string& source, const std::string& name, int arch, bool want_cubin,
+                      const std::vector<std::string>& extra_options) const;
+
+ private:
+  Nvrtc();
+  struct Api;
+  const Api* api_;
+  std::string path_;
+  std::pair<int, int> version_;
+  std::vector<int> archs_;
+};
+
+}  // namespace sparsetir

@@ -1,0 +1,176 @@
+"""Compiles every CUDA kernel of the built-in operators without a GPU.
+
+    python -m sparsetir_torch.cuda_check --arch sm_80,sm_90 [--dump DIR] [--quick]
+
+For each kernel the operators can build for the cuda target (every script with a
+cuda recipe, value dtype, index dtype and the feature widths the recipes tell
+apart), and each architecture: NVRTC compiles the generated source to a CUBIN
+for sm_XY and to PTX for compute_XY, and ptxas (from the machine's CUDA
+toolkit, when present) assembles that PTX, which reports registers, spills and
+shared memory. Prints one row per kernel and architecture; exits 1 if any
+compile fails. --dump writes every source (and its PTX) into DIR.
+
+NVRTC comes from torch's CUDA build (the nvidia-cuda-nvrtc wheel); no GPU or
+driver is needed.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Iterator, List, Optional
+
+from . import _C
+from .cuda_runtime import prepare_nvrtc
+
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+INDEX_DTYPES = ("int32", "int64")
+# csrmm: the recipe's lane count changes below 32 (1, 2, ..., 16) and tiles
+# above it; 100 is not a multiple of the tile (guarded lanes).
+CSRMM_WIDTHS = (1, 8, 32, 100, 256)
+# sddmm: a thread per non-zero; the width only sets the serial loop.
+SDDMM_WIDTHS = (1, 64)
+QUICK_WIDTHS = (32,)
+
+
+@dataclass(frozen=True)
+class Variant:
+    script: str  # kernels/<script>.py
+    recipe: str
+    dtype: str
+    index_dtype: str
+    feat: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.script}_{self.dtype}_{self.index_dtype}_k{self.feat}"
+
+
+def variants(quick: bool = False) -> Iterator[Variant]:
+    """Every built-in kernel the cuda target builds (a small subset with quick)."""
+    dtypes = ("float32", "float16") if quick else DTYPES
+    index_dtypes = ("int32",) if quick else INDEX_DTYPES
+    for script in ("csrmm", "csrmm_max", "csrmm_min"):
+        for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else CSRMM_WIDTHS):
+            yield Variant(script, "csrmm", dtype, idtype, feat)
+    for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else SDDMM_WIDTHS):
+        yield Variant("sddmm_dot", "sddmm", dtype, idtype, feat)
+
+
+def cuda_source(v: Variant) -> str:
+    return _C.op_kernel(v.script, v.recipe, v.dtype, v.index_dtype, {"feat_size": v.feat}, "cuda").source
+
+
+@dataclass
+class Row:
+    kernel: str
+    arch: int
+    ok: bool
+    cubin_ms: float = 0.0
+    ptx_ms: float = 0.0
+    registers: Optional[int] = None
+    spills: Optional[int] = None
+    shared: Optional[int] = None
+    error: str = ""
+
+
+def ptxas_report(ptxas: str, ptx: bytes, arch: int) -> dict:
+    """Registers, spilled bytes and shared bytes from `ptxas -v`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.ptx")
+        with open(path, "wb") as f:
+            f.write(ptx)
+        proc = subprocess.run([ptxas, f"-arch=sm_{arch}", "-v", path, "-o", os.path.join(tmp, "kernel.cubin")],
+                              capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ptxas failed:\n{proc.stderr}")
+    text = proc.stderr + proc.stdout
+    registers = re.search(r"Used (\d+) registers", text)
+    spills = re.search(r"(\d+) bytes spill stores", text)
+    shared = re.search(r"(\d+) bytes smem", text)
+    return {"registers": int(registers.group(1)) if registers else None,
+            "spills": int(spills.group(1)) if spills else 0,
+            "shared": int(shared.group(1)) if shared else 0}
+
+
+def check(v: Variant, arch: int, ptxas: Optional[str], dump: Optional[str]) -> Row:
+    row = Row(v.name, arch, ok=False)
+    try:
+        source = cuda_source(v)
+        start = time.perf_counter()
+        cubin = _C.nvrtc_compile(source, v.name + ".cu", arch, True)
+        row.cubin_ms = (time.perf_counter() - start) * 1e3
+        start = time.perf_counter()
+        ptx = _C.nvrtc_compile(source, v.name + ".cu", arch, False)["ptx"]
+        row.ptx_ms = (time.perf_counter() - start) * 1e3
+        if not cubin["cubin"] and not cubin["ptx"]:
+            raise RuntimeError("NVRTC returned no image")
+        if ptxas:
+            report = ptxas_report(ptxas, ptx, arch)
+            row.registers, row.spills, row.shared = report["registers"], report["spills"], report["shared"]
+        if dump:
+            with open(os.path.join(dump, v.name + ".cu"), "w", encoding="utf-8") as f:
+                f.write(source)
+            with open(os.path.join(dump, f"{v.name}.sm_{arch}.ptx"), "wb") as f:
+                f.write(ptx)
+        row.ok = True
+    except Exception as e:  # noqa: BLE001 - every failure is reported in the table
+        row.error = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+    return row
+
+
+def parse_archs(text: str) -> List[int]:
+    archs = []
+    for part in text.split(","):
+        match = re.fullmatch(r"(?:sm_|compute_)?(\d+)", part.strip())
+        if not match:
+            raise SystemExit(f"cuda_check: --arch takes sm_XY values separated by commas, got {part!r}")
+        archs.append(int(match.group(1)))
+    return archs
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sparsetir_torch.cuda_check", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--arch", default="sm_80,sm_90", help="architectures, e.g. sm_80,sm_90")
+    parser.add_argument("--dump", help="write every CUDA source and its PTX into this folder")
+    parser.add_argument("--quick", action="store_true", help="a few kernels only")
+    args = parser.parse_args(argv)
+    archs = parse_archs(args.arch)
+    why = prepare_nvrtc()
+    if why:
+        print(f"cuda_check: NVRTC not available: {why}", file=sys.stderr)
+        return 1
+    info = _C.nvrtc_info()
+    ptxas = shutil.which("ptxas")
+    print(f"NVRTC {info['version'][0]}.{info['version'][1]} ({info['path']}); "
+          f"ptxas: {ptxas or 'not found (registers not reported)'}")
+    if args.dump:
+        os.makedirs(args.dump, exist_ok=True)
+    header = f"{'kernel':<40} {'arch':>6} {'regs':>5} {'spill':>6} {'smem':>6} {'cubin ms':>9} {'ptx ms':>7}  status"
+    print(header)
+    print("-" * len(header))
+    failures = 0
+    for v in variants(args.quick):
+        for arch in archs:
+            r = check(v, arch, ptxas, args.dump)
+            failures += not r.ok
+            regs = "-" if r.registers is None else str(r.registers)
+            spills = "-" if r.spills is None else str(r.spills)
+            shared = "-" if r.shared is None else str(r.shared)
+            status = "ok" if r.ok else f"FAILED: {r.error}"
+            print(f"{r.kernel:<40} {'sm_' + str(r.arch):>6} {regs:>5} {spills:>6} {shared:>6} "
+                  f"{r.cubin_ms:>9.1f} {r.ptx_ms:>7.1f}  {status}", flush=True)
+    total = sum(1 for _ in variants(args.quick)) * len(archs)
+    print(f"{total - failures} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Where the CUDA backend finds NVRTC, and whether CUDA kernels can run here.
+
+The extension links no CUDA library: libnvrtc and libcuda are opened at their
+first use (csrc/compiler/runtime/nvrtc.cc, cuda_driver.cc). torch's CUDA build
+ships NVRTC as an nvidia wheel whose libnvrtc has no RUNPATH, so the C++ side
+is told the wheel's library folders through $SPARSETIR_NVRTC_DIRS, set here at
+import (a value the user set is kept).
+"""
+from __future__ import annotations
+
+import glob
+import os
+from typing import List
+
+from . import _C
+
+
+def nvrtc_dirs() -> List[str]:
+    """Folders of the installed nvidia wheels that hold a libnvrtc."""
+    dirs = []
+    try:
+        import nvidia  # the namespace package of the nvidia-* wheels
+    except ImportError:
+        return dirs
+    for root in getattr(nvidia, "__path__", []):
+        for lib in sorted(glob.glob(os.path.join(root, "*", "lib"))):
+            if glob.glob(os.path.join(lib, "libnvrtc.so*")):
+                dirs.append(lib)
+    return dirs
+
+
+def point_at_nvrtc() -> None:
+    """Tells the C++ loader where the wheels' NVRTC is (unless the user did)."""
+    if "SPARSETIR_NVRTC_DIRS" not in os.environ:
+        os.environ["SPARSETIR_NVRTC_DIRS"] = os.pathsep.join(nvrtc_dirs())
+
+
+def prepare_nvrtc() -> str:
+    """Loads NVRTC; returns why it cannot be loaded ("" when it can)."""
+    point_at_nvrtc()
+    try:
+        _C.nvrtc_info()
+    except Exception as e:  # noqa: BLE001 - the reason is the message
+        return str(e)
+    return ""
+
+
+def cuda_unavailable_reason() -> str:
+    """Why the operators cannot run CUDA kernels in this process ("" if they can):
+    no CUDA device in torch, no driver, or no NVRTC."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    why = _C.cuda_unavailable_reason()
+    return why or prepare_nvrtc()

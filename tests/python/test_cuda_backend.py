@@ -1,0 +1,333 @@
+"""The CUDA backend without a GPU, and on one when present.
+
+1. Code generation: a schedule bound to blockIdx / threadIdx becomes a
+   __global__ kernel with its launch; CPU-only schedules are refused by name.
+2. The SIMT emulator runs the generated CUDA source on CPU tensors: a user's
+   scheduled kernel, and the operators under SPARSETIR_EMULATE_CUDA=1 (every
+   reduce, dtype, index dtype and edge case, against float64 references), with
+   the race check (threads in reverse order) giving the same bits.
+3. NVRTC compiles every operator kernel for sm_80 and sm_90 and ptxas accepts
+   the PTX (python -m sparsetir_torch.cuda_check), in CI.
+4. On a GPU (skipped with the reason without one): the operators on CUDA
+   tensors against the same references, gradients, mixed-device errors.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import sparsetir_torch as st
+from sparsetir_torch import _C
+from conftest import CSR_CASES, REPO_ROOT, TORCH_DTYPES, assert_within_bound, make_csr, read_script, to_tensor
+
+ops = torch.ops.sparsetir
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
+
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+IDTYPES = ("int32", "int64")
+CASES = sorted(c for c in CSR_CASES if c not in ("no_rows",))
+
+
+def gpu_schedule(text, feat=64, rows=4, lanes=32):
+    """The csrmm schedule of the cuda recipe, written with the public primitives."""
+    sch = st.Schedule(text)
+    sch.specialize(feat_size=feat)
+    i, j, k = sch.get_loops("csrmm")
+    i0, i1 = sch.split(i, factors=[None, rows])
+    loops = sch.get_loops("csrmm")
+    sch.reorder([loops[3], loops[2]])
+    loops = sch.get_loops("csrmm")
+    k0, k1 = sch.split(loops[2], factors=[None, lanes])
+    sch.bind(i0, "blockIdx.x")
+    sch.bind(i1, "threadIdx.y")
+    sch.bind(k0, "blockIdx.y")
+    sch.bind(k1, "threadIdx.x")
+    init = sch.get_loops("csrmm_init")
+    ki0, ki1 = sch.split(init[2], factors=[None, lanes])
+    sch.bind(ki0, "blockIdx.y")
+    sch.bind(ki1, "threadIdx.x")
+    sch.cache_write(k1, "C", "local")
+    return sch
+
+
+# --------------------------------------------------------------------------- code generation
+
+
+def test_bound_loops_become_a_global_kernel():
+    kernel = st.compile(gpu_schedule(read_script("csrmm")), target="cuda")
+    src = kernel.source
+    assert 'extern "C" __global__ void sparsetir_kernel(' in src
+    for axis in ("blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y"):
+        assert f"(int32_t){axis}" in src
+    assert "float C_local[1];" in src
+    assert "#include" not in src.split("sparsetir_kernel")[0], "NVRTC has no headers: the prelude includes nothing"
+
+
+def test_parallel_loops_are_refused_for_cuda():
+    sch = st.Schedule(read_script("csrmm"))
+    i, j, k = sch.get_loops("csrmm")
+    sch.parallel(i)
+    with pytest.raises(st.ScheduleError, match="loop 'i' is parallel, a CPU schedule; for the cuda target bind it"):
+        st.compile(sch, target="cuda")
+
+
+def test_thread_bound_loops_are_refused_for_cpu():
+    sch = gpu_schedule(read_script("csrmm"))
+    with pytest.raises(st.ScheduleError, match="bound to blockIdx.x, which only a GPU target has"):
+        st.compile(sch, target="cpu")
+
+
+def test_bound_loop_over_a_ragged_extent_is_refused():
+    sch = st.Schedule(read_script("csrmm"))
+    i, j, k = sch.get_loops("csrmm")
+    sch.bind(j, "threadIdx.x")
+    with pytest.raises(st.ScheduleError, match="has an extent that reads a buffer"):
+        st.compile(sch, target="cuda")
+
+
+def test_unknown_target_is_named():
+    with pytest.raises(ValueError, match="unknown target 'rocm'"):
+        st.compile(read_script("csrmm"), target="rocm")
+
+
+# --------------------------------------------------------------------------- the emulator
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_emulated_user_kernel_matches_float64(dtype, idtype):
+    a = make_csr(37, 29, density=0.2, seed=11, empty_rows=(0, 5, 36), dense_rows=(7,))
+    kernel = st.compile(gpu_schedule(read_script("csrmm", dtype, idtype), feat=40), target="cuda")
+    rng = np.random.default_rng(0)
+    b64 = rng.uniform(-1, 1, size=(a.n, 40))
+    values, b = to_tensor(a.values, dtype), to_tensor(b64, dtype)
+    c = torch.full((a.m, 40), float("nan"), dtype=TORCH_DTYPES[dtype])
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    kernel(a=values, b=b, c=c, indptr=indptr, indices=indices, m=a.m, n=a.n, feat_size=40, nnz=a.nnz)
+    assert _C.emulated_runs() == before + 1
+    sp = a.scipy(values.double().numpy())
+    ref = sp @ b.double().numpy()
+    magnitude = abs(sp) @ np.abs(b.double().numpy())
+    assert_within_bound(c, ref, magnitude, np.diff(a.indptr)[:, None], dtype, "emulated csrmm")
+
+
+def test_emulated_kernel_checks_its_arguments_like_any_kernel():
+    kernel = st.compile(gpu_schedule(read_script("csrmm")), target="cuda")
+    a = make_csr(5, 4, density=0.5, seed=1)
+    indptr, indices = a.torch_structure("int32")
+    bad = indices.clone()
+    if bad.numel():
+        bad[0] = 99
+    with pytest.raises(ValueError, match="outside the valid range"):
+        kernel(a=torch.ones(a.nnz), b=torch.ones(4, 64), c=torch.zeros(5, 64), indptr=indptr, indices=bad,
+               m=5, n=4, feat_size=64, nnz=a.nnz)
+
+
+@pytest.fixture
+def emulate(monkeypatch):
+    monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "1")
+    yield
+
+
+def reference_spmm(a, values, b, reduce):
+    dense = np.zeros((a.m, a.n))
+    rows = np.repeat(np.arange(a.m), np.diff(a.indptr))
+    out = np.zeros((a.m, b.shape[1]))
+    v = values.double().numpy()
+    bd = b.double().numpy()
+    if reduce in ("sum", "mean"):
+        np.add.at(dense, (rows, a.indices), v)
+        out = dense @ bd
+        magnitude = np.abs(dense) @ np.abs(bd)
+        if reduce == "mean":
+            lengths = np.maximum(np.diff(a.indptr), 1)[:, None]
+            out, magnitude = out / lengths, magnitude / lengths
+        return out, magnitude
+    products = v[:, None] * bd[a.indices]
+    fill = -np.inf if reduce == "max" else np.inf
+    out = np.full((a.m, b.shape[1]), fill)
+    (np.maximum if reduce == "max" else np.minimum).at(out, rows, products)
+    out[np.diff(a.indptr) == 0] = 0
+    return out, np.abs(out)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("dtype, idtype", [("float32", "int32"), ("float64", "int64"), ("float16", "int64"),
+                                           ("bfloat16", "int32")])
+def test_emulated_spmm_matches_float64(emulate, case, reduce, dtype, idtype):
+    a = make_csr(seed=3, **CSR_CASES[case])
+    rng = np.random.default_rng(1)
+    values = to_tensor(a.values, dtype)
+    b = to_tensor(rng.uniform(-1, 1, size=(a.n, 37)), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    out = ops.spmm(indptr, indices, values, b, reduce)
+    if a.m:
+        assert _C.emulated_runs() > before, "the CUDA path did not run"
+    ref, magnitude = reference_spmm(a, values, b, reduce)
+    terms = np.maximum(np.diff(a.indptr), 1)[:, None] + (reduce == "mean")
+    assert_within_bound(out, ref, magnitude, terms, dtype, f"emulated spmm {reduce}")
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype, idtype", [("float32", "int64"), ("float64", "int32"), ("bfloat16", "int64")])
+def test_emulated_sddmm_matches_float64(emulate, case, dtype, idtype):
+    a = make_csr(seed=4, **CSR_CASES[case])
+    rng = np.random.default_rng(2)
+    x = to_tensor(rng.uniform(-1, 1, size=(a.m, 19)), dtype)
+    y = to_tensor(rng.uniform(-1, 1, size=(a.n, 19)), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    out = ops.sddmm(indptr, indices, None, x, y)
+    rows = np.repeat(np.arange(a.m), np.diff(a.indptr))
+    xd, yd = x.double().numpy(), y.double().numpy()
+    ref = np.einsum("ek,ek->e", xd[rows], yd[a.indices]) if a.nnz else np.zeros(0)
+    magnitude = np.einsum("ek,ek->e", np.abs(xd[rows]), np.abs(yd[a.indices])) if a.nnz else np.zeros(0)
+    assert_within_bound(out, ref, magnitude, 19, dtype, "emulated sddmm")
+
+
+def test_emulated_spmm_gradients_match_the_cpu_kernels(emulate, monkeypatch):
+    a = make_csr(30, 20, density=0.2, seed=5, empty_rows=(2,), dense_rows=(4,))
+    indptr, indices = a.torch_structure("int32")
+    values = torch.tensor(a.values, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(20, 8, dtype=torch.float64, requires_grad=True)
+    torch.autograd.gradcheck(lambda v, x: ops.spmm(indptr, indices, v, x, "sum"), (values, b))
+    emulated = torch.autograd.grad(ops.spmm(indptr, indices, values, b, "mean").sum(), (values, b))
+    monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "0")
+    cpu = torch.autograd.grad(ops.spmm(indptr, indices, values, b, "mean").sum(), (values, b))
+    for e, c in zip(emulated, cpu):
+        torch.testing.assert_close(e, c)
+
+
+RACE_CHILD = r"""
+import sys, torch
+import sparsetir_torch as st
+torch.manual_seed(0)
+A = (torch.rand(300, 200) < 0.05).float() * torch.randn(300, 200)
+A[7] = torch.randn(200)
+csr = A.to_sparse_csr()
+B = torch.randn(200, 70)
+outs = [torch.ops.sparsetir.spmm(csr.crow_indices(), csr.col_indices(), csr.values(), B, r) for r in
+        ("sum", "mean", "max", "min")]
+outs.append(torch.ops.sparsetir.sddmm(csr.crow_indices(), csr.col_indices(), None, torch.randn(300, 70), B))
+torch.save(outs, sys.argv[1])
+"""
+
+
+def test_race_check_threads_in_reverse_order_give_the_same_bits(tmp_path):
+    results = []
+    for order in ("forward", "reverse"):
+        path = tmp_path / f"{order}.pt"
+        env = dict(os.environ, SPARSETIR_EMULATE_CUDA="1", SPARSETIR_EMULATE_ORDER=order)
+        proc = subprocess.run([sys.executable, "-c", RACE_CHILD, str(path)], env=env, cwd=REPO_ROOT,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        results.append(torch.load(path))
+    for forward, reverse in zip(*results):
+        assert torch.equal(forward, reverse)
+
+
+# --------------------------------------------------------------------------- NVRTC and ptxas, without a GPU
+
+
+def cuda_build_of_torch():
+    return torch.version.cuda is not None
+
+
+@pytest.mark.skipif(not cuda_build_of_torch(), reason="torch is a CPU build: no NVRTC wheel beside it")
+def test_every_operator_kernel_compiles_for_sm80_and_sm90():
+    proc = subprocess.run([sys.executable, "-m", "sparsetir_torch.cuda_check", "--arch", "sm_80,sm_90"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert " 0 failed" in proc.stdout
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("csrmm", "sddmm"))]
+    assert len(rows) >= 2 * 100, f"too few kernels checked:\n{proc.stdout[-2000:]}"
+    if "ptxas: not found" not in proc.stdout:
+        # ptxas reported registers for every kernel, and none spills
+        assert all(row.split()[2].isdigit() for row in rows), proc.stdout[-2000:]
+        assert all(row.split()[3] == "0" for row in rows), "a kernel spills registers"
+
+
+@pytest.mark.skipif(not cuda_build_of_torch(), reason="torch is a CPU build: no NVRTC wheel beside it")
+def test_an_nvrtc_error_carries_the_log():
+    st.cuda_runtime.prepare_nvrtc()
+    with pytest.raises(st.CompileError, match="error"):
+        _C.nvrtc_compile('extern "C" __global__ void broken() { this is not cuda; }', "broken.cu", 90, True)
+
+
+# --------------------------------------------------------------------------- on a GPU
+
+GPU_REASON = st.cuda_unavailable_reason()
+gpu = pytest.mark.skipif(bool(GPU_REASON), reason=f"no GPU: {GPU_REASON}")
+
+
+@gpu
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_gpu_spmm_matches_float64(case, reduce, dtype, idtype):
+    a = make_csr(seed=3, **CSR_CASES[case])
+    rng = np.random.default_rng(1)
+    values = to_tensor(a.values, dtype)
+    b = to_tensor(rng.uniform(-1, 1, size=(a.n, 37)), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    out = ops.spmm(indptr.cuda(), indices.cuda(), values.cuda(), b.cuda(), reduce)
+    assert out.is_cuda
+    ref, magnitude = reference_spmm(a, values, b, reduce)
+    terms = np.maximum(np.diff(a.indptr), 1)[:, None] + (reduce == "mean")
+    assert_within_bound(out.cpu(), ref, magnitude, terms, dtype, f"cuda spmm {reduce}")
+
+
+@gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("idtype", IDTYPES)
+@pytest.mark.parametrize("feat", [1, 32, 100, 256])
+def test_gpu_sddmm_matches_float64(dtype, idtype, feat):
+    a = make_csr(60, 50, density=0.1, seed=8, empty_rows=(0, 59), dense_rows=(3,))
+    rng = np.random.default_rng(3)
+    x = to_tensor(rng.uniform(-1, 1, size=(a.m, feat)), dtype)
+    y = to_tensor(rng.uniform(-1, 1, size=(a.n, feat)), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    out = ops.sddmm(indptr.cuda(), indices.cuda(), None, x.cuda(), y.cuda())
+    rows = np.repeat(np.arange(a.m), np.diff(a.indptr))
+    xd, yd = x.double().numpy(), y.double().numpy()
+    ref = np.einsum("ek,ek->e", xd[rows], yd[a.indices])
+    magnitude = np.einsum("ek,ek->e", np.abs(xd[rows]), np.abs(yd[a.indices]))
+    assert_within_bound(out.cpu(), ref, magnitude, feat, dtype, "cuda sddmm")
+
+
+@gpu
+def test_gpu_spmm_gradients():
+    a = make_csr(30, 20, density=0.2, seed=5, empty_rows=(2,), dense_rows=(4,))
+    indptr, indices = (t.cuda() for t in a.torch_structure("int64"))
+    values = torch.tensor(a.values, dtype=torch.float64, device="cuda", requires_grad=True)
+    b = torch.randn(20, 8, dtype=torch.float64, device="cuda", requires_grad=True)
+    torch.autograd.gradcheck(lambda v, x: ops.spmm(indptr, indices, v, x, "sum"), (values, b))
+
+
+@gpu
+def test_gpu_mixed_devices_are_refused():
+    a = make_csr(5, 4, density=0.5, seed=1)
+    indptr, indices = a.torch_structure("int32")
+    with pytest.raises((ValueError, RuntimeError), match="device|cuda|cpu"):
+        ops.spmm(indptr.cuda(), indices.cuda(), torch.ones(a.nnz), torch.ones(4, 8, device="cuda"))
+
+
+@gpu
+def test_gpu_honours_the_current_stream():
+    a = make_csr(500, 400, density=0.05, seed=2)
+    indptr, indices = (t.cuda() for t in a.torch_structure("int32"))
+    values = torch.tensor(a.values, dtype=torch.float32).cuda()
+    b = torch.randn(400, 64, device="cuda")
+    expected = ops.spmm(indptr, indices, values, b)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        out = ops.spmm(indptr, indices, values, b)
+    stream.synchronize()
+    torch.testing.assert_close(out, expected)
