@@ -131,38 +131,41 @@ class CodegenCudaImpl : public CodegenC {
   // sparsetir_main(args, launcher) for the emulator: args holds the kernel's
   // arguments in parameter order, then the six launch dimensions.
   std::string EmulatorEntry(const PrimFunc& f) {
-    std::ostringstream s;
-    s << "extern \"C\" int32_t " << kEntrySymbol
-      << "(const SparsetirArg* __restrict__ args, const SparsetirLauncher* launcher) {\n";
+    // Built with std::string and std::to_string only (no stream formatting of
+    // integers, which is locale-dependent and differs between the C++
+    // runtimes a host process may have loaded).
     const size_t n = f->params.size();
-    s << "  const sparsetir_uint3 grid = {(unsigned)args[" << n << "].i64, (unsigned)args[" << n + 1
-      << "].i64, (unsigned)args[" << n + 2 << "].i64};\n";
-    s << "  const sparsetir_uint3 block = {(unsigned)args[" << n + 3 << "].i64, (unsigned)args[" << n + 4
-      << "].i64, (unsigned)args[" << n + 5 << "].i64};\n";
-    s << "  auto sparsetir_body = [&](int64_t sparsetir_begin, int64_t sparsetir_end) {\n";
-    s << "    sparsetir_emulate_blocks(grid, block, sparsetir_begin, sparsetir_end, [&] {\n";
-    s << "      " << kCudaKernelSymbol << "(";
+    auto arg = [&](size_t i) { return "args[" + std::to_string(i) + "]"; };
+    std::string s = "extern \"C\" int32_t " + std::string(kEntrySymbol) +
+                    "(const SparsetirArg* __restrict__ args, const SparsetirLauncher* launcher) {\n";
+    s += "  const sparsetir_uint3 grid = {(unsigned)" + arg(n) + ".i64, (unsigned)" + arg(n + 1) + ".i64, (unsigned)" +
+         arg(n + 2) + ".i64};\n";
+    s += "  const sparsetir_uint3 block = {(unsigned)" + arg(n + 3) + ".i64, (unsigned)" + arg(n + 4) +
+         ".i64, (unsigned)" + arg(n + 5) + ".i64};\n";
+    s += "  auto sparsetir_body = [&](int64_t sparsetir_begin, int64_t sparsetir_end) {\n";
+    s += "    sparsetir_emulate_blocks(grid, block, sparsetir_begin, sparsetir_end, [&] {\n";
+    s += "      " + std::string(kCudaKernelSymbol) + "(";
     for (size_t i = 0; i < n; ++i) {
       const Var& p = f->params[i];
-      s << (i ? ",\n          " : "");
+      s += i ? ",\n          " : "";
       if (p->dtype == DataType::kHandle) {
         const BufferNode* bound = nullptr;
         for (const Buffer& b : f->buffers) {
           if (b->kind == BufferKind::kMatch && b->data == p) bound = b.get();
         }
-        s << "(" << BufferStorage(bound) << "*)args[" << i << "].ptr";
+        s += "(" + std::string(BufferStorage(bound)) + "*)" + arg(i) + ".ptr";
       } else {
-        s << "(" << StorageType(p->dtype) << ")args[" << i << "].i64";
+        s += "(" + std::string(StorageType(p->dtype)) + ")" + arg(i) + ".i64";
       }
     }
-    s << ");\n    });\n  };\n";
-    s << "  const int64_t sparsetir_blocks = (int64_t)grid.x * grid.y * grid.z;\n";
-    s << "  launcher->parallel_for(launcher->ctx, 0, sparsetir_blocks, 1, sparsetir_task<decltype(sparsetir_body)>, "
+    s += ");\n    });\n  };\n";
+    s += "  const int64_t sparsetir_blocks = (int64_t)grid.x * grid.y * grid.z;\n";
+    s += "  launcher->parallel_for(launcher->ctx, 0, sparsetir_blocks, 1, sparsetir_task<decltype(sparsetir_body)>, "
          "&sparsetir_body);\n";
-    s << "  return 0;\n}\n";
+    s += "  return 0;\n}\n";
     return std::string(kAbiText) + "\ntemplate <typename F> static void sparsetir_task(void* closure, int64_t begin, "
                                    "int64_t end) {\n  (*static_cast<F*>(closure))(begin, end);\n}\n" +
-           s.str();
+           s;
   }
 
   std::array<std::vector<Expr>, 6> launch_;

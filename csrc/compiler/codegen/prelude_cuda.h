@@ -29,6 +29,20 @@ typedef unsigned long long uint64_t;
 // (round to nearest even, like the GPU's own conversions).
 SPARSETIR_DEVICE float sparsetir_bits_to_float(uint32_t bits) { return __int_as_float((int)bits); }
 SPARSETIR_DEVICE uint32_t sparsetir_float_to_bits(float f) { return (uint32_t)__float_as_int(f); }
+#if defined(__CUDA_ARCH__)
+// On the device, the hardware conversions (one instruction each; bf16 needs
+// sm_80, below which the portable versions further down are used).
+SPARSETIR_DEVICE float sparsetir_half_to_float(uint16_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+SPARSETIR_DEVICE uint16_t sparsetir_float_to_half(float f) {
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+#else
 SPARSETIR_DEVICE float sparsetir_half_to_float(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu, bits;
   if (exponent == 0) {
@@ -65,13 +79,22 @@ SPARSETIR_DEVICE uint16_t sparsetir_float_to_half(float f) {
   if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // may carry into the exponent: correct
   return (uint16_t)half;
 }
+#endif
 SPARSETIR_DEVICE float sparsetir_bf16_to_float(uint16_t h) { return sparsetir_bits_to_float((uint32_t)h << 16); }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+SPARSETIR_DEVICE uint16_t sparsetir_float_to_bf16(float f) {
+  uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+#else
 SPARSETIR_DEVICE uint16_t sparsetir_float_to_bf16(float f) {
   uint32_t x = sparsetir_float_to_bits(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);  // quiet NaN
   x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
   return (uint16_t)(x >> 16);
 }
+#endif
 SPARSETIR_DEVICE float sparsetir_round_half(float f) { return sparsetir_half_to_float(sparsetir_float_to_half(f)); }
 SPARSETIR_DEVICE float sparsetir_round_bf16(float f) { return sparsetir_bf16_to_float(sparsetir_float_to_bf16(f)); }
 
