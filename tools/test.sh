@@ -11,4 +11,9 @@ rm -rf "$SPARSETIR_CACHE_DIR"
 cmake -S . -B build/cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARSETIR_BUILD_TESTS=ON >/dev/null
 cmake --build build/cmake -j "$(nproc)"
 ctest --test-dir build/cmake --output-on-failure -j "$(nproc)"
-python3 -m pytest tests/python -q "$@"
+python3 -m pytest tests/python -q -rs "$@"
+# The CUDA path once more, without a GPU: the operators' numeric and autograd
+# tests with every spmm / sddmm call running the generated CUDA kernels under
+# the SIMT emulator.
+SPARSETIR_EMULATE_CUDA=1 python3 -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py \
+  -q -k "spmm or sddmm" "$@"

@@ -276,12 +276,17 @@ def test_other_ops_mixed_meta_and_cpu_raise(op):
             ops.sparse_attention(IP, IX, meta(_q(2, 4)), _q(3, 4), _q(3, 4))
 
 
+# spmm and sddmm run on CUDA tensors (the CUDA backend); inputs on two devices
+# are refused naming both, and ops without CUDA kernels say so.
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_cuda_inputs_are_rejected():
+def test_mixed_device_inputs_are_rejected():
+    with pytest.raises(ValueError, match=r"sparsetir\.spmm: argument 'indices' is on cpu but 'indptr' is on cuda"):
+        ops.spmm(IP.cuda(), IX, VAL.cuda(), DENSE.cuda())
+    with pytest.raises(ValueError, match=r"sparsetir\.spmm: argument 'values' is on cpu but 'indptr' is on cuda"):
+        ops.spmm(IP.cuda(), IX.cuda(), VAL, DENSE.cuda())
     with pytest.raises((ValueError, RuntimeError), match=r"sparsetir"):
-        ops.spmm(IP, IX, VAL, DENSE.cuda())
-    with pytest.raises((ValueError, RuntimeError), match=r"sparsetir"):
-        ops.spmm(IP.cuda(), IX.cuda(), VAL.cuda(), DENSE.cuda())
+        ops.bsrmm(IP.cuda(), IX.cuda(), torch.ones(3, 2, 2, device="cuda"), torch.ones(6, 4, device="cuda"))
+    torch.testing.assert_close(ops.spmm(IP.cuda(), IX.cuda(), VAL.cuda(), DENSE.cuda()).cpu(), ops.spmm(IP, IX, VAL, DENSE))
     assert_healthy()
 
 

@@ -41,28 +41,20 @@ static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
 
 // Atomics: the host's, as blocks run on several threads.
-static inline float atomicAdd(float* p, float v) {
-  uint32_t* bits = (uint32_t*)p;
-  uint32_t old = __atomic_load_n(bits, __ATOMIC_RELAXED), next;
-  float value;
+// A floating-point add as a compare-and-swap loop on the value's bits.
+template <typename T, typename Bits> static inline T sparsetir_emulated_atomic_add(T* p, T v) {
+  Bits* bits = (Bits*)p;
+  Bits old = __atomic_load_n(bits, __ATOMIC_RELAXED), next;
+  T value;
   do {
-    memcpy(&value, &old, 4);
-    float sum = value + v;
-    memcpy(&next, &sum, 4);
+    memcpy(&value, &old, sizeof(T));
+    T sum = value + v;
+    memcpy(&next, &sum, sizeof(T));
   } while (!__atomic_compare_exchange_n(bits, &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
   return value;
 }
-static inline double atomicAdd(double* p, double v) {
-  uint64_t* bits = (uint64_t*)p;
-  uint64_t old = __atomic_load_n(bits, __ATOMIC_RELAXED), next;
-  double value;
-  do {
-    memcpy(&value, &old, 8);
-    double sum = value + v;
-    memcpy(&next, &sum, 8);
-  } while (!__atomic_compare_exchange_n(bits, &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-  return value;
-}
+static inline float atomicAdd(float* p, float v) { return sparsetir_emulated_atomic_add<float, uint32_t>(p, v); }
+static inline double atomicAdd(double* p, double v) { return sparsetir_emulated_atomic_add<double, uint64_t>(p, v); }
 static inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);

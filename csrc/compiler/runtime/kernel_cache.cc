@@ -92,18 +92,26 @@ std::string Checksum(const std::string& key, const std::string& object) {
   return Sha256Hex("sparsetir kernel " + key + "\n" + object);
 }
 
-// Loads <key>.so if both it and its checksum are trusted files and the
-// checksum matches; nullptr otherwise (the caller rebuilds).
-std::shared_ptr<Module> TryLoad(const std::string& key, const fs::path& object, const fs::path& checksum) {
+// The bytes of a cached object if it and its checksum are trusted files
+// (cache_trust.h) and the checksum matches the key; "" otherwise (the caller
+// rebuilds).
+std::string TrustedObject(const std::string& key, const fs::path& object, const fs::path& checksum) {
   std::error_code ec;
-  if (!fs::exists(fs::symlink_status(object, ec)) && !fs::exists(fs::symlink_status(checksum, ec))) return nullptr;
+  if (!fs::exists(fs::symlink_status(object, ec)) && !fs::exists(fs::symlink_status(checksum, ec))) return "";
   for (const fs::path& file : {object, checksum}) {
     if (std::string why = UntrustedFileReason(file.string()); !why.empty()) {
       Warn("not loading the cached kernel " + file.string() + ": it " + why + "; rebuilding it");
-      return nullptr;
+      return "";
     }
   }
-  if (Checksum(key, ReadFile(object)) != ReadFile(checksum)) return nullptr;
+  std::string content = ReadFile(object);
+  if (content.empty() || Checksum(key, content) != ReadFile(checksum)) return "";
+  return content;
+}
+
+// Loads <key>.so if TrustedObject accepts it; nullptr otherwise.
+std::shared_ptr<Module> TryLoad(const std::string& key, const fs::path& object, const fs::path& checksum) {
+  if (TrustedObject(key, object, checksum).empty()) return nullptr;
   std::string error;
   return Module::Load(object.string(), &error);
 }
@@ -196,25 +204,6 @@ std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source) {
   return module;
 }
 
-namespace {
-
-// A trusted image file whose checksum matches its key; "" otherwise.
-std::string TryReadImage(const std::string& key, const fs::path& image, const fs::path& checksum) {
-  std::error_code ec;
-  if (!fs::exists(fs::symlink_status(image, ec))) return "";
-  for (const fs::path& file : {image, checksum}) {
-    if (std::string why = UntrustedFileReason(file.string()); !why.empty()) {
-      Warn("not loading the cached kernel " + file.string() + ": it " + why + "; rebuilding it");
-      return "";
-    }
-  }
-  std::string content = ReadFile(image);
-  if (content.empty() || Checksum(key, content) != ReadFile(checksum)) return "";
-  return content;
-}
-
-}  // namespace
-
 std::string GetOrBuildCudaImage(const std::string& source, int arch) {
   const Nvrtc& nvrtc = Nvrtc::Get();
   const auto version = nvrtc.version();
@@ -233,7 +222,7 @@ std::string GetOrBuildCudaImage(const std::string& source, int arch) {
   const fs::path image_path = dir / (key + ".cubin");
   const fs::path checksum = dir / (key + ".cubin.sha256");
   FileLock lock((dir / (key + ".lock")).string());
-  std::string image = TryReadImage(key, image_path, checksum);
+  std::string image = TrustedObject(key, image_path, checksum);
   if (!image.empty()) {
     ++GetCacheStats().disk_hits;
   } else {
