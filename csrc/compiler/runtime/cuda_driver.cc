@@ -1,5 +1,6 @@
 #include "runtime/cuda_driver.h"
 
+#include <map>
 #include <mutex>
 
 #include "support/dynamic_library.h"
@@ -17,11 +18,13 @@ constexpr int kComputeCapabilityMajor = 75;
 constexpr int kComputeCapabilityMinor = 76;
 constexpr int kFuncMaxThreadsPerBlock = 0;
 constexpr int kFuncNumRegs = 4;
+constexpr int kFuncMaxDynamicSharedSizeBytes = 8;
 
 struct CudaDriver::Api {
   CUresult (*Init)(unsigned);
   CUresult (*GetErrorName)(CUresult, const char**);
   CUresult (*GetErrorString)(CUresult, const char**);
+  CUresult (*DriverGetVersion)(int*);
   CUresult (*DeviceGetCount)(int*);
   CUresult (*DeviceGet)(CUdevice*, int);
   CUresult (*DeviceGetAttribute)(int*, int, CUdevice);
@@ -33,8 +36,15 @@ struct CudaDriver::Api {
   CUresult (*ModuleUnload)(CUmodule);
   CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*);
   CUresult (*FuncGetAttribute)(int*, int, CUfunction);
+  CUresult (*FuncSetAttribute)(CUfunction, int, int);
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                            void**, void**);
+  // The _v2 entry points: the unsuffixed names are the 32-bit-pointer ABI.
+  CUresult (*MemAlloc)(CUdeviceptr*, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void*, size_t);
+  CUresult (*MemcpyDtoH)(void*, CUdeviceptr, size_t);
+  CUresult (*StreamSynchronize)(CUstream);
 };
 
 namespace {
@@ -61,6 +71,7 @@ const CudaDriver::Api* LoadApi(std::string* why) {
     auto* a = new CudaDriver::Api();
     bool ok = Bind(*lib, "cuInit", &a->Init, &failure) && Bind(*lib, "cuGetErrorName", &a->GetErrorName, &failure) &&
               Bind(*lib, "cuGetErrorString", &a->GetErrorString, &failure) &&
+              Bind(*lib, "cuDriverGetVersion", &a->DriverGetVersion, &failure) &&
               Bind(*lib, "cuDeviceGetCount", &a->DeviceGetCount, &failure) &&
               Bind(*lib, "cuDeviceGet", &a->DeviceGet, &failure) &&
               Bind(*lib, "cuDeviceGetAttribute", &a->DeviceGetAttribute, &failure) &&
@@ -72,10 +83,19 @@ const CudaDriver::Api* LoadApi(std::string* why) {
               Bind(*lib, "cuModuleUnload", &a->ModuleUnload, &failure) &&
               Bind(*lib, "cuModuleGetFunction", &a->ModuleGetFunction, &failure) &&
               Bind(*lib, "cuFuncGetAttribute", &a->FuncGetAttribute, &failure) &&
-              Bind(*lib, "cuLaunchKernel", &a->LaunchKernel, &failure);
+              Bind(*lib, "cuFuncSetAttribute", &a->FuncSetAttribute, &failure) &&
+              Bind(*lib, "cuLaunchKernel", &a->LaunchKernel, &failure) &&
+              Bind(*lib, "cuMemAlloc_v2", &a->MemAlloc, &failure) &&
+              Bind(*lib, "cuMemFree_v2", &a->MemFree, &failure) &&
+              Bind(*lib, "cuMemcpyHtoD_v2", &a->MemcpyHtoD, &failure) &&
+              Bind(*lib, "cuMemcpyDtoH_v2", &a->MemcpyDtoH, &failure) &&
+              Bind(*lib, "cuStreamSynchronize", &a->StreamSynchronize, &failure);
     if (!ok) return;
     if (CUresult r = a->Init(0); r != 0) {
-      failure = "cuInit failed (error " + std::to_string(r) + "): no usable GPU or driver";
+      const char* name = nullptr;
+      a->GetErrorName(r, &name);  // e.g. CUDA_ERROR_NO_DEVICE
+      failure = "cuInit failed (" + (name ? std::string(name) : "error " + std::to_string(r)) +
+                "): no usable GPU or driver";
       return;
     }
     int count = 0;
@@ -128,19 +148,33 @@ std::pair<int, int> CudaDriver::compute_capability(int device) const {
   return {major, minor};
 }
 
+std::pair<int, int> CudaDriver::driver_version() const {
+  int version = 0;  // 1000 * major + 10 * minor
+  Check(api_->DriverGetVersion(&version), "cuDriverGetVersion");
+  return {version / 1000, version % 1000 / 10};
+}
+
 void CudaDriver::MakeCurrent(int device) {
+  CUdevice d;
+  Check(api_->DeviceGet(&d, device), "cuDeviceGet");
   CUcontext current = nullptr;
   Check(api_->CtxGetCurrent(&current), "cuCtxGetCurrent");
   if (current) {
     CUdevice current_device = -1;
-    if (api_->CtxGetDevice(&current_device) == 0 && current_device == device) return;
+    if (api_->CtxGetDevice(&current_device) == 0 && current_device == d) return;
   }
-  CUdevice d;
-  Check(api_->DeviceGet(&d, device), "cuDeviceGet");
-  CUcontext primary = nullptr;
-  // Retained once per device for the life of the process (torch holds it too).
-  Check(api_->DevicePrimaryCtxRetain(&primary, d), "cuDevicePrimaryCtxRetain");
-  Check(api_->CtxSetCurrent(primary), "cuCtxSetCurrent");
+  // Retained once per device and never released, so that calls from many
+  // threads do not pile up references; torch retains the same context.
+  static std::mutex mutex;
+  static std::map<CUdevice, CUcontext> primary;
+  CUcontext context = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(mutex);
+    CUcontext& slot = primary[d];
+    if (!slot) Check(api_->DevicePrimaryCtxRetain(&slot, d), "cuDevicePrimaryCtxRetain");
+    context = slot;
+  }
+  Check(api_->CtxSetCurrent(context), "cuCtxSetCurrent");
 }
 
 void CudaDriver::Launch(CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block,
@@ -160,6 +194,30 @@ int CudaDriver::max_threads_per_block(CUfunction f) const {
   int value = 0;
   Check(api_->FuncGetAttribute(&value, kFuncMaxThreadsPerBlock, f), "cuFuncGetAttribute");
   return value;
+}
+
+void CudaDriver::SetMaxDynamicSharedBytes(CUfunction f, int bytes) const {
+  Check(api_->FuncSetAttribute(f, kFuncMaxDynamicSharedSizeBytes, bytes), "cuFuncSetAttribute");
+}
+
+CUdeviceptr CudaDriver::Allocate(size_t bytes) const {
+  CUdeviceptr pointer = 0;
+  Check(api_->MemAlloc(&pointer, bytes), "cuMemAlloc");
+  return pointer;
+}
+
+void CudaDriver::Free(CUdeviceptr pointer) const { Check(api_->MemFree(pointer), "cuMemFree"); }
+
+void CudaDriver::CopyToDevice(CUdeviceptr dst, const void* src, size_t bytes) const {
+  Check(api_->MemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD");
+}
+
+void CudaDriver::CopyToHost(void* dst, CUdeviceptr src, size_t bytes) const {
+  Check(api_->MemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
+}
+
+void CudaDriver::Synchronize(void* stream) const {
+  Check(api_->StreamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize");
 }
 
 std::shared_ptr<CudaModule> CudaModule::Load(const std::string& image) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@ namespace sparsetir {
 
 typedef struct CUfunc_st* CUfunction;
 typedef struct CUmod_st* CUmodule;
+typedef unsigned long long CUdeviceptr;  // a device address, as in cuda.h
 
 class CudaDriver {
  public:
@@ -27,16 +29,33 @@ class CudaDriver {
   static CudaDriver& Get();
 
   int device_count() const;
+  // The driver's CUDA version, e.g. {13, 0} (cuDriverGetVersion).
+  std::pair<int, int> driver_version() const;
   std::pair<int, int> compute_capability(int device) const;
-  // Makes `device`'s primary context current on this thread.
+  // Makes `device`'s primary context current on this thread, unless the
+  // current context already belongs to it. Each primary context is retained
+  // once and kept for the life of the process.
   void MakeCurrent(int device);
   // Launches `f` (params: the address of each argument) on `stream`
   // (a CUstream; nullptr is the legacy default stream).
   void Launch(CUfunction f, std::array<unsigned, 3> grid, std::array<unsigned, 3> block, unsigned shared_bytes,
               void* stream, void** params) const;
+  // Registers per thread, and the most threads a block of `f` may have.
   int registers(CUfunction f) const;
   int max_threads_per_block(CUfunction f) const;
+  // Lets `f` use more than 48 KiB of dynamic shared memory (the default cap).
+  void SetMaxDynamicSharedBytes(CUfunction f, int bytes) const;
 
+  // Plain device memory in the current context, for tests and tools: torch
+  // owns the memory of real operands.
+  CUdeviceptr Allocate(size_t bytes) const;
+  void Free(CUdeviceptr pointer) const;
+  void CopyToDevice(CUdeviceptr dst, const void* src, size_t bytes) const;
+  void CopyToHost(void* dst, CUdeviceptr src, size_t bytes) const;
+  // Waits for `stream` (a CUstream; nullptr is the legacy default stream).
+  void Synchronize(void* stream) const;
+
+  // The bound driver functions (defined in cuda_driver.cc).
   struct Api;
   const Api& api() const { return *api_; }
   // Throws naming `what` unless `result` is CUDA_SUCCESS.
@@ -47,11 +66,15 @@ class CudaDriver {
   const Api* api_;
 };
 
-// A module (CUBIN or PTX image) loaded into the current context.
+// A module (CUBIN or PTX image) loaded into the current context; unloaded
+// when the last reference goes.
 class CudaModule {
  public:
+  // Loads `image`, a CUBIN or NUL-free PTX text (the driver compiles PTX for
+  // the device); throws a compile UserError with the driver's error.
   static std::shared_ptr<CudaModule> Load(const std::string& image);
   ~CudaModule();
+  // The `extern "C"` kernel `name`; throws when the module has none.
   CUfunction Function(const std::string& name) const;
 
  private:

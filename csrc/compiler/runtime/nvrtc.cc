@@ -44,6 +44,7 @@ std::string MappedNvrtc() {
     size_t slash = line.find('/');
     if (slash == std::string::npos) continue;
     std::string path = line.substr(slash);
+    if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0) continue;  // replaced on disk
     std::string file = fs::path(path).filename().string();
     if (file.rfind("libnvrtc.so", 0) == 0) return path;
   }
@@ -88,6 +89,7 @@ DynamicLibrary* FindNvrtc(std::string* tried) {
     if (auto* lib = DynamicLibrary::Open(mapped, &error)) return lib;
   }
   for (const std::string& dir : SplitPath(std::getenv("SPARSETIR_NVRTC_DIRS"))) {
+    error.clear();
     if (auto* lib = OpenFromDirectory(dir, &error)) return lib;
     *tried += "\n  " + dir + ": no usable libnvrtc" + (error.empty() ? "" : " (" + error + ")");
   }
@@ -176,15 +178,16 @@ NvrtcResult Nvrtc::Compile(const std::string& source, const std::string& name, i
   result.log.resize(size);
   if (size) api_->GetProgramLog(program, result.log.data());
   while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n')) result.log.pop_back();
+  nvrtcResult fetched = 0;  // the first failure of the calls that fetch the output
   if (compiled == 0) {
     if (want_cubin) {
-      api_->GetCUBINSize(program, &size);
-      result.cubin.resize(size);
-      api_->GetCUBIN(program, result.cubin.data());
+      fetched = api_->GetCUBINSize(program, &size);
+      result.cubin.resize(fetched == 0 ? size : 0);
+      if (fetched == 0) fetched = api_->GetCUBIN(program, result.cubin.data());
     } else {
-      api_->GetPTXSize(program, &size);
-      result.ptx.resize(size);
-      api_->GetPTX(program, result.ptx.data());
+      fetched = api_->GetPTXSize(program, &size);
+      result.ptx.resize(fetched == 0 ? size : 0);
+      if (fetched == 0) fetched = api_->GetPTX(program, result.ptx.data());
       while (!result.ptx.empty() && result.ptx.back() == '\0') result.ptx.pop_back();  // the size counts the NUL
     }
   }
@@ -192,6 +195,10 @@ NvrtcResult Nvrtc::Compile(const std::string& source, const std::string& name, i
   if (compiled != 0) {
     throw UserError(UserErrorKind::kCompile, "NVRTC failed to compile " + name + " for " + options[0] + " (" +
                                                  api_->GetErrorString(compiled) + "):\n" + result.log);
+  }
+  if (fetched != 0) {
+    throw UserError(UserErrorKind::kCompile, std::string("NVRTC compiled ") + name + " but its output cannot be read: " +
+                                                 api_->GetErrorString(fetched));
   }
   result.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

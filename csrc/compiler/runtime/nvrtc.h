@@ -31,8 +31,11 @@ class Nvrtc {
   // install when NVRTC cannot be found.
   static const Nvrtc& Get();
 
+  // NVRTC's (major, minor) version, e.g. {13, 0}.
   std::pair<int, int> version() const { return version_; }
+  // The sm_XY numbers it compiles for, ascending, e.g. {75, 80, 86, 89, 90, 100, 120}.
   const std::vector<int>& supported_archs() const { return archs_; }
+  // The library in use (as opened: a full path or a soname).
   const std::string& path() const { return path_; }
 
   // Compiles `source` for sm_<arch> to a CUBIN (want_cubin), or for
