@@ -12,7 +12,7 @@
     overhead    per-call time on a tiny matrix (100 x 100, 500 nnz, K = 16): ops.spmm and st.spmm(csr, B) vs
                 torch.sparse.mm(csr, B)
 
-Matrices for spmm / sddmm: every /work/shared/datasets/*.mtx.gz (pattern matrices get random values in [0.5, 1.5),
+Matrices for spmm / sddmm: every ../shared/datasets/*.mtx.gz (pattern matrices get random values in [0.5, 1.5),
 loaded with bench_spmm's helpers) plus R-MAT graphs with 2^15 and 2^17 nodes, edge factor 16 (bench_spmm.rmat).
 
 Method: torch on --threads (2) threads; our operators use torch's thread pool (the same threads); scipy is

@@ -9,7 +9,7 @@
             structure arrays on every call), op = torch.ops.sparsetir.spmm (the recipe's kernel; validation cached
             per graph, as in training)
 
-Matrices: /work/shared/datasets/*.mtx.gz (pattern matrices get random values in [0.5, 1.5)), R-MAT power-law graphs
+Matrices: ../shared/datasets/*.mtx.gz beside the repository ($SPARSETIR_DATASETS overrides) (pattern matrices get random values in [0.5, 1.5)), R-MAT power-law graphs
 (scale 16 and 17, edge factor 16, a=0.57, b=c=0.19, Graph500-style random vertex relabelling, duplicates removed)
 and a banded matrix (2^17 rows, 33 non-zeros per row). B is uniform in [-1, 1).
 
@@ -52,7 +52,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from baseline.build import SUPPORTED_K, load_spmm_avx512  # noqa: E402
 
-DATASETS = "/work/shared/datasets"
+# The shared datasets beside the repository (../shared/datasets), or the folder
+# named by $SPARSETIR_DATASETS.
+DATASETS = os.environ.get("SPARSETIR_DATASETS",
+                          os.path.normpath(os.path.join(HERE, "..", "..", "shared", "datasets")))
 RESULTS = os.path.join(HERE, "results")
 THREADS = 2
 
