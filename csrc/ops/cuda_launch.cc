@@ -22,15 +22,14 @@ struct Loaded {
   CUfunction function = nullptr;
 };
 
-// One module per (kernel, device), loaded at the kernel's first launch there.
-// Kernels live for the process (the operators' table), so the raw pointer key
-// never dangles; kernels built with st.compile may be freed, and their entry
-// then merely stays (a few kB of device code).
+// One module per (source, device), loaded at the first launch of that code
+// there. Keyed by the source, not by the Kernel object: a kernel built with
+// st.compile may be freed and another built at the same address.
 Loaded& ModuleFor(const Kernel& kernel, int device) {
   static std::mutex mutex;
-  static std::map<std::pair<const Kernel*, int>, Loaded> table;
+  static std::map<std::pair<std::string, int>, Loaded> table;
   std::lock_guard<std::mutex> lock(mutex);
-  Loaded& entry = table[{&kernel, device}];
+  Loaded& entry = table[{kernel.source(), device}];
   if (!entry.module) {
     CudaDriver& driver = CudaDriver::Get();
     driver.MakeCurrent(device);
