@@ -9,6 +9,8 @@ constexpr int64_t kWarp = 32;
 // Threads per block: enough warps to hide a gather's latency, few enough
 // that a block's rows are a small tail on the last block.
 constexpr int64_t kBlockThreads = 128;
+// Non-zeros of a row whose loads a thread issues together (csrmm).
+constexpr int64_t kNonZerosInFlight = 4;
 // Non-zeros per block of the fused sddmm loop.
 constexpr int64_t kSddmmBlock = 128;
 
@@ -39,6 +41,10 @@ void Csrmm(Schedule& sch, int64_t feat) {
   auto k = sch.Split(loops[2], {std::nullopt, lanes});
   sch.Bind(k[0], "blockIdx.y");
   sch.Bind(k[1], "threadIdx.x");
+  // A row's non-zeros in unrolled groups: the gathers of a group are in
+  // flight together instead of one dependent load after another.
+  auto j = sch.Split(sch.GetLoops("csrmm").back(), {std::nullopt, kNonZerosInFlight});
+  sch.Unroll(j[1]);
   auto init = sch.GetLoops("csrmm_init");  // i_0, i_1, k_init
   BindSplit(sch, init[2], lanes, "blockIdx.y", "threadIdx.x");
   sch.CacheWrite(k[1], "C", "local");
