@@ -6,7 +6,10 @@
 
 #include <cstring>
 
+#include "codegen/codegen_c.h"
+#include "codegen/codegen_cuda.h"
 #include "cuda_launch.h"
+#include "lower.h"
 #include "graph_cache.h"
 #include "ir/equal.h"
 #include "kernel_library.h"
@@ -360,6 +363,17 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         return ScheduleForCuda(Parse(ReadKernelScript(script), script + ".py"), recipe, sizes).TraceText();
       },
       "The cuda schedule of a built-in kernel, as a replayable trace.");
+
+  m.def(
+      "generate",
+      [](const PyPrimFunc& f, const std::string& target) {
+        if (target != "cpu" && target != "cuda") {
+          throw UserError(UserErrorKind::kArgument, "unknown target '" + target + "'; use \"cpu\" or \"cuda\"");
+        }
+        PrimFunc lowered = LowerToStageIII(f.func);
+        return target == "cpu" ? CodegenCpu(lowered) : CodegenCuda(lowered).source;
+      },
+      "Lowers to stage III and generates the source for `target`, without compiling it.");
 
   m.def("cache_dir", &CacheDirectory);
   m.def("cache_stats", [] {

@@ -52,7 +52,10 @@ class CodegenCudaImpl : public CodegenC {
       for (const Buffer& b : f->buffers) {
         if (b->kind == BufferKind::kMatch && b->data == p) bound = b.get();
       }
-      ICHECK(bound) << "handle " << p->name << " has no buffer";
+      if (!bound) {  // a handle no buffer reads (a format function's): passed, unused
+        params += "void* " + Name(p.get(), p->name);
+        continue;
+      }
       std::string name = Name(bound, bound->name);
       names_[p.get()] = name;
       params += std::string(BufferStorage(bound)) + "* __restrict__ " + name;
@@ -153,7 +156,7 @@ class CodegenCudaImpl : public CodegenC {
         for (const Buffer& b : f->buffers) {
           if (b->kind == BufferKind::kMatch && b->data == p) bound = b.get();
         }
-        s += "(" + std::string(BufferStorage(bound)) + "*)" + arg(i) + ".ptr";
+        s += "(" + std::string(bound ? BufferStorage(bound) : "void") + "*)" + arg(i) + ".ptr";
       } else {
         s += "(" + std::string(StorageType(p->dtype)) + ")" + arg(i) + ".i64";
       }
