@@ -22,14 +22,15 @@ struct Loaded {
   CUfunction function = nullptr;
 };
 
-// One module per (source, device), loaded at the first launch of that code
-// there. Keyed by the source, not by the Kernel object: a kernel built with
-// st.compile may be freed and another built at the same address.
+// One module per (kernel, device), loaded at the kernel's first launch there.
+// Keyed by Kernel::id(), not by address: a kernel built with st.compile may be
+// freed and another built at the same address. (A freed kernel's entry stays:
+// a few kB of device code.)
 Loaded& ModuleFor(const Kernel& kernel, int device) {
   static std::mutex mutex;
-  static std::map<std::pair<std::string, int>, Loaded> table;
+  static std::map<std::pair<uint64_t, int>, Loaded> table;
   std::lock_guard<std::mutex> lock(mutex);
-  Loaded& entry = table[{kernel.source(), device}];
+  Loaded& entry = table[{kernel.id(), device}];
   if (!entry.module) {
     CudaDriver& driver = CudaDriver::Get();
     driver.MakeCurrent(device);

@@ -75,7 +75,6 @@ class CodegenCudaImpl : public CodegenC {
     out_ << "}\n";
     out_.swap(kernel);
     functions_.push_back(kernel.str());
-    signature_ = params;
   }
 
   void EmitFor(const ForNode* loop) override {
@@ -172,7 +171,6 @@ class CodegenCudaImpl : public CodegenC {
   }
 
   std::array<std::vector<Expr>, 6> launch_;
-  std::string signature_;
 };
 
 }  // namespace

@@ -2,57 +2,22 @@
 // cold compile time of a kernel is dominated by what it includes.
 #pragma once
 
+#include <string>
+
+#include "codegen/prelude_float16.h"
+
 namespace sparsetir {
 
-inline constexpr const char* kCpuPrelude = R"PRELUDE(
+inline const std::string kCpuPrelude = R"PRELUDE(
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
 #include <stdlib.h>
 
-// float16 / bfloat16 are stored as 16-bit patterns and computed in float32.
-static inline float sparsetir_half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu, bits;
-  if (exponent == 0) {
-    if (mantissa == 0) { bits = sign; }
-    else {  // subnormal: normalize
-      exponent = 127 - 15 + 1;
-      while (!(mantissa & 0x400u)) { mantissa <<= 1; --exponent; }
-      bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
-    }
-  } else if (exponent == 31) { bits = sign | 0x7f800000u | (mantissa << 13); }
-  else { bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13); }
-  float f; memcpy(&f, &bits, 4); return f;
-}
-static inline uint16_t sparsetir_float_to_half(float f) {
-  uint32_t x; memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u; int32_t exponent = (int32_t)((x >> 23) & 0xffu) - 127 + 15;
-  uint32_t mantissa = x & 0x7fffffu;
-  if (((x >> 23) & 0xffu) == 0xffu) return (uint16_t)(sign | 0x7c00u | (mantissa ? 0x200u : 0u));
-  if (exponent >= 31) return (uint16_t)(sign | 0x7c00u);
-  if (exponent <= 0) {
-    if (exponent < -10) return (uint16_t)sign;
-    mantissa |= 0x800000u;
-    uint32_t shift = (uint32_t)(14 - exponent), half = mantissa >> shift, rest = mantissa & ((1u << shift) - 1u);
-    uint32_t midpoint = 1u << (shift - 1);
-    if (rest > midpoint || (rest == midpoint && (half & 1u))) ++half;
-    return (uint16_t)(sign | half);
-  }
-  uint32_t half = sign | ((uint32_t)exponent << 10) | (mantissa >> 13), rest = mantissa & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;  // round to nearest even
-  return (uint16_t)half;
-}
-static inline float sparsetir_bf16_to_float(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16; float f; memcpy(&f, &bits, 4); return f;
-}
-static inline uint16_t sparsetir_float_to_bf16(float f) {
-  uint32_t x; memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);  // quiet NaN
-  x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even
-  return (uint16_t)(x >> 16);
-}
-static inline float sparsetir_round_half(float f) { return sparsetir_half_to_float(sparsetir_float_to_half(f)); }
-static inline float sparsetir_round_bf16(float f) { return sparsetir_bf16_to_float(sparsetir_float_to_bf16(f)); }
+#define SPARSETIR_DEVICE static inline
+static inline float sparsetir_bits_to_float(uint32_t bits) { float f; memcpy(&f, &bits, 4); return f; }
+static inline uint32_t sparsetir_float_to_bits(float f) { uint32_t x; memcpy(&x, &f, 4); return x; }
+)PRELUDE" + std::string(kFloat16Conversions) + R"PRELUDE(
 
 // Atomic addition of floating-point values: a compare-and-swap loop on the
 // element's bits (GCC's atomic builtins add integers only). Relaxed order:

@@ -18,7 +18,6 @@ constexpr int kComputeCapabilityMajor = 75;
 constexpr int kComputeCapabilityMinor = 76;
 constexpr int kFuncMaxThreadsPerBlock = 0;
 constexpr int kFuncNumRegs = 4;
-constexpr int kFuncMaxDynamicSharedSizeBytes = 8;
 
 struct CudaDriver::Api {
   CUresult (*Init)(unsigned);
@@ -36,7 +35,6 @@ struct CudaDriver::Api {
   CUresult (*ModuleUnload)(CUmodule);
   CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*);
   CUresult (*FuncGetAttribute)(int*, int, CUfunction);
-  CUresult (*FuncSetAttribute)(CUfunction, int, int);
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                            void**, void**);
   // The _v2 entry points: the unsuffixed names are the 32-bit-pointer ABI.
@@ -83,7 +81,6 @@ const CudaDriver::Api* LoadApi(std::string* why) {
               Bind(*lib, "cuModuleUnload", &a->ModuleUnload, &failure) &&
               Bind(*lib, "cuModuleGetFunction", &a->ModuleGetFunction, &failure) &&
               Bind(*lib, "cuFuncGetAttribute", &a->FuncGetAttribute, &failure) &&
-              Bind(*lib, "cuFuncSetAttribute", &a->FuncSetAttribute, &failure) &&
               Bind(*lib, "cuLaunchKernel", &a->LaunchKernel, &failure) &&
               Bind(*lib, "cuMemAlloc_v2", &a->MemAlloc, &failure) &&
               Bind(*lib, "cuMemFree_v2", &a->MemFree, &failure) &&
@@ -194,10 +191,6 @@ int CudaDriver::max_threads_per_block(CUfunction f) const {
   int value = 0;
   Check(api_->FuncGetAttribute(&value, kFuncMaxThreadsPerBlock, f), "cuFuncGetAttribute");
   return value;
-}
-
-void CudaDriver::SetMaxDynamicSharedBytes(CUfunction f, int bytes) const {
-  Check(api_->FuncSetAttribute(f, kFuncMaxDynamicSharedSizeBytes, bytes), "cuFuncSetAttribute");
 }
 
 CUdeviceptr CudaDriver::Allocate(size_t bytes) const {

@@ -43,8 +43,6 @@ class CudaDriver {
   // Registers per thread, and the most threads a block of `f` may have.
   int registers(CUfunction f) const;
   int max_threads_per_block(CUfunction f) const;
-  // Lets `f` use more than 48 KiB of dynamic shared memory (the default cap).
-  void SetMaxDynamicSharedBytes(CUfunction f, int bytes) const;
 
   // Plain device memory in the current context, for tests and tools: torch
   // owns the memory of real operands.

@@ -103,6 +103,8 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const std::string& targ
   for (const SparseIterator& it : f->iterators) {
     if (IsVaried(it->kind)) kernel->indptr_rules_.push_back({it->indptr, it->nnz});
   }
+  static std::atomic<uint64_t> next_id{1};
+  kernel->id_ = next_id++;
   kernel->target_ = target;
   kernel->lowered_ = LowerToStageIII(f);
   if (target == "cpu") {
@@ -331,12 +333,6 @@ void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* la
   RunUnchecked(packed.data(), launcher);
 }
 
-std::array<int64_t, 6> Kernel::LaunchDims(const std::vector<KernelArg>& args) const {
-  std::vector<SparsetirArg> packed(args.size());
-  for (size_t i = 0; i < args.size(); ++i) packed[i].i64 = args[i].kind == KernelArg::Kind::kInt ? args[i].int_value : 0;
-  return LaunchDims(packed.data());
-}
-
 std::array<int64_t, 6> Kernel::LaunchDims(const SparsetirArg* args) const {
   ICHECK(target_ == "cuda") << "launch dimensions of a " << target_ << " kernel";
   ContractEvaluator eval;
@@ -369,7 +365,7 @@ void Kernel::RunUnchecked(const SparsetirArg* args, const SparsetirLauncher* lau
   if (target_ == "cuda") {
     ++EmulatedRuns();
     std::call_once(emulated_once_, [this] {
-      const_cast<Kernel*>(this)->module_ = GetOrBuildCpuModule(emulated_source_);
+      module_ = GetOrBuildCpuModule(emulated_source_);
     });
     std::array<int64_t, 6> dims = LaunchDims(args);
     if (dims[0] * dims[1] * dims[2] * dims[3] * dims[4] * dims[5] == 0) return;

@@ -54,8 +54,10 @@ class Kernel {
   const std::string& source() const { return source_; }
   // cuda: the launch for these arguments (scalars bound): grid x, y, z, then
   // block x, y, z; a dimension whose extent is not positive is 0 (no work).
-  std::array<int64_t, 6> LaunchDims(const std::vector<KernelArg>& args) const;
   std::array<int64_t, 6> LaunchDims(const SparsetirArg* args) const;
+  // Unique in the process, never reused (a freed kernel's address may be):
+  // what per-kernel tables elsewhere key on.
+  uint64_t id() const { return id_; }
   const PrimFunc& lowered() const { return lowered_; }
   std::vector<std::string> param_names() const;
 
@@ -103,7 +105,9 @@ class Kernel {
   // runs on every call).
   std::map<const BufferNode*, std::pair<Expr, Expr>> domain_;
   std::vector<size_t> structure_params_;
-  std::shared_ptr<Module> module_;  // cpu: the kernel; cuda: the emulated kernel, built at first Run
+  uint64_t id_ = 0;
+  // cpu: the kernel; cuda: the emulated kernel, built at the first Run.
+  mutable std::shared_ptr<Module> module_;
   std::string target_;
   std::array<std::vector<Expr>, 6> launch_;  // cuda
   std::string emulated_source_;               // cuda: emulator header + source + emulator entry
