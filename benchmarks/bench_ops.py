@@ -49,9 +49,11 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bench_spmm as spmm_bench  # noqa: E402
+from bench_common import apply_isa, machine_info, machine_line, output_base  # noqa: E402
 from bench_spmm import ForeignLoad, Matrix, load_datasets, rmat, wait_for_idle  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results")
+MACHINE: dict = {}
 ALL_OPS = ("spmm", "reduce", "sddmm", "bsrmm", "attention", "overhead")
 
 warnings.filterwarnings("ignore", message=".*[Ss]parse.*")  # torch's beta / invariant-check warnings
@@ -504,12 +506,14 @@ def targets() -> List[str]:
 
 def write_csv(path: str) -> None:
     fields = ["op", "matrix", "K", "ours_ms", "peer", "peer_ms", "ratio", "variant", "nnz", "block_sparsity",
-              "ours_min_ms", "peer_min_ms", "ratio_min", "load_pct", "note"]
+              "ours_min_ms", "peer_min_ms", "ratio_min", "load_pct", "note"] + [f"machine_{k}" for k in MACHINE]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         for r in ROWS:
-            w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
+            row = {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()}
+            row.update({f"machine_{k}": v for k, v in MACHINE.items()})
+            w.writerow(row)
 
 
 def plot(path: str) -> bool:
@@ -581,8 +585,16 @@ def main() -> None:
     parser.add_argument("--patience", type=float, default=None,
                         help="total seconds the run may spend waiting for idle and re-measuring "
                              "(default 240, 40 with --quick)")
-    parser.add_argument("--out", default=os.path.join(RESULTS, "ops"), help="output path without extension")
+    parser.add_argument("--isa", default=None,
+                        help="build our kernels for this CPU level (generic, avx2, avx512, ...; default: this CPU's) "
+                             "and restrict MKL to the same level (MKL_ENABLE_INSTRUCTIONS)")
+    parser.add_argument("--out", default=None, help="output path without extension "
+                        "(default: a new folder benchmarks/results/runs/<date-time>/ops)")
+    parser.add_argument("--update-results", action="store_true",
+                        help="write the committed benchmarks/results/ops.{csv,png} instead of a new folder")
     args = parser.parse_args()
+    apply_isa(args.isa)
+    args.out = output_base("ops", args.update_results, args.out)
     wanted = [o.strip() for o in args.ops.split(",") if o.strip()]
     bad = [o for o in wanted if o not in ALL_OPS]
     if bad:
@@ -597,6 +609,10 @@ def main() -> None:
     patience = args.patience if args.patience is not None else (40.0 if args.quick else 240.0)
     spmm_bench._PATIENCE_END = t0 + patience
     so = st._C.__file__
+    global MACHINE
+    MACHINE = machine_info()
+    print(machine_line(MACHINE), file=sys.stderr, flush=True)
+    print(f"expected run time: about {2 if args.quick else 10} minutes", file=sys.stderr, flush=True)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ops {wanted}; K {ks}; "
           f"budget {budget} s, min reps {args.min_reps}; extension {os.path.basename(so)} built "
           f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(os.path.getmtime(so)))}", file=sys.stderr, flush=True)

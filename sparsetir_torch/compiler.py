@@ -109,7 +109,12 @@ _COMPILED_HITS = 0
 def compile(f, target: str = "cpu") -> Kernel:  # noqa: A001 - the public name
     """Lowers a script or PrimFunc to stage III, generates code for ``target``
     and builds it (once per content: kernels are cached in memory and on disk
-    under $SPARSETIR_CACHE_DIR)."""
+    under $SPARSETIR_CACHE_DIR).
+
+    ``target``: "cpu" (this CPU's instruction-set level, or
+    $SPARSETIR_CPU_ISA), "cpu:<level>" ("generic", "avx2", "avx512", "neon",
+    "sve" or an -march alias such as "x86-64-v3"; a level this CPU cannot run
+    compiles but must not be called), or "cuda"."""
     from .schedule import Schedule
 
     if isinstance(f, Schedule):

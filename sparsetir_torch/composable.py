@@ -22,7 +22,7 @@ from .compiler import Kernel, compile, parse
 from .decompose import FormatRewriteRule, compute_part, format_decompose
 from .kernels import kernel_script
 from .ops import ops
-from .recipes import PREFETCH_DISTANCE, vectorize_features
+from .recipes import PREFETCH_DISTANCE, csrmm_plan, vectorize_features
 from .schedule import Schedule
 
 _KERNELS: dict = {}
@@ -64,8 +64,9 @@ def _schedule(dtype: str, idtype: str, feat_size: int, width, mode: str) -> Sche
         sch.specialize(width_ell=width)
     sch.lower_sparse_iter()
     o, i, j, k = sch.get_loops("csrmm_ell")
-    vectorize_features(sch, k, feat_size)
-    if feat_size <= 512:
+    element_bytes = 8 if dtype == "float64" else 4  # 16-bit values accumulate in float32
+    vectorize_features(sch, k, feat_size, element_bytes)
+    if csrmm_plan(feat_size, element_bytes)["output_row_in_registers"]:
         # The ELL row's output row in registers; for an atomic bucket it sums
         # privately and is published with one atomic add per element.
         sch.cache_write(i, "C", "local")

@@ -2,11 +2,14 @@
 
 They encode the method of ARCHITECTURE.md's performance notes: specialize the
 feature width at the first call, keep the output row in SIMD registers, walk
-the feature dimension in 16-lane (64-byte) vectors, and split rows across
-threads by non-zeros.
+the feature dimension in vectors as wide as the CPU's registers, and split rows
+across threads by non-zeros. The rules (lanes per level, unrolling and
+accumulator sets per register file) live once, in the C++ recipes
+(csrc/compiler/recipes/cpu_recipes.cc); this module asks them.
 """
 from __future__ import annotations
 
+from . import _C
 from .compiler import parse
 from .kernels import kernel_script
 from .schedule import Schedule
@@ -15,43 +18,62 @@ from .schedule import Schedule
 PREFETCH_DISTANCE = 32  # non-zeros ahead; ARCHITECTURE.md: 16-64 alike, under 12 too short
 
 
-MAX_UNROLLED_VECTORS = 16  # beyond that, full unrolling runs out of registers
+def cpu_target(isa: str | None = None) -> dict:
+    """The CPU target kernels are built for: this CPU's instruction-set level
+    (detected, or $SPARSETIR_CPU_ISA), or the level `isa` ("generic", "avx2",
+    "avx512", "neon", "sve", or an -march alias such as "x86-64-v3")."""
+    return _C.cpu_target(isa or "")
 
 
-def vector_lanes(feat_size: int) -> int:
-    """The widest vector (at most 16 lanes, 64 bytes of float32) dividing
-    feat_size; 1 when none does (the C++ recipe's VectorLanes)."""
-    lanes = 16
-    while lanes > 1 and (feat_size % lanes or feat_size < lanes):
-        lanes //= 2
-    return lanes
+def runnable_levels() -> list:
+    """The CPU levels this machine executes, best first (the detected level
+    and the x86-64 levels below it)."""
+    detected = _C.cpu_target("")["detected"].split(":")[1].split("+")[0]
+    order = {"avx512": ["avx512", "avx2", "generic"], "avx2": ["avx2", "generic"],
+             "sve": ["sve", "neon"], "neon": ["neon"]}
+    return order.get(detected, [detected])
 
 
-def vectorize_features(sch: Schedule, loop: str, feat_size: int) -> int:
+def vector_lanes(feat_size: int, element_bytes: int = 4, isa: str | None = None) -> int:
+    """The widest vector of `element_bytes`-byte lanes, one register of the
+    target at most, dividing feat_size; 1 when none does."""
+    return _C.vector_lanes(feat_size, element_bytes, isa or "")
+
+
+def csrmm_plan(feat_size: int, element_bytes: int = 4, isa: str | None = None) -> dict:
+    """The C++ recipe's choices for an SpMM row of feat_size elements:
+    vector_lanes, unrolled_vectors, output_row_in_registers, accumulator_sets."""
+    return _C.csrmm_plan(feat_size, element_bytes, isa or "")
+
+
+def vectorize_features(sch: Schedule, loop: str, feat_size: int, element_bytes: int = 4,
+                       isa: str | None = None) -> int:
     """Splits feature loop `loop` into vectors of vector_lanes(feat_size), the
     inner part vectorized and the outer unrolled while that fits the
     registers; returns the lanes (1: left scalar)."""
-    lanes = vector_lanes(feat_size)
+    plan = csrmm_plan(feat_size, element_bytes, isa)
+    lanes = plan["vector_lanes"]
     if lanes > 1:
         outer, inner = sch.split(loop, factors=[None, lanes])
-        if feat_size // lanes <= MAX_UNROLLED_VECTORS:
+        if plan["unrolled_vectors"] > 1:
             sch.unroll(outer)
         sch.vectorize(inner)
     return lanes
 
 
 def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True,
-             prefetch: int | None = PREFETCH_DISTANCE) -> Schedule:
+             prefetch: int | None = PREFETCH_DISTANCE, isa: str | None = None) -> Schedule:
     """The CSR SpMM (kernels/csrmm.py, or `script` with the same loop names)
-    scheduled for a feature width known at the first call (the same steps as
-    the operators' C++ recipe, csrc/compiler/recipes/cpu_recipes.cc)."""
+    scheduled for a feature width known at the first call and the CPU level
+    `isa` (this CPU's by default), with the C++ recipe's plan (csrmm_plan)."""
     sch = Schedule(parse(script if script is not None else kernel_script("csrmm")))
     sch.specialize(feat_size=feat_size)
+    plan = csrmm_plan(feat_size, 4, isa)
     i, j, k = sch.get_loops("csrmm")
-    vectorized = vectorize_features(sch, k, feat_size) > 1
-    if feat_size <= 512:
+    vectorize_features(sch, k, feat_size, 4, isa)
+    if plan["output_row_in_registers"]:
         sch.cache_write(i, "C", "local")
-        if vectorized and feat_size <= 64:
+        if plan["accumulator_sets"] == 2:
             # Two accumulator sets (every other non-zero): hides the FMA
             # latency a single dependent chain per vector leaves exposed.
             _, j_1 = sch.split(j, factors=[None, 2])

@@ -31,7 +31,7 @@ import torch
 from . import _C
 from .ell_formats import scatter_values
 from .ops import ops
-from .recipes import MAX_UNROLLED_VECTORS, vector_lanes
+from .recipes import cpu_target, csrmm_plan
 
 BLOCK_SIZES = (2, 3, 4, 6, 8, 12, 16, 32)
 # A block format must not store more than this many times the non-zeros.
@@ -334,12 +334,10 @@ def choose(A, op: str, K: int, dtype) -> dict:
     return record
 
 
-# The CSR kernel's schedule parameters follow from K and the structure by the
-# cost model of the C++ recipe (csrc/compiler/recipes/cpu_recipes.cc) and of
-# PrefetchPays (csrc/ops/csr_kernels.cc); the vector rule is recipes.py's, and
-# these mirror the recipe's other two constants.
-_MAX_LOCAL_TILE = 8192
-_MAX_TWO_ACCUMULATOR_WIDTH = 64
+# The CSR kernel's schedule parameters follow from K, the CPU level and the
+# structure by the cost model of the C++ recipe (PlanCsrmm in
+# csrc/compiler/recipes/cpu_recipes.cc) and of PrefetchPays
+# (csrc/ops/csr_kernels.cc).
 
 
 def csr_schedule(A, K: int, dtype) -> dict:
@@ -347,13 +345,14 @@ def csr_schedule(A, K: int, dtype) -> dict:
     come from the cost model, not from timing: the alternative measured,
     feature tiles outside the row loop, ran 0.3-0.9x as fast on the dataset
     graphs, and one task per thread with equal non-zeros needs no tuning."""
-    lanes = vector_lanes(K)
-    row_bytes = K * torch.empty((), dtype=dtype).element_size()
+    element_size = torch.empty((), dtype=dtype).element_size()
+    row_bytes = K * element_size
+    target = cpu_target()
+    plan = csrmm_plan(K, 8 if element_size == 8 else 4)  # 16-bit values accumulate in float32
     return {
-        "vector_lanes": lanes,
-        "unrolled_vectors": K // lanes if lanes > 1 and K // lanes <= MAX_UNROLLED_VECTORS else 1,
-        "output_row_in_registers": K <= _MAX_LOCAL_TILE,
-        "accumulator_sets": 2 if lanes > 1 and K <= _MAX_TWO_ACCUMULATOR_WIDTH else 1,
+        "isa": target["target"],
+        "compiler_flags": " ".join(target["compiler_flags"]),
+        **plan,
         "prefetch": bool(A.nnz) and _C.spmm_prefetches(A.indptr, A.indices, A.shape[1], row_bytes),
         "tasks": f"{torch.get_num_threads()} (one per thread, equal non-zeros)",
         "feature_tile": K,

@@ -2,7 +2,10 @@
 # Runs the whole test suite: the C++ core's GoogleTest suite through CMake/ctest
 # (no torch involved), then the Python suite through pytest.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+SPARSETIR_ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$SPARSETIR_ROOT"
+. tools/python_env.sh
+sparsetir_pick_python
 
 # Kernels compiled by the tests go to a private cache, not the user's.
 export SPARSETIR_CACHE_DIR="${SPARSETIR_CACHE_DIR:-$PWD/build/test-kernel-cache}"
@@ -11,9 +14,17 @@ rm -rf "$SPARSETIR_CACHE_DIR"
 cmake -S . -B build/cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARSETIR_BUILD_TESTS=ON >/dev/null
 cmake --build build/cmake -j "$(nproc)"
 ctest --test-dir build/cmake --output-on-failure -j "$(nproc)"
-python3 -m pytest tests/python -q -rs "$@"
+"$PY" -m pytest tests/python -q -rs "$@"
 # The CUDA path once more, without a GPU: the operators' numeric and autograd
 # tests with every spmm / sddmm call running the generated CUDA kernels under
 # the SIMT emulator.
-SPARSETIR_EMULATE_CUDA=1 python3 -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py \
+SPARSETIR_EMULATE_CUDA=1 "$PY" -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py \
   -q -k "spmm or sddmm" "$@"
+# The operators once more at every lower x86-64 level this CPU runs (generic
+# SSE2, and AVX2 on an AVX-512 host): kernels built for that level
+# ($SPARSETIR_CPU_ISA), into a cache of their own.
+for isa in $("$PY" -c "from sparsetir_torch.recipes import runnable_levels; print(' '.join(runnable_levels()[1:]))"); do
+  echo "==> the operator tests with kernels built for $isa"
+  SPARSETIR_CPU_ISA="$isa" SPARSETIR_CACHE_DIR="$SPARSETIR_CACHE_DIR-$isa" \
+    "$PY" -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py -q "$@"
+done

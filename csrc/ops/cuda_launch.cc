@@ -50,7 +50,7 @@ std::string CudaUnavailableReason() {
 }
 
 void LaunchOnDevice(const Kernel& kernel, const SparsetirArg* args, int device) {
-  ICHECK(kernel.target() == "cuda") << "a " << kernel.target() << " kernel launched on a GPU";
+  ICHECK(kernel.target().is_cuda()) << "a " << kernel.target().str() << " kernel launched on a GPU";
   const std::array<int64_t, 6> dims = kernel.LaunchDims(args);
   for (int64_t d : dims) {
     if (d == 0) return;  // an empty grid: nothing to do

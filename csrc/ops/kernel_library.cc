@@ -57,19 +57,23 @@ void ReplaceQuoted(std::string* text, const std::string& from, const std::string
 std::string KeyOf(const KernelRequest& r) {
   std::string key = r.script + "|" + r.recipe + "|" + c10::toString(r.value_dtype) + "|" + c10::toString(r.index_dtype);
   for (const auto& [name, value] : r.sizes) key += "|" + name + "=" + std::to_string(value);
-  return key + (r.prefetch ? "|prefetch" : "") + "|" + r.target;
+  return key + (r.prefetch ? "|prefetch" : "") + "|" + r.target.str();
 }
 
-std::shared_ptr<const OpKernel> Build(const KernelRequest& r) {
+PrimFunc Scheduled(const KernelRequest& r) {
   std::string text = ReadScript(r.script);
   ReplaceQuoted(&text, "float32", ToString(FromTorch(r.value_dtype)));
   ReplaceQuoted(&text, "int32", ToString(FromTorch(r.index_dtype)));
   PrimFunc f = Parse(text, r.script + ".py");
-  if (r.target == "cuda") return std::make_shared<OpKernel>(Kernel::Build(ScheduleForCuda(f, r.recipe, r.sizes).mod(), "cuda"));
+  if (r.target.is_cuda()) return ScheduleForCuda(f, r.recipe, r.sizes).mod();
   RecipeOptions options;
   options.prefetch = r.prefetch;
-  Schedule sch = ScheduleForCpu(f, r.recipe, r.sizes, options);
-  return std::make_shared<OpKernel>(Kernel::Build(sch.mod(), "cpu"));
+  options.target = r.target;
+  return ScheduleForCpu(f, r.recipe, r.sizes, options).mod();
+}
+
+std::shared_ptr<const OpKernel> Build(const KernelRequest& r) {
+  return std::make_shared<OpKernel>(Kernel::Build(Scheduled(r), r.target));
 }
 
 // One table entry: built once under its own mutex, so a slow compile of one
@@ -86,12 +90,14 @@ bool EmulateCuda() {
   return value && std::string(value) == "1";
 }
 
-std::string TargetFor(const at::Tensor& t, const std::string& recipe) {
-  if (t.is_cuda()) return "cuda";
-  return EmulateCuda() && HasCudaRecipe(recipe) ? "cuda" : "cpu";
+Target TargetFor(const at::Tensor& t, const std::string& recipe) {
+  if (t.is_cuda() || (EmulateCuda() && HasCudaRecipe(recipe))) return Target::Cuda();
+  return Target::HostCpu();
 }
 
 std::string ReadKernelScript(const std::string& name) { return ReadScript(name); }
+
+PrimFunc ScheduledOpFunction(const KernelRequest& request) { return Scheduled(request); }
 
 void SetKernelDirectory(const std::string& directory) {
   std::lock_guard<std::mutex> lock(DirectoryMutex());
@@ -130,7 +136,7 @@ KernelCall::KernelCall(const OpKernel& kernel)
 KernelCall& KernelCall::Set(const std::string& param, const at::Tensor& tensor) {
   size_t i = kernel_.slot(param);
   const int device = tensor.is_cuda() ? tensor.device().index() : -1;
-  ICHECK(tensor.is_contiguous() && (tensor.device().is_cpu() || (tensor.is_cuda() && kernel_.kernel().target() == "cuda")))
+  ICHECK(tensor.is_contiguous() && (tensor.device().is_cpu() || (tensor.is_cuda() && kernel_.kernel().target().is_cuda())))
       << "operator passed a bad tensor for " << param;
   ICHECK(!has_tensor_ || device == device_) << "operator passed tensors on two devices";
   has_tensor_ = true;

@@ -31,7 +31,9 @@ struct KernelRequest {
   at::ScalarType index_dtype;
   std::map<std::string, int64_t> sizes;
   bool prefetch = true;  // RecipeOptions::prefetch (cpu)
-  std::string target = "cpu";  // "cpu" or "cuda"
+  // cuda, or the cpu level, by default this CPU's (which raises a ValueError
+  // naming $SPARSETIR_CPU_ISA when that names a level this CPU cannot run).
+  Target target = Target::HostCpu();
 };
 
 // True when SPARSETIR_EMULATE_CUDA=1: operators called on CPU tensors run
@@ -39,10 +41,10 @@ struct KernelRequest {
 // wherever a cuda recipe exists, so the CUDA path is tested without a GPU.
 bool EmulateCuda();
 
-// The target whose kernels run an operator on `t`'s device: "cuda" for CUDA
+// The target whose kernels run an operator on `t`'s device: cuda for CUDA
 // tensors, and for CPU tensors under EmulateCuda() when `recipe` has a cuda
-// schedule; else "cpu".
-std::string TargetFor(const at::Tensor& t, const std::string& recipe);
+// schedule; else this CPU's level (Target::HostCpu()).
+Target TargetFor(const at::Tensor& t, const std::string& recipe);
 
 // A compiled operator kernel and the position of each parameter.
 class OpKernel {
@@ -57,6 +59,10 @@ class OpKernel {
   std::shared_ptr<Kernel> kernel_;
   std::map<std::string, size_t> slots_;
 };
+
+// The scheduled function of `request` (before lowering): what GetOpKernel
+// compiles, for callers that only generate code (cross-compile checks).
+PrimFunc ScheduledOpFunction(const KernelRequest& request);
 
 // The kernel for `request`, compiled on first use (once, even when several
 // threads ask at the same time).

@@ -19,6 +19,7 @@
 #include "output_alloc.h"
 #include "parser/parser.h"
 #include "runtime/kernel.h"
+#include "recipes/cpu_recipes.h"
 #include "recipes/cuda_recipes.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/nvrtc.h"
@@ -146,7 +147,7 @@ void RunKernel(const std::shared_ptr<Kernel>& kernel, const py::list& values) {
   args.reserve(values.size());
   for (const py::handle& v : values) args.push_back(ToKernelArg(v));
   std::vector<at::Tensor> tensors = TensorsOf(values);
-  if (kernel->target() == "cuda") {
+  if (kernel->target().is_cuda()) {
     for (const at::Tensor& t : tensors) {
       if (t.defined() && t.is_cuda()) return RunOnDevice(*kernel, args, tensors, t.device().index());
     }
@@ -163,6 +164,21 @@ void RunKernel(const std::shared_ptr<Kernel>& kernel, const py::list& values) {
   if (memo && !validated) RememberValidated(kernel, structure, scalars);
   kernel->Run(args, &launcher, /*check=*/false);
   BumpWrittenVersions(*kernel, tensors);
+}
+
+// A KernelRequest from the names Python passes.
+KernelRequest OpRequest(const std::string& script, const std::string& recipe, const std::string& value_dtype,
+                        const std::string& index_dtype, const std::map<std::string, int64_t>& sizes,
+                        const std::string& target) {
+  auto dtype = [](const std::string& name) {
+    static const std::map<std::string, at::ScalarType> types = {
+        {"float32", at::kFloat}, {"float64", at::kDouble}, {"float16", at::kHalf},
+        {"bfloat16", at::kBFloat16}, {"int32", at::kInt}, {"int64", at::kLong}};
+    auto found = types.find(name);
+    if (found == types.end()) throw UserError(UserErrorKind::kArgument, "unknown dtype '" + name + "'");
+    return found->second;
+  };
+  return KernelRequest{script, recipe, dtype(value_dtype), dtype(index_dtype), sizes, true, Target::Parse(target)};
 }
 
 }  // namespace
@@ -259,14 +275,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def_property_readonly("name", &Kernel::name)
       .def_property_readonly("source", &Kernel::source)
       .def_property_readonly("param_names", &Kernel::param_names)
+      .def_property_readonly("target", [](const Kernel& k) { return k.target().str(); })
       .def_property_readonly("lowered", [](const Kernel& k) { return PyPrimFunc{k.lowered()}; })
       .def("run", &RunKernel, "Runs with arguments in parameter order.");
 
   m.def(
       "build",
       [](const PyPrimFunc& f, const std::string& target) {
+        Target parsed = Target::Parse(target);
         py::gil_scoped_release release;
-        return Kernel::Build(f.func, target);
+        return Kernel::Build(f.func, parsed);
       },
       py::arg("func"), py::arg("target") = "cpu");
 
@@ -345,18 +363,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "op_kernel",
       [](const std::string& script, const std::string& recipe, const std::string& value_dtype,
          const std::string& index_dtype, const std::map<std::string, int64_t>& sizes, const std::string& target) {
-        auto dtype = [](const std::string& name) {
-          static const std::map<std::string, at::ScalarType> types = {
-              {"float32", at::kFloat}, {"float64", at::kDouble}, {"float16", at::kHalf},
-              {"bfloat16", at::kBFloat16}, {"int32", at::kInt}, {"int64", at::kLong}};
-          auto found = types.find(name);
-          if (found == types.end()) throw UserError(UserErrorKind::kArgument, "unknown dtype '" + name + "'");
-          return found->second;
-        };
-        KernelRequest request{script, recipe, dtype(value_dtype), dtype(index_dtype), sizes, true, target};
-        return GetOpKernel(request)->shared();
+        return GetOpKernel(OpRequest(script, recipe, value_dtype, index_dtype, sizes, target))->shared();
       },
       "The built-in operator kernel for a request (as the operators build it).");
+  m.def(
+      "op_kernel_source",
+      [](const std::string& script, const std::string& recipe, const std::string& value_dtype,
+         const std::string& index_dtype, const std::map<std::string, int64_t>& sizes, const std::string& target) {
+        const KernelRequest request = OpRequest(script, recipe, value_dtype, index_dtype, sizes, target);
+        PrimFunc lowered = LowerToStageIII(ScheduledOpFunction(request));
+        return request.target.is_cpu() ? CodegenCpu(lowered) : CodegenCuda(lowered).source;
+      },
+      "The generated source of a built-in operator kernel for any target, without compiling it.");
+
   m.def(
       "cuda_recipe_trace",
       [](const std::string& script, const std::string& recipe, const std::map<std::string, int64_t>& sizes) {
@@ -367,14 +386,50 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "generate",
       [](const PyPrimFunc& f, const std::string& target) {
-        if (target != "cpu" && target != "cuda") {
-          throw UserError(UserErrorKind::kArgument, "unknown target '" + target + "'; use \"cpu\" or \"cuda\"");
-        }
+        const Target parsed = Target::Parse(target);
         PrimFunc lowered = LowerToStageIII(f.func);
-        return target == "cpu" ? CodegenCpu(lowered) : CodegenCuda(lowered).source;
+        return parsed.is_cpu() ? CodegenCpu(lowered) : CodegenCuda(lowered).source;
       },
       "Lowers to stage III and generates the source for `target`, without compiling it.");
 
+  m.def(
+      "cpu_target",
+      [](const std::string& isa) {
+        const Target t = isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa);
+        py::dict out;
+        out["target"] = t.str();
+        out["isa"] = t.arch;
+        out["features"] = t.features;
+        out["vector_bytes"] = t.vector_bytes();
+        out["vector_registers"] = t.vector_registers();
+        out["compiler_flags"] = t.CompilerFlags();
+        out["detected"] = Target::DetectedCpu().str();
+        return out;
+      },
+      py::arg("isa") = "",
+      "The cpu target kernels are built for (this CPU's level, or $SPARSETIR_CPU_ISA), or the level `isa`.");
+  m.def("cpu_levels", &CpuLevels, "The cpu instruction-set levels the compiler knows.");
+  m.def(
+      "csrmm_plan",
+      [](int64_t feat, int64_t element_bytes, const std::string& isa) {
+        const Target t = isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa);
+        const CsrmmPlan plan = PlanCsrmm(feat, element_bytes, t);
+        py::dict out;
+        out["vector_lanes"] = plan.vector_lanes;
+        out["unrolled_vectors"] = plan.unrolled_vectors;
+        out["output_row_in_registers"] = plan.output_row_local;
+        out["accumulator_sets"] = plan.accumulator_sets;
+        return out;
+      },
+      py::arg("feat"), py::arg("element_bytes"), py::arg("isa") = "",
+      "What the cpu recipe chooses for an SpMM row of `feat` elements (lanes, unrolling, accumulators).");
+  m.def(
+      "vector_lanes",
+      [](int64_t extent, int64_t element_bytes, const std::string& isa) {
+        return VectorLanes(extent, element_bytes, isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa));
+      },
+      py::arg("extent"), py::arg("element_bytes") = 4, py::arg("isa") = "",
+      "The widest vector the cpu recipes split `extent` into on the target.");
   m.def("cache_dir", &CacheDirectory);
   m.def("cache_stats", [] {
     CacheStats& s = GetCacheStats();

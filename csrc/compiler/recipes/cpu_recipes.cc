@@ -5,28 +5,34 @@
 namespace sparsetir {
 namespace {
 
-// Unrolling more than this many vectors of a row runs out of SIMD registers.
-constexpr int64_t kMaxUnrolledVectors = 16;
 // Largest local output tile (elements) kept on the stack by cache_write.
 constexpr int64_t kMaxLocalTile = 8192;
 
+// The bytes of one lane when `buffer` of `f` is computed in vectors: 16-bit
+// values accumulate in float32 (the code generator widens them), so they take
+// 4 bytes like float32.
+int64_t ElementBytes(const PrimFunc& f, const std::string& buffer) {
+  for (const Buffer& b : f->buffers) {
+    if (b->name == buffer) return BytesOf(b->dtype) == 8 ? 8 : 4;
+  }
+  ICHECK(false) << "recipe needs the buffer '" << buffer << "' in " << f->name;
+  return 4;
+}
+
 // Splits `loop` (extent `extent`) into vectors: the inner loop vectorized, the
-// outer one unrolled when it is short. Returns false when no vector fits.
-bool VectorizeInner(Schedule& sch, const std::string& loop, int64_t extent) {
-  int64_t lanes = VectorLanes(extent);
+// outer one unrolled when its vectors fit the registers. Returns false when no
+// vector fits.
+bool VectorizeInner(Schedule& sch, const std::string& loop, int64_t extent, int64_t element_bytes,
+                    const Target& target) {
+  int64_t lanes = VectorLanes(extent, element_bytes, target);
   if (lanes <= 1) return false;
   auto parts = sch.Split(loop, {std::nullopt, lanes});
-  if (extent / lanes <= kMaxUnrolledVectors) sch.Unroll(parts[0]);
+  if (extent / lanes <= RegisterBudgetOf(target).max_unrolled_vectors) sch.Unroll(parts[0]);
   sch.Vectorize(parts[1]);
   return true;
 }
 
 void RowsInParallel(Schedule& sch, const std::string& block) { sch.Parallel(sch.GetLoops(block)[0]); }
-
-// Up to this width a row's accumulators fit twice in the SIMD registers, and
-// a single set leaves the FMA latency exposed (one dependent FMA chain per
-// vector and non-zero): two sets, each taking every other non-zero, hide it.
-constexpr int64_t kMaxTwoAccumulatorWidth = 64;
 
 // How many non-zeros ahead the dense rows they gather are prefetched
 // (ARCHITECTURE.md: 16 to 64 measure alike; under 12 is too late when the
@@ -42,13 +48,14 @@ void PrefetchGather(Schedule& sch, const std::string& j, const std::string& buff
 }
 
 // csrmm / csrmm_max / csrmm_min: loops i, j, k.
-void Csrmm(Schedule& sch, int64_t feat, const RecipeOptions& options) {
+void Csrmm(Schedule& sch, int64_t feat, int64_t element_bytes, const RecipeOptions& options) {
+  const CsrmmPlan plan = PlanCsrmm(feat, element_bytes, options.target);
   auto loops = sch.GetLoops("csrmm");
   std::string j = loops[1];
-  bool vectorized = VectorizeInner(sch, loops[2], feat);
-  if (feat <= kMaxLocalTile) {
+  VectorizeInner(sch, loops[2], feat, element_bytes, options.target);
+  if (plan.output_row_local) {
     sch.CacheWrite(loops[0], "C", "local");
-    if (vectorized && feat <= kMaxTwoAccumulatorWidth) {
+    if (plan.accumulator_sets == 2) {
       auto halves = sch.Split(loops[1], {std::nullopt, 2});
       sch.RFactor(halves[1]);
       sch.Unroll(halves[1]);
@@ -63,20 +70,21 @@ void Csrmm(Schedule& sch, int64_t feat, const RecipeOptions& options) {
 // loop `j`: the accumulator lives in a register (cache_write), and the
 // reduction is factored into vector lanes (rfactor) so it runs as independent
 // SIMD FMAs with one horizontal sum at the end.
-void VectorDot(Schedule& sch, const std::string& j, const std::string& k, const std::string& buffer, int64_t extent) {
+void VectorDot(Schedule& sch, const std::string& j, const std::string& k, const std::string& buffer, int64_t extent,
+               int64_t element_bytes, const Target& target) {
   sch.CacheWrite(j, buffer, "local");
-  int64_t lanes = VectorLanes(extent);
+  int64_t lanes = VectorLanes(extent, element_bytes, target);
   if (lanes <= 1) return;
   auto parts = sch.Split(k, {std::nullopt, lanes});
   sch.RFactor(parts[1]);
   sch.Vectorize(parts[1]);
-  if (extent / lanes <= kMaxUnrolledVectors) sch.Unroll(parts[0]);
+  if (extent / lanes <= RegisterBudgetOf(target).max_unrolled_vectors) sch.Unroll(parts[0]);
 }
 
 // sddmm_dot: loops i, j, k; k is the reduction.
-void Sddmm(Schedule& sch, int64_t feat, const RecipeOptions& options) {
+void Sddmm(Schedule& sch, int64_t feat, int64_t element_bytes, const RecipeOptions& options) {
   auto loops = sch.GetLoops("sddmm");
-  VectorDot(sch, loops[1], loops[2], "O", feat);
+  VectorDot(sch, loops[1], loops[2], "O", feat, element_bytes, options.target);
   PrefetchGather(sch, loops[1], "Y", options);
   sch.Parallel(loops[0]);
 }
@@ -84,23 +92,23 @@ void Sddmm(Schedule& sch, int64_t feat, const RecipeOptions& options) {
 constexpr const char* kSoftmaxBlocks[] = {"scores", "row_max", "row_exp", "row_sum", "row_div"};
 
 // The scores of attention (q_i . k_j): a dot product per non-zero.
-void AttentionScores(Schedule& sch, int64_t head_dim, const RecipeOptions& options) {
+void AttentionScores(Schedule& sch, int64_t head_dim, int64_t element_bytes, const RecipeOptions& options) {
   auto scores = sch.GetLoops("scores");
-  VectorDot(sch, scores[1], scores[2], "P", head_dim);
+  VectorDot(sch, scores[1], scores[2], "P", head_dim, element_bytes, options.target);
   PrefetchGather(sch, scores[1], "K", options);
 }
 
 // The scores and softmax iterations of attention (q_i . k_j, then the row's
 // max, exp, sum and division), each parallel over rows.
-void AttentionProbs(Schedule& sch, int64_t head_dim, const RecipeOptions& options) {
-  AttentionScores(sch, head_dim, options);
+void AttentionProbs(Schedule& sch, int64_t head_dim, int64_t element_bytes, const RecipeOptions& options) {
+  AttentionScores(sch, head_dim, element_bytes, options);
   for (const char* block : kSoftmaxBlocks) RowsInParallel(sch, block);
 }
 
 // bsrmm: loops i, j, bi, bj, f; the block row's output tile stays local.
-void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat) {
+void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat, int64_t element_bytes, const Target& target) {
   auto loops = sch.GetLoops("bsrmm");
-  VectorizeInner(sch, loops[4], feat);
+  VectorizeInner(sch, loops[4], feat, element_bytes, target);
   if (block_h * feat <= kMaxLocalTile) sch.CacheWrite(loops[0], "C", "local");
   sch.Parallel(loops[0]);
 }
@@ -110,10 +118,11 @@ void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat) {
 // one, sch.merge, measured no faster at L = 4096: a row then gathers key and
 // value rows alike, 2 MB that no longer fit one core's L2, which costs what
 // keeping the row's probabilities in L1 saves.)
-void SparseAttention(Schedule& sch, int64_t head_dim, int64_t value_dim, const RecipeOptions& options) {
-  AttentionProbs(sch, head_dim, options);
+void SparseAttention(Schedule& sch, int64_t head_dim, int64_t value_dim, int64_t element_bytes,
+                     const RecipeOptions& options) {
+  AttentionProbs(sch, head_dim, element_bytes, options);
   auto loops = sch.GetLoops("weighted_sum");
-  VectorizeInner(sch, loops[2], value_dim);
+  VectorizeInner(sch, loops[2], value_dim, element_bytes, options.target);
   if (value_dim <= kMaxLocalTile) sch.CacheWrite(loops[0], "O", "local");
   PrefetchGather(sch, loops[1], "V", options);
   sch.Parallel(loops[0]);
@@ -132,26 +141,48 @@ int64_t Size(const std::map<std::string, int64_t>& sizes, const char* name) {
 
 }  // namespace
 
-int64_t VectorLanes(int64_t extent) {
-  int64_t lanes = 16;
+int64_t VectorLanes(int64_t extent, int64_t element_bytes, const Target& target) {
+  int64_t lanes = target.max_lanes(element_bytes);
   while (lanes > 1 && (extent % lanes != 0 || extent < lanes)) lanes /= 2;
   return lanes;
+}
+
+RegisterBudget RegisterBudgetOf(const Target& target) {
+  // Half the register file for a row's unrolled vectors leaves the other half
+  // for the gathered rows, the broadcast value and addresses. Two sets of
+  // accumulators (each taking every other non-zero) hide the FMA latency that
+  // one dependent chain per vector leaves exposed; they pay while both sets
+  // hold at most four vectors, a quarter of a 32-register file.
+  const int64_t registers = target.vector_registers();
+  return {registers / 2, registers / 8};
+}
+
+CsrmmPlan PlanCsrmm(int64_t feat, int64_t element_bytes, const Target& target) {
+  CsrmmPlan plan;
+  plan.vector_lanes = VectorLanes(feat, element_bytes, target);
+  const int64_t vectors = plan.vector_lanes > 1 ? feat / plan.vector_lanes : 0;
+  const RegisterBudget budget = RegisterBudgetOf(target);
+  plan.unrolled_vectors = vectors > 0 && vectors <= budget.max_unrolled_vectors ? vectors : 1;
+  plan.output_row_local = feat <= kMaxLocalTile;
+  plan.accumulator_sets = plan.output_row_local && vectors > 0 && vectors <= budget.max_two_accumulator_vectors ? 2 : 1;
+  return plan;
 }
 
 Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes,
                         const RecipeOptions& options) {
   Schedule sch(f);
   sch.Specialize(sizes);
+  ICHECK(options.target.is_cpu()) << "a cpu recipe for a " << options.target.str() << " target";
   if (recipe == "csrmm") {
-    Csrmm(sch, Size(sizes, "feat_size"), options);
+    Csrmm(sch, Size(sizes, "feat_size"), ElementBytes(f, "C"), options);
   } else if (recipe == "sddmm") {
-    Sddmm(sch, Size(sizes, "feat_size"), options);
+    Sddmm(sch, Size(sizes, "feat_size"), ElementBytes(f, "O"), options);
   } else if (recipe == "bsrmm") {
-    Bsrmm(sch, Size(sizes, "block_h"), Size(sizes, "feat_size"));
+    Bsrmm(sch, Size(sizes, "block_h"), Size(sizes, "feat_size"), ElementBytes(f, "C"), options.target);
   } else if (recipe == "sparse_attention") {
-    SparseAttention(sch, Size(sizes, "head_dim"), Size(sizes, "value_dim"), options);
+    SparseAttention(sch, Size(sizes, "head_dim"), Size(sizes, "value_dim"), ElementBytes(f, "O"), options);
   } else if (recipe == "attention_probs") {
-    AttentionProbs(sch, Size(sizes, "head_dim"), options);
+    AttentionProbs(sch, Size(sizes, "head_dim"), ElementBytes(f, "P"), options);
   } else if (recipe == "attention_grad_scores") {
     AttentionGradScores(sch);
   } else {

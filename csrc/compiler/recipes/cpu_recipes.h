@@ -3,9 +3,11 @@
 //
 // They follow ARCHITECTURE.md's performance method: specialize the feature
 // width, keep the output row in SIMD registers (cache_write to a local
-// buffer), walk the feature dimension in 16-lane vectors, and split rows
-// across threads by non-zeros (the codegen balances a parallel loop over CSR
-// rows by nnz).
+// buffer), walk the feature dimension in vectors as wide as the target's
+// registers (16 float32 lanes on AVX-512, 8 on AVX2, 4 on SSE2 and NEON),
+// unroll and duplicate accumulators only as far as its register file holds
+// them, and split rows across threads by non-zeros (the codegen balances a
+// parallel loop over CSR rows by nnz).
 #pragma once
 
 #include <cstdint>
@@ -13,11 +15,15 @@
 #include <string>
 
 #include "schedule/schedule.h"
+#include "target.h"
 
 namespace sparsetir {
 
 // Choices a caller makes per call site (the graph decides them, not the kernel).
 struct RecipeOptions {
+  // The cpu target whose registers size the vectors and tiles (the
+  // operators pass Target::HostCpu()).
+  Target target;
   // Software prefetch of the gathered dense rows some non-zeros ahead: pays
   // when those rows come from beyond L2, costs instructions when they are
   // cached anyway (a small or a banded operand).
@@ -31,7 +37,27 @@ struct RecipeOptions {
 Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes,
                         const RecipeOptions& options = {});
 
-// The widest vector (at most 16 lanes) that divides `extent`; 1 if none.
-int64_t VectorLanes(int64_t extent);
+// The widest vector of `element_bytes`-byte lanes, at most one of `target`'s
+// registers, that divides `extent`; 1 if none.
+int64_t VectorLanes(int64_t extent, int64_t element_bytes, const Target& target);
+
+// The register budget of a recipe on `target`, in vectors: how many vectors
+// of a row are unrolled, and up to how many a row may have for two
+// accumulator sets to fit.
+struct RegisterBudget {
+  int64_t max_unrolled_vectors;
+  int64_t max_two_accumulator_vectors;
+};
+RegisterBudget RegisterBudgetOf(const Target& target);
+
+// What ScheduleForCpu chooses for an SpMM row of `feat` elements of
+// `element_bytes` bytes on `target` (st.explain prints it).
+struct CsrmmPlan {
+  int64_t vector_lanes;       // 1: scalar
+  int64_t unrolled_vectors;   // 1: the vector loop is not unrolled
+  bool output_row_local;      // cache_write of the output row
+  int64_t accumulator_sets;   // 1 or 2
+};
+CsrmmPlan PlanCsrmm(int64_t feat, int64_t element_bytes, const Target& target);
 
 }  // namespace sparsetir

@@ -18,9 +18,9 @@ CpuCompiler::CpuCompiler() {
     path_ = FindProgram(candidate);
     if (!path_.empty()) break;
   }
-  // -march=native: kernels are built on the machine that runs them, so they may
-  // use every vector extension it has (AVX-512 where present).
-  flags_ = {"-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-fno-plt", "-w"};
+  // No -march here: the target adds its level's (Target::CompilerFlags), so
+  // that a kernel uses exactly the extensions its cache key names.
+  flags_ = {"-std=c++17", "-O3", "-fPIC", "-shared", "-fno-math-errno", "-fno-plt", "-w"};
   if (path_.empty()) return;
   // The resolved binary's path, size and modification time identify it: an
   // upgrade changes them. (Asking `--version` would cost a process spawn on
@@ -44,9 +44,11 @@ const CpuCompiler& CpuCompiler::Get() {
   return instance;
 }
 
-void CpuCompiler::CompileShared(const std::string& source_path, const std::string& output_path) const {
+void CpuCompiler::CompileShared(const std::string& source_path, const std::string& output_path,
+                                const Target& target) const {
   std::vector<std::string> argv = {path_};
   argv.insert(argv.end(), flags_.begin(), flags_.end());
+  for (const std::string& flag : target.CompilerFlags()) argv.push_back(flag);
   argv.insert(argv.end(), {source_path, "-o", output_path});
   ProcessResult result = RunProcess(argv);
   if (result.exit_code != 0) {

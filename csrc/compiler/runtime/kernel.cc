@@ -92,10 +92,7 @@ struct HandleBinding {
 
 }  // namespace
 
-std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const std::string& target) {
-  if (target != "cpu" && target != "cuda") {
-    throw UserError(UserErrorKind::kArgument, "unknown target '" + target + "'; use \"cpu\" or \"cuda\"");
-  }
+std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const Target& target) {
   auto kernel = std::shared_ptr<Kernel>(new Kernel());
   kernel->name_ = f->name;
   // Stage-I and stage-II functions list their iterators (stage III has none,
@@ -107,9 +104,9 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const std::string& targ
   kernel->id_ = next_id++;
   kernel->target_ = target;
   kernel->lowered_ = LowerToStageIII(f);
-  if (target == "cpu") {
+  if (target.is_cpu()) {
     kernel->source_ = CodegenCpu(kernel->lowered_);
-    kernel->module_ = GetOrBuildCpuModule(kernel->source_);
+    kernel->module_ = GetOrBuildCpuModule(kernel->source_, target);
   } else {
     CudaSource cuda = CodegenCuda(kernel->lowered_);
     kernel->source_ = cuda.source;
@@ -229,10 +226,10 @@ void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
     size_t i = index_of.at(b->data.get());
     const KernelArg& a = args[i];
     const std::string where = name_ + "(): argument '" + params[i]->name + "'";
-    if (target_ == "cpu" && a.device != "cpu") {
+    if (target_.is_cpu() && a.device != "cpu") {
       ThrowArgumentError(where + " is on " + a.device + " but the kernel was compiled for cpu");
     }
-    if (target_ == "cuda" && a.device != "cpu" && a.device.rfind("cuda", 0) != 0) {
+    if (target_.is_cuda() && a.device != "cpu" && a.device.rfind("cuda", 0) != 0) {
       ThrowArgumentError(where + " is on " + a.device + "; a cuda kernel takes CUDA tensors (or CPU tensors, run "
                          "under the SIMT emulator)");
     }
@@ -334,7 +331,7 @@ void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* la
 }
 
 std::array<int64_t, 6> Kernel::LaunchDims(const SparsetirArg* args) const {
-  ICHECK(target_ == "cuda") << "launch dimensions of a " << target_ << " kernel";
+  ICHECK(target_.is_cuda()) << "launch dimensions of a " << target_.str() << " kernel";
   ContractEvaluator eval;
   for (size_t i = 0; i < lowered_->params.size(); ++i) {
     if (lowered_->params[i]->dtype != DataType::kHandle) eval.scalars[lowered_->params[i].get()] = args[i].i64;
@@ -362,10 +359,11 @@ std::atomic<int64_t>& EmulatedRuns() {
 }
 
 void Kernel::RunUnchecked(const SparsetirArg* args, const SparsetirLauncher* launcher) const {
-  if (target_ == "cuda") {
+  if (target_.is_cuda()) {
     ++EmulatedRuns();
     std::call_once(emulated_once_, [this] {
-      module_ = GetOrBuildCpuModule(emulated_source_);
+      // The emulator runs on this CPU, built for its level.
+      module_ = GetOrBuildCpuModule(emulated_source_, Target::HostCpu());
     });
     std::array<int64_t, 6> dims = LaunchDims(args);
     if (dims[0] * dims[1] * dims[2] * dims[3] * dims[4] * dims[5] == 0) return;

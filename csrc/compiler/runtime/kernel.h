@@ -20,6 +20,7 @@
 #include "codegen/abi.h"
 #include "ir/function.h"
 #include "runtime/module.h"
+#include "target.h"
 
 namespace sparsetir {
 
@@ -41,16 +42,17 @@ struct KernelArg {
 class Kernel {
  public:
   // Lowers `f` (any stage) to stage III and generates code for `target`:
-  //  - "cpu": C++ built by the system compiler (at most once per content, see
-  //    kernel_cache.h);
-  //  - "cuda": CUDA C++ (codegen_cuda.h). Nothing is compiled here: a device
+  //  - cpu: C++ built by the system compiler for the target's instruction
+  //    set (at most once per content and target, see kernel_cache.h); the
+  //    schedule, not this function, sizes vectors for the level;
+  //  - cuda: CUDA C++ (codegen_cuda.h). Nothing is compiled here: a device
   //    image comes from NVRTC when a GPU runs it (the extension's CUDA layer),
   //    and Run() on host memory runs the same source under the SIMT emulator
   //    (built by the system compiler at its first use).
-  static std::shared_ptr<Kernel> Build(const PrimFunc& f, const std::string& target);
+  static std::shared_ptr<Kernel> Build(const PrimFunc& f, const Target& target);
 
   const std::string& name() const { return name_; }
-  const std::string& target() const { return target_; }
+  const Target& target() const { return target_; }
   const std::string& source() const { return source_; }
   // cuda: the launch for these arguments (scalars bound): grid x, y, z, then
   // block x, y, z; a dimension whose extent is not positive is 0 (no work).
@@ -108,7 +110,7 @@ class Kernel {
   uint64_t id_ = 0;
   // cpu: the kernel; cuda: the emulated kernel, built at the first Run.
   mutable std::shared_ptr<Module> module_;
-  std::string target_;
+  Target target_;
   std::array<std::vector<Expr>, 6> launch_;  // cuda
   std::string emulated_source_;               // cuda: emulator header + source + emulator entry
   mutable std::once_flag emulated_once_;

@@ -134,13 +134,13 @@ fs::path UsableDirectory() {
 // before the object appears under its name, and the temporary object is
 // removed if anything fails.
 std::shared_ptr<Module> Build(const CpuCompiler& compiler, const std::string& key, const std::string& source,
-                              const fs::path& dir) {
+                              const Target& target, const fs::path& dir) {
   const fs::path object = dir / (key + ".so");
   const fs::path source_path = dir / (key + ".cc");
   WritePrivateFile(source_path.string(), source);
   const fs::path tmp = dir / (key + ".so.tmp." + std::to_string(getpid()));
   try {
-    compiler.CompileShared(source_path.string(), tmp.string());
+    compiler.CompileShared(source_path.string(), tmp.string(), target);
     if (chmod(tmp.c_str(), 0600) != 0) {
       throw UserError(UserErrorKind::kCompile, "cannot set the mode of " + tmp.string());
     }
@@ -176,11 +176,14 @@ void ClearMemoryCache() {
   Table().clear();
 }
 
-std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source) {
+std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source, const Target& target) {
+  ICHECK(target.is_cpu()) << "a " << target.str() << " module built by the system compiler";
   const CpuCompiler& compiler = CpuCompiler::Get();
-  const std::string key =
-      Sha256Hex(source + "\n// compiler: " + compiler.identity() + "\n// sparsetir " SPARSETIR_VERSION "\n// target: cpu")
-          .substr(0, 32);
+  std::string flags;
+  for (const std::string& flag : target.CompilerFlags()) flags += flag + " ";
+  const std::string key = Sha256Hex(source + "\n// compiler: " + compiler.identity() + "\n// sparsetir " SPARSETIR_VERSION
+                                    "\n// target: " + target.str() + " " + flags)
+                              .substr(0, 32);
   // One builder at a time per process: keeps the table simple; the file lock
   // below serializes processes.
   std::lock_guard<std::mutex> guard(TableMutex());
@@ -197,7 +200,7 @@ std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source) {
   if (module) {
     ++GetCacheStats().disk_hits;
   } else {
-    module = Build(compiler, key, source, dir);
+    module = Build(compiler, key, source, target, dir);
     ++GetCacheStats().compiles;
   }
   Table()[key] = module;

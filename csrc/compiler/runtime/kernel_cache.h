@@ -5,7 +5,7 @@
 //    error messages and inspection, and <key>.sha256, the checksum of the key
 //    and the object, so an object copied under another key does not match).
 //    The key hashes the source, the compiler's identity and flags, the library
-//    version and the target. Files are written 0600 and atomically (temporary
+//    version and the target (for the CPU: its instruction-set level). Files are written 0600 and atomically (temporary
 //    file, then rename; the temporary file is removed on failure); one OS file
 //    lock per key makes concurrent processes compile once; an object whose
 //    checksum does not match (truncated, corrupt, copied) is rebuilt.
@@ -24,6 +24,7 @@
 #include <string>
 
 #include "runtime/module.h"
+#include "target.h"
 
 namespace sparsetir {
 
@@ -33,8 +34,11 @@ struct CacheStats {
   std::atomic<int64_t> memory_hits{0};  // builds answered by the in-memory table
 };
 
-// Returns the module for `source` (target "cpu"), compiling it at most once.
-std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source);
+// Returns the module for `source` built for the cpu target `target`,
+// compiling it at most once. The key holds the target (its level and
+// extensions), so a cache directory shared by machines of different levels
+// never loads one level's object on another.
+std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source, const Target& target);
 
 // The device image of the CUDA source `source` for sm_<arch>: a CUBIN from
 // NVRTC (PTX where NVRTC does not list the architecture), cached beside the

@@ -1,5 +1,6 @@
 #include "schedule/cache.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -30,6 +31,21 @@ class BoundVars : public IRVisitor {
   }
   void Visit(const LetNode* n) override {
     vars.push_back(n->var.get());
+    IRVisitor::Visit(n);
+  }
+};
+
+// The widest vectorized loop of constant extent: the vectors the schedule
+// already chose for the body a cache serves.
+class WidestVector : public IRVisitor {
+ public:
+  int64_t lanes = 0;
+
+ protected:
+  void Visit(const ForNode* n) override {
+    if (n->for_kind == ForKind::kVectorized) {
+      if (const int64_t* extent = AsConstInt(n->extent)) lanes = std::max(lanes, *extent);
+    }
     IRVisitor::Visit(n);
   }
 };
@@ -114,9 +130,10 @@ enum class Copy {
 };
 
 // A copy loop nest between the cache and the buffer; the innermost dimension is
-// vectorized (and the loop around its vectors unrolled) when it divides evenly.
+// vectorized in vectors of `lanes` (and the loop around its vectors unrolled)
+// when it divides evenly.
 Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, const std::vector<Expr>& fixed,
-              const std::vector<bool>& varying, Copy copy) {
+              const std::vector<bool>& varying, Copy copy, int64_t lanes) {
   std::vector<Var> vars;
   std::vector<Expr> cache_index, buffer_index;
   size_t f_index = 0;
@@ -138,7 +155,6 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
     case Copy::kZero: body = MakeStore(cache, cache_index, MakeFloat(0.0, cache->dtype)); break;
     case Copy::kAtomicOut: body = MakeAtomicAdd(MakeLoad(buffer, buffer_index), MakeLoad(cache, cache_index)); break;
   }
-  const int lanes = 64 / BytesOf(buffer->dtype);
   const bool vectorize = copy != Copy::kAtomicOut;  // an atomic update is one compare-and-swap per element
   for (size_t t = vars.size(); t-- > 0;) {
     int64_t extent = *AsConstInt(cache->shape[t]);
@@ -318,15 +334,21 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   // Atomic updates (other iterations may add into the same elements
   // meanwhile) are summed privately from zero and published with one atomic
   // add per element, not copied in and out.
+  // The copies take the vectors the body was vectorized with (a schedule
+  // sizes them for its target's registers); without any, 64-byte vectors.
+  WidestVector widest;
+  widest.VisitStmt(inner);
+  const int64_t lanes = widest.lanes >= 2 ? std::min<int64_t>(widest.lanes, 64 / BytesOf(buffer->dtype))
+                                          : 64 / BytesOf(buffer->dtype);
   std::vector<Stmt> parts;
   if (atomics) {
-    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, Copy::kZero));
+    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, Copy::kZero, lanes));
   } else if (!(direction == CacheDirection::kWrite && OverwritesFirst(body, cache))) {
-    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, Copy::kIn));
+    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, Copy::kIn, lanes));
   }
   parts.push_back(body);
   if (direction == CacheDirection::kWrite) {
-    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, atomics ? Copy::kAtomicOut : Copy::kOut));
+    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, atomics ? Copy::kAtomicOut : Copy::kOut, lanes));
   }
   Stmt new_body = MakeAllocate(cache, MakeSeq(parts));
   for (auto w = wrappers.rbegin(); w != wrappers.rend(); ++w) {

@@ -9,6 +9,8 @@
 //          for i in T.serial(m):
 //              C_local = T.alloc_buffer((128,), "float32", scope="local")
 //              (copy in) ... C_local[k] = C_local[k] + ... (copy out) C[i, ax0] = C_local[ax0]
+// The copies are vectorized with the widest vectors the body already has (the
+// recipe's choice for its target), 64 bytes when it has none.
 // When the loop adds into the buffer with T.atomic_add, the copy starts at 0,
 // the body accumulates into it privately, and the copy out is one
 // T.atomic_add per element.

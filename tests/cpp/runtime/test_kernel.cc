@@ -64,7 +64,7 @@ Csr RandomCsr(int m, int n, unsigned seed) {
 }
 
 TEST(KernelTest, CsrmmMatchesDenseReference) {
-  auto kernel = Kernel::Build(Parse(ReadScript("csrmm.py")), "cpu");
+  auto kernel = Kernel::Build(Parse(ReadScript("csrmm.py")), Target::HostCpu());
   Csr a = RandomCsr(7, 5, 1);
   const int k = 3;
   std::vector<float> b(a.n * k), c(a.m * k, 123.0f);
@@ -84,7 +84,7 @@ TEST(KernelTest, CsrmmMatchesDenseReference) {
 }
 
 TEST(KernelTest, MalformedIndptrIsAnArgumentError) {
-  auto kernel = Kernel::Build(Parse(ReadScript("csrmm.py")), "cpu");
+  auto kernel = Kernel::Build(Parse(ReadScript("csrmm.py")), Target::HostCpu());
   Csr a = RandomCsr(4, 4, 2);
   std::swap(a.indptr[1], a.indptr[3]);  // no longer non-decreasing
   int nnz = static_cast<int>(a.values.size());
@@ -103,13 +103,13 @@ TEST(KernelTest, MalformedIndptrIsAnArgumentError) {
 }
 
 TEST(KernelTest, StructureParamsAreTheIndexArrays) {
-  auto kernel = Kernel::Build(Parse(ReadScript("csrmm.py")), "cpu");
+  auto kernel = Kernel::Build(Parse(ReadScript("csrmm.py")), Target::HostCpu());
   // csrmm(a, b, c, indptr, indices, m, n, feat_size, nnz)
   EXPECT_EQ(kernel->structure_params(), (std::vector<size_t>{3, 4}));
 }
 
 TEST(KernelTest, CheckWithoutContentsStillChecksShapes) {
-  auto kernel = Kernel::Build(Parse(ReadScript("csrmm.py")), "cpu");
+  auto kernel = Kernel::Build(Parse(ReadScript("csrmm.py")), Target::HostCpu());
   Csr a = RandomCsr(4, 4, 3);
   int nnz = static_cast<int>(a.values.size());
   a.indices[0] = 99;  // out of range: only a contents check sees it

@@ -77,7 +77,7 @@ TEST(SparseFuseTest, FusedSddmmMatchesReference) {
   EXPECT_NE(text.find("T.sp.lower_bound(indptr, 0, m + 1, ij + 1) - 1"), std::string::npos) << text;
   EXPECT_TRUE(StructuralEqual(sch.mod(), Parse(text))) << text;  // stage II with lets round-trips
   sch.Parallel(loops[0]);  // the fused loop writes one output per iteration
-  RunSddmm(*Kernel::Build(sch.mod(), "cpu"));
+  RunSddmm(*Kernel::Build(sch.mod(), Target::HostCpu()));
 }
 
 TEST(SparseFuseTest, RefusesReductionAndNonAdjacentIterators) {

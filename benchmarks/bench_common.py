@@ -1,0 +1,89 @@
+"""What every benchmark script shares: the instruction-set level to build and
+measure at, a record of the machine, and where results go.
+
+    apply_isa("avx2")          # before the first kernel: our kernels and MKL at that level
+    machine_info()             # {"cpu": ..., "isa": ..., "threads": ..., "torch": ..., "mkl": ...}
+    output_base("ops", update) # benchmarks/results/ops, or a new timestamped folder
+"""
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+
+# MKL's names for the same levels (MKL_ENABLE_INSTRUCTIONS caps what MKL
+# dispatches to, so the peer runs at the level our kernels are built for).
+_MKL_LEVEL = {"generic": "SSE4_2", "avx2": "AVX2", "avx512": "AVX512"}
+
+
+def apply_isa(isa: str | None) -> None:
+    """Builds our kernels for `isa` (SPARSETIR_CPU_ISA) and restricts MKL to the
+    same level. Must run before the first kernel call and the first MKL call."""
+    if not isa:
+        return
+    os.environ["SPARSETIR_CPU_ISA"] = isa
+    level = isa if isa in _MKL_LEVEL else {"x86-64": "generic", "x86-64-v3": "avx2", "x86-64-v4": "avx512"}.get(isa)
+    if level in _MKL_LEVEL:
+        os.environ["MKL_ENABLE_INSTRUCTIONS"] = _MKL_LEVEL[level]
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict:
+    """The machine a figure comes from: CPU model, the level our kernels were
+    built for, threads, torch and MKL versions and MKL's level cap."""
+    import torch
+    from sparsetir_torch import _C
+
+    target = _C.cpu_target("")
+    mkl = ""
+    try:
+        mkl = torch.backends.mkl.is_available() and "MKL" or "no MKL"
+        cfg = torch.__config__.show()
+        for line in cfg.splitlines():
+            if "Math Kernel Library" in line or "oneMKL" in line:
+                mkl = line.strip().lstrip("- ")
+                break
+    except Exception:  # noqa: BLE001 - informational only
+        pass
+    return {
+        "cpu": cpu_model(),
+        "isa": target["target"],
+        "detected_isa": target["detected"],
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "mkl": mkl,
+        "mkl_instructions": os.environ.get("MKL_ENABLE_INSTRUCTIONS", "default"),
+    }
+
+
+def machine_line(info: dict) -> str:
+    return (f"machine: {info['cpu']}; our kernels for {info['isa']} (this CPU: {info['detected_isa']}); "
+            f"{info['threads']} threads; torch {info['torch']}; {info['mkl']}, "
+            f"MKL_ENABLE_INSTRUCTIONS={info['mkl_instructions']}")
+
+
+def output_base(name: str, update_results: bool, out: str | None = None) -> str:
+    """Where a run writes <base>.csv and <base>.png: --out if given; the
+    committed benchmarks/results/<name> with --update-results; otherwise a new
+    folder benchmarks/results/runs/<date-time>/ (committed results are never
+    overwritten by accident)."""
+    if out:
+        return out
+    if update_results:
+        return os.path.join(RESULTS, name)
+    folder = os.path.join(RESULTS, "runs", time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, name)

@@ -1,0 +1,152 @@
+"""The CPU target knows its instruction-set level: detection, the
+$SPARSETIR_CPU_ISA override, vectors sized to the level's registers, the
+level in the kernel cache key (a cache shared by two machines of different
+levels never loads the other's object), and clear errors for bad levels."""
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import sparsetir_torch as st
+from sparsetir_torch import _C
+from sparsetir_torch.recipes import cpu_target, csrmm_plan, runnable_levels, spmm_cpu
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# The levels this CPU executes, best first.
+DETECTED = _C.cpu_target("")["detected"].split("+")[0].split(":")[1]
+RUNNABLE = runnable_levels()
+
+
+def run_python(code: str, **env) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env=full_env, cwd=REPO, timeout=600)
+
+
+def test_detected_level_matches_cpuinfo():
+    with open("/proc/cpuinfo") as f:
+        flags = set(next(line for line in f if line.startswith("flags")).split(":")[1].split())
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd"} <= flags:
+        expected = "avx512"
+    elif {"avx2", "fma", "f16c", "bmi2"} <= flags:
+        expected = "avx2"
+    else:
+        expected = "generic"
+    assert DETECTED == expected
+
+
+def test_target_describes_the_level():
+    t = cpu_target("x86-64-v3")
+    assert t["isa"] == "avx2" and t["vector_bytes"] == 32 and t["vector_registers"] == 16
+    assert "-march=x86-64-v3" in t["compiler_flags"]
+    t = cpu_target("avx512")
+    assert t["vector_bytes"] == 64 and t["vector_registers"] == 32 and "-march=x86-64-v4" in t["compiler_flags"]
+    assert cpu_target("neon")["vector_bytes"] == 16
+
+
+@pytest.mark.parametrize("isa,lanes", [("generic", 4), ("avx2", 8), ("avx512", 16), ("neon", 4)])
+def test_recipes_use_one_register_of_lanes(isa, lanes):
+    assert csrmm_plan(64, 4, isa)["vector_lanes"] == lanes
+    assert csrmm_plan(64, 8, isa)["vector_lanes"] == lanes // 2  # float64 lanes are twice as wide
+
+
+def kernel_vector_bytes(source: str) -> set:
+    """The byte widths of the vector types the kernel's loops declare (the
+    prelude's own typedefs are named differently)."""
+    return {int(b) for b in re.findall(r"typedef \w+ sparsetir_\w+x\d+ __attribute__\(\(vector_size\((\d+)\)", source)}
+
+
+@pytest.mark.parametrize("isa,width", [("generic", 16), ("avx2", 32), ("avx512", 64), ("neon", 16), ("sve", 16)])
+@pytest.mark.parametrize("script,recipe,sizes", [
+    ("csrmm", "csrmm", {"feat_size": 64}),
+    ("sddmm_dot", "sddmm", {"feat_size": 64}),
+    ("bsrmm", "bsrmm", {"block_h": 4, "block_w": 4, "feat_size": 64}),
+    ("sparse_attention", "sparse_attention", {"head_dim": 64, "value_dim": 64}),
+])
+def test_generated_source_has_vectors_of_the_level(isa, width, script, recipe, sizes):
+    for dtype in ("float32", "float64"):
+        source = _C.op_kernel_source(script, recipe, dtype, "int32", sizes, f"cpu:{isa}")
+        # one register wide; a reduction tree's last levels are narrower
+        assert max(kernel_vector_bytes(source)) == width, (dtype, kernel_vector_bytes(source))
+    # 16-bit loops are left to the C++ compiler's vectorizer (no explicit vector types).
+    source = _C.op_kernel_source(script, recipe, "bfloat16", "int32", sizes, f"cpu:{isa}")
+    assert all(b <= width for b in kernel_vector_bytes(source))
+
+
+def test_op_kernel_names_its_target():
+    kernel = _C.op_kernel("csrmm", "csrmm", "float32", "int32", {"feat_size": 64}, "cpu:generic")
+    assert kernel.target == "cpu:generic"
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+@pytest.mark.parametrize("feat", [8, 32, 64, 100, 256])
+def test_spmm_recipe_at_each_runnable_level(isa, feat):
+    g = torch.Generator().manual_seed(feat)
+    dense = torch.rand(41, 37, generator=g, dtype=torch.float64)
+    dense[torch.rand(41, 37, generator=g) < 0.8] = 0
+    dense[3] = 0
+    A = dense.float().to_sparse_csr()
+    B = torch.randn(37, feat, generator=g)
+    C = torch.full((41, feat), float("nan"))
+    kernel = st.compile(spmm_cpu(feat, isa=isa), target=f"cpu:{isa}")
+    kernel(a=A.values(), b=B, c=C, indptr=A.crow_indices().int(), indices=A.col_indices().int(),
+           m=41, n=37, feat_size=feat, nnz=A.values().numel())
+    torch.testing.assert_close(C.double(), dense.float().double() @ B.double(), rtol=1e-5, atol=1e-5)
+
+
+def test_unknown_level_names_the_variable():
+    r = run_python("""
+        import torch, sparsetir_torch as st
+        A = torch.eye(3).to_sparse_csr()
+        st.spmm(A, torch.randn(3, 4))
+    """, SPARSETIR_CPU_ISA="avx1024")
+    assert r.returncode != 0
+    assert "SPARSETIR_CPU_ISA" in r.stderr and "avx1024" in r.stderr and "avx2 (x86-64-v3)" in r.stderr
+
+
+def test_level_this_cpu_cannot_run_is_refused():
+    unrunnable = "neon" if DETECTED in ("generic", "avx2", "avx512") else "avx2"
+    r = run_python("""
+        import torch, sparsetir_torch as st
+        st.spmm(torch.eye(3).to_sparse_csr(), torch.randn(3, 4))
+    """, SPARSETIR_CPU_ISA=unrunnable)
+    assert r.returncode != 0
+    assert f"SPARSETIR_CPU_ISA={unrunnable}" in r.stderr and "cannot run" in r.stderr
+
+
+_BUILD_ONE = """
+    import json, torch, sparsetir_torch as st
+    from sparsetir_torch import _C
+    g = torch.Generator().manual_seed(0)
+    A = (torch.rand(50, 40, generator=g) * (torch.rand(50, 40, generator=g) < 0.2)).to_sparse_csr()
+    B = torch.randn(40, 32, generator=g)
+    out = st.spmm(A, B)
+    ok = torch.allclose(out.double(), A.to_dense().double() @ B.double(), atol=1e-5)
+    print(json.dumps({"stats": _C.cache_stats(), "target": _C.cpu_target("")["target"], "ok": ok}))
+"""
+
+
+def test_a_cache_shared_by_two_levels_builds_each_level(tmp_path):
+    if len(RUNNABLE) < 2:
+        pytest.skip(f"this CPU runs only {RUNNABLE}: no second level to share the cache with")
+    env = {"SPARSETIR_CACHE_DIR": str(tmp_path / "cache"), "SPARSETIR_TUNE": "0"}
+    low, high = RUNNABLE[-1], RUNNABLE[0]
+    runs = []
+    for isa in (low, high, low, high):
+        r = run_python(_BUILD_ONE, SPARSETIR_CPU_ISA=isa, **env)
+        assert r.returncode == 0, r.stderr
+        runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    assert all(run["ok"] for run in runs)
+    assert runs[0]["target"].startswith(f"cpu:{low}") and runs[1]["target"].startswith(f"cpu:{high}")
+    # The second level finds the first level's objects and builds its own ...
+    assert runs[0]["stats"]["compiles"] >= 1 and runs[1]["stats"]["compiles"] == runs[0]["stats"]["compiles"]
+    assert runs[1]["stats"]["disk_hits"] == 0
+    # ... and each level then loads its own, compiling nothing.
+    for run in runs[2:]:
+        assert run["stats"]["compiles"] == 0 and run["stats"]["disk_hits"] >= 1

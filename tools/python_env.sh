@@ -1,0 +1,31 @@
+# Sourced by tools/install.sh, tools/test.sh and tools/python: picks the Python
+# environment the project is installed into and sets $PY to its interpreter.
+#
+#  1. an active virtual environment ($VIRTUAL_ENV) or conda env ($CONDA_PREFIX);
+#  2. else the project's own .venv, if tools/install.sh made one;
+#  3. else $PYTHON or python3, unless it is externally managed (PEP 668: Debian
+#     12 and Ubuntu 23.04 on mark their system Python so), in which case
+#     tools/install.sh makes .venv and uses that.
+# SPARSETIR_ROOT is the repository (set by the sourcing script).
+sparsetir_pick_python() {
+  if [ -n "${VIRTUAL_ENV:-}" ] && [ -x "$VIRTUAL_ENV/bin/python" ]; then
+    PY="$VIRTUAL_ENV/bin/python"
+  elif [ -n "${CONDA_PREFIX:-}" ] && [ -x "$CONDA_PREFIX/bin/python" ]; then
+    PY="$CONDA_PREFIX/bin/python"
+  elif [ -x "$SPARSETIR_ROOT/.venv/bin/python" ]; then
+    PY="$SPARSETIR_ROOT/.venv/bin/python"
+  else
+    PY="${PYTHON:-python3}"
+  fi
+  export PY
+}
+
+# True when $1 (an interpreter) refuses pip installs outside a virtual environment.
+sparsetir_externally_managed() {
+  "$1" - <<'PYEOF'
+import os, sys, sysconfig
+in_env = sys.prefix != sys.base_prefix
+marker = os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
+sys.exit(0 if (not in_env and os.path.exists(marker)) else 1)
+PYEOF
+}
