@@ -9,13 +9,43 @@ C++20, so the extension is built as C++20.
 import glob
 import os
 import shutil
+import sys
 
+import setuptools
 from setuptools import setup
 from setuptools.command.build_py import build_py
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+
+def require_build_tools() -> None:
+    """`pip install --no-build-isolation` builds with what the environment has:
+    say what is missing instead of failing later with `invalid command
+    'bdist_wheel'` or an import error."""
+    missing = []
+    major, minor = (int(part) for part in setuptools.__version__.split(".")[:2])
+    if (major, minor) < (64, 0):
+        missing.append(f"setuptools>=64 (found {setuptools.__version__})")
+    if (major, minor) < (70, 1):  # bdist_wheel moved into setuptools in 70.1
+        try:
+            import wheel  # noqa: F401
+        except ImportError:
+            missing.append("wheel")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        missing.append("torch (the extension compiles against the installed torch)")
+    if missing:
+        sys.exit("sparsetir_torch: the build needs " + ", ".join(missing) + " in this environment.\n"
+                 "Install them first:  python3 -m pip install 'setuptools>=70.1' wheel torch\n"
+                 "then:                python3 -m pip install --no-build-isolation .\n"
+                 "(or run tools/install.sh, which does both)")
+
+
+require_build_tools()
+from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-VERSION = "0.1.0"
+with open(os.path.join(ROOT, "VERSION")) as version_file:
+    VERSION = version_file.read().strip()  # the one place the version is written
 
 
 def sources():

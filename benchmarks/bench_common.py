@@ -14,6 +14,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
 
+# The matrices: the folder named by $SPARSETIR_DATASETS, else the larger
+# collection beside the repository (../shared/datasets) where there is one,
+# else the matrices shipped with the tests (tests/data/matrices).
+_SHARED = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "datasets"))
+DATASETS = os.environ.get("SPARSETIR_DATASETS") or (
+    _SHARED if os.path.isdir(_SHARED) else os.path.normpath(os.path.join(HERE, "..", "tests", "data", "matrices")))
+
 # MKL's names for the same levels (MKL_ENABLE_INSTRUCTIONS caps what MKL
 # dispatches to, so the peer runs at the level our kernels are built for).
 _MKL_LEVEL = {"generic": "SSE4_2", "avx2": "AVX2", "avx512": "AVX512"}

@@ -27,6 +27,8 @@ import time
 
 import torch
 
+from bench_common import DATASETS
+
 L2_SHARE_BYTES = 1 << 20
 
 
@@ -101,7 +103,7 @@ def dataset_arguments(doc: str, matrices: str, rounds: int) -> argparse.Namespac
     parser.add_argument("--matrices", default=matrices)
     parser.add_argument("--k", type=int, nargs="+", default=[32, 64, 128, 256])
     parser.add_argument("--rounds", type=int, default=rounds)
-    parser.add_argument("--datasets", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "datasets"))
+    parser.add_argument("--datasets", default=DATASETS)
     return parser.parse_args()
 
 

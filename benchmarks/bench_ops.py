@@ -174,8 +174,29 @@ def progress(msg: str) -> None:
 NAN2 = (math.nan, math.nan)
 
 
+STREAM_GBS = float("nan")  # the machine's triad bandwidth, measured at start
+
+
+def stream_triad_gbs(n: int = 1 << 25, reps: int = 7) -> float:
+    """STREAM triad a = b + s * c over float32 arrays (128 MiB each) on
+    torch's threads: GB/s counting 3 arrays (reads of b, c, the write of a)."""
+    b, c, a = torch.rand(n), torch.rand(n), torch.empty(n)
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        torch.add(b, c, alpha=3.0, out=a)
+        times.append(time.perf_counter() - t)
+    return 3 * 4 * n / min(times[1:]) / 1e9
+
+
 def record(op: str, matrix: str, K, ours: tuple, times: Dict[str, tuple], load: float, **extra) -> None:
-    """ours and times[peer]: (median, min) seconds per call."""
+    """ours and times[peer]: (median, min) seconds per call. extra may hold
+    flops and bytes (the compulsory traffic: structure, values, each dense
+    row once, the output once) for GFLOP/s and the fraction of STREAM."""
+    if "flops" in extra and ours[0] == ours[0]:
+        extra["ours_gflops"] = extra["flops"] / ours[0] / 1e9
+        extra["stream_fraction"] = extra.pop("bytes") / ours[0] / 1e9 / STREAM_GBS
+    extra.pop("bytes", None)
     for peer, t in times.items():
         ROWS.append({"op": op, "matrix": matrix, "K": K, "ours_ms": ours[0] * 1e3, "peer": peer, "peer_ms": t[0] * 1e3,
                      "ratio": t[0] / ours[0], "ours_min_ms": ours[1] * 1e3, "peer_min_ms": t[1] * 1e3,
@@ -245,6 +266,38 @@ class Csr:
         self.nnz = int(self.indices.numel())
 
 
+BASELINES: Dict[str, Callable] = {}  # op -> the hand-written kernel at our level (benchmarks/baseline)
+
+
+def load_baselines(threads: int) -> None:
+    """The hand-written intrinsics kernels (benchmarks/baseline) of the level
+    our kernels are built for, where one exists and this CPU runs it."""
+    from baseline.build import available_isas, load_baseline
+
+    isa = MACHINE.get("isa", "").split(":")[-1].split("+")[0]
+    if isa not in available_isas():
+        print(f"no hand-written baseline for {isa or 'this level'} on this CPU", file=sys.stderr)
+        return
+    for op in ("spmm", "sddmm"):
+        fn = load_baseline(op, isa)
+        BASELINES[op] = (lambda fn: lambda *args: fn(*args, num_threads=threads))(fn)
+        BASELINES[op].label = f"{op}_{isa} (hand-written)"
+
+
+def baseline_spmm(A, B, K):
+    if "spmm" not in BASELINES or K not in (32, 64, 128, 256):
+        return {}
+    C = torch.empty(A.m, K)
+    return {BASELINES["spmm"].label: lambda: (BASELINES["spmm"](A.indptr, A.indices, A.values, B, C), C)[1]}
+
+
+def baseline_sddmm(A, X, Y, K):
+    if "sddmm" not in BASELINES or K not in (32, 64, 128, 256):
+        return {}
+    ones, out = torch.ones(A.nnz), torch.empty(A.nnz)
+    return {BASELINES["sddmm"].label: lambda: (BASELINES["sddmm"](A.indptr, A.indices, ones, X, Y, out), out)[1]}
+
+
 def bench_spmm(timer: Timer, mats: List[Matrix], ks, reduce_ops: bool, sum_op: bool) -> None:
     for mt in mats:
         A = Csr(mt)
@@ -255,8 +308,10 @@ def bench_spmm(timer: Timer, mats: List[Matrix], ks, reduce_ops: bool, sum_op: b
             if sum_op:
                 run_config(timer, "spmm_sum", A.name, K,
                            lambda: ops.spmm(A.indptr, A.indices, A.values, B),
-                           {"torch.sparse.mm": lambda: torch.sparse.mm(A.torch, B), "scipy": lambda: A.scipy @ Bn},
-                           "torch.sparse.mm", nnz=A.nnz)
+                           {"torch.sparse.mm": lambda: torch.sparse.mm(A.torch, B), "scipy": lambda: A.scipy @ Bn,
+                            **baseline_spmm(A, B, K)},
+                           "torch.sparse.mm", nnz=A.nnz, flops=2 * A.nnz * K,
+                           bytes=8 * A.nnz + 4 * (A.m + 1) + 4 * K * (A.n + A.m))
             if reduce_ops:
                 for ours_r, torch_r in (("mean", "mean"), ("max", "amax")):
                     run_config(timer, f"spmm_{ours_r}", A.name, K,
@@ -277,9 +332,10 @@ def bench_sddmm(timer: Timer, mats: List[Matrix], ks) -> None:
             Yt = Y.t()
             run_config(timer, "sddmm", A.name, K,
                        lambda: ops.sddmm(A.indptr, A.indices, None, X, Y),
-                       {"sampled_addmm": lambda: torch.sparse.sampled_addmm(A.torch, X, Yt, beta=0.0, alpha=1.0)},
+                       {"sampled_addmm": lambda: torch.sparse.sampled_addmm(A.torch, X, Yt, beta=0.0, alpha=1.0),
+                        **baseline_sddmm(A, X, Y, K)},
                        "sampled_addmm", extract=lambda r: r.values() if r.layout == torch.sparse_csr else r,
-                       nnz=A.nnz)
+                       nnz=A.nnz, flops=2 * A.nnz * K, bytes=8 * A.nnz + 4 * (A.m + 1) + 4 * K * (A.n + A.m))
             progress(f"sddmm {A.name} K={K} done")
 
 
@@ -403,14 +459,15 @@ def print_tables() -> None:
         rows = [r for r in ROWS if op_key(r) == op]
         print(f"\n== {op} ==  (ms = median per call; ratio = peer / ours, > 1 means ours is faster)")
         head = (f"{'matrix':<22}{'nnz':>10}{'K':>5}{'ours ms':>11}  {'peer':<26}{'peer ms':>11}{'ratio':>8}"
-                f"{'r(min)':>8}{'load%':>6}")
+                f"{'r(min)':>8}{'load%':>6}{'GFLOP/s':>9}{'%STREAM':>8}")
         print(head)
         print("-" * len(head))
         for r in rows:
             us = op == "overhead" or op.startswith("overhead")
             fmt = (lambda x: f"{x * 1e3:>8.2f}us") if us else (lambda x: f"{x:>11.4f}")
             line = (f"{r['matrix']:<22}{r.get('nnz', ''):>10}{str(r['K']):>5}{fmt(r['ours_ms'])}  {r['peer']:<26}"
-                    f"{fmt(r['peer_ms'])}{r['ratio']:>8.2f}{r['ratio_min']:>8.2f}{r['load_pct']:>6.0f}")
+                    f"{fmt(r['peer_ms'])}{r['ratio']:>8.2f}{r['ratio_min']:>8.2f}{r['load_pct']:>6.0f}"
+                    + (f"{r['ours_gflops']:>9.1f}{100 * r['stream_fraction']:>8.0f}" if "ours_gflops" in r else ""))
             if r.get("note"):
                 line += f"  ({r['note']})"
             print(line)
@@ -475,10 +532,16 @@ def targets() -> List[str]:
         if rs:
             gm = geomean([r["ratio"] for r in rs])
             out.append(f"SpMM {red} >= 2x {peer} (geomean): {gm:.2f} -> {verdict(gm >= 2)}")
-    rs = sel("sddmm")
+    rs = sel("sddmm", "sampled_addmm")
     if rs:
         gm = geomean([r["ratio"] for r in rs])
         out.append(f"SDDMM >= 2x sampled_addmm (geomean): {gm:.2f} -> {verdict(gm >= 2)}")
+    for op, name in (("spmm_sum", "spmm"), ("sddmm", "sddmm")):
+        rs = [r for r in sel(op) if r["peer"].endswith("(hand-written)")]
+        if rs:
+            gm, worst = geomean([r["ratio"] for r in rs]), min(rs, key=lambda r: r["ratio"])
+            out.append(f"{name} >= 0.9x the hand-written {rs[0]['peer'].split()[0]} (geomean): {gm:.2f}, worst "
+                       f"{worst['ratio']:.2f} ({worst['matrix']} K={worst['K']}) -> {verdict(gm >= 0.9)}")
     rs = sel("bsrmm", "dense matmul")
     if rs:
         worst = min(r["ratio"] for r in rs)
@@ -506,7 +569,7 @@ def targets() -> List[str]:
 
 def write_csv(path: str) -> None:
     fields = ["op", "matrix", "K", "ours_ms", "peer", "peer_ms", "ratio", "variant", "nnz", "block_sparsity",
-              "ours_min_ms", "peer_min_ms", "ratio_min", "load_pct", "note"] + [f"machine_{k}" for k in MACHINE]
+              "ours_min_ms", "peer_min_ms", "ratio_min", "load_pct", "ours_gflops", "stream_fraction", "note"] + [f"machine_{k}" for k in MACHINE]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
@@ -611,7 +674,11 @@ def main() -> None:
     so = st._C.__file__
     global MACHINE
     MACHINE = machine_info()
-    print(machine_line(MACHINE), file=sys.stderr, flush=True)
+    global STREAM_GBS
+    STREAM_GBS = stream_triad_gbs()
+    MACHINE["stream_triad_gbs"] = round(STREAM_GBS, 1)
+    print(machine_line(MACHINE) + f"; STREAM triad {STREAM_GBS:.1f} GB/s", file=sys.stderr, flush=True)
+    load_baselines(args.threads)
     print(f"expected run time: about {2 if args.quick else 10} minutes", file=sys.stderr, flush=True)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ops {wanted}; K {ks}; "
           f"budget {budget} s, min reps {args.min_reps}; extension {os.path.basename(so)} built "

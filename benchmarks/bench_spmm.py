@@ -52,10 +52,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from baseline.build import SUPPORTED_K, load_spmm_avx512  # noqa: E402
 
-# The shared datasets beside the repository (../shared/datasets), or the folder
-# named by $SPARSETIR_DATASETS.
-DATASETS = os.environ.get("SPARSETIR_DATASETS",
-                          os.path.normpath(os.path.join(HERE, "..", "..", "shared", "datasets")))
+from bench_common import DATASETS  # noqa: E402
 RESULTS = os.path.join(HERE, "results")
 THREADS = 2
 

@@ -24,6 +24,8 @@ import time
 
 import torch
 
+from bench_common import DATASETS
+
 POWER_LAW = ("email-Enron", "cond-mat-2005")
 WARM_CHOICES = 5
 
@@ -53,7 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--matrices", default="bcsstk16,email-Enron,cond-mat-2005,copter2")
     parser.add_argument("--k", type=int, nargs="+", default=[32, 64, 128, 256])
-    parser.add_argument("--datasets", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "datasets"))
+    parser.add_argument("--datasets", default=DATASETS)
     parser.add_argument("--csv", default=os.path.join(os.path.dirname(__file__), "results", "tuning.csv"))
     args = parser.parse_args()
     os.environ["SPARSETIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="sparsetir-tuning-")

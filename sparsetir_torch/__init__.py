@@ -22,7 +22,12 @@ from .cuda_runtime import cuda_unavailable_reason, point_at_nvrtc
 
 point_at_nvrtc()  # before any CUDA kernel is compiled (nothing is loaded here)
 
-__version__ = "0.1.0"
+try:  # the installed distribution's version (written once, in the file VERSION)
+    from importlib.metadata import PackageNotFoundError, version as _version
+
+    __version__ = _version("sparsetir_torch")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "unknown"
 
 __all__ = [
     "CompileError",

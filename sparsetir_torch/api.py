@@ -12,6 +12,7 @@ import torch
 from . import tuning
 from .ops import ops
 from .sparse_matrix import SparseMatrix, as_sparse_matrix
+from .torch_warnings import quiet_sparse_warnings
 
 
 def _check_dense(name: str, what: str, t, dim: int) -> None:
@@ -61,7 +62,8 @@ def sddmm(A, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"st.sddmm: X {tuple(X.shape)} and Y {tuple(Y.shape)} must have A's rows ({A.shape[0]}) "
                          f"and columns ({A.shape[1]}) as their rows")
     values = ops.sddmm(A.indptr, A.indices, A.values, X, Y)
-    return torch.sparse_csr_tensor(A.indptr, A.indices, values, A.shape)
+    with quiet_sparse_warnings():
+        return torch.sparse_csr_tensor(A.indptr, A.indices, values, A.shape)
 
 
 def bsrmm(A, B: torch.Tensor) -> torch.Tensor:

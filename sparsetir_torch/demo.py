@@ -12,6 +12,7 @@ and times them side by side.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -20,7 +21,8 @@ import torch
 import sparsetir_torch as st
 from sparsetir_torch.kernels import kernel_script
 from sparsetir_torch.matrix_market import read_matrix_market
-from sparsetir_torch.recipes import spmm_cpu
+from sparsetir_torch.recipes import cpu_target, spmm_cpu
+from sparsetir_torch.torch_warnings import quiet_sparse_warnings
 
 
 def rmat(scale: int, edge_factor: int, seed: int = 0) -> torch.Tensor:
@@ -36,17 +38,71 @@ def rmat(scale: int, edge_factor: int, seed: int = 0) -> torch.Tensor:
         rows |= down << bit
         cols |= right << bit
     values = torch.rand(m, generator=g) + 0.5
-    return torch.sparse_coo_tensor(torch.stack([rows, cols]), values, (n, n)).coalesce().to_sparse_csr()
+    with quiet_sparse_warnings():
+        return torch.sparse_coo_tensor(torch.stack([rows, cols]), values, (n, n)).coalesce().to_sparse_csr()
 
 
-def median_ms(fn, repeats: int = 20) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
+def _busy_seconds() -> float:
+    """CPU seconds all processes spent busy since boot (/proc/stat), or -1."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return -1.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def interleaved_medians(fns: dict, rounds: int = 15) -> tuple:
+    """Median milliseconds of each function, timed in interleaved rounds (one
+    call of each per round, after a warm-up call), so that load from other
+    processes hits all of them alike; and the share of the CPUs that other
+    processes used meanwhile (0-1; -1 where unknown)."""
+    for fn in fns.values():
         fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    times = {label: [] for label in fns}
+    busy0, own0, wall0 = _busy_seconds(), time.process_time(), time.perf_counter()
+    for _ in range(rounds):
+        for label, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[label].append((time.perf_counter() - t) * 1e3)
+    busy1, own1, wall1 = _busy_seconds(), time.process_time(), time.perf_counter()
+    others = -1.0
+    if busy0 >= 0 and busy1 >= 0:
+        others = max(0.0, (busy1 - busy0) - (own1 - own0)) / ((wall1 - wall0) * (os.cpu_count() or 1))
+    return {label: statistics.median(ts) for label, ts in times.items()}, others
+
+
+def load_note(others: float) -> str:
+    """A warning when other processes kept the CPUs busy while timing."""
+    if others < 0.15:
+        return ""
+    return (f"note: other processes used {100 * others:.0f}% of the CPUs while this timed: the figures swing "
+            f"between runs\n      on a loaded machine; compare the ratios, and rerun on an idle machine for figures")
+
+
+def readable_cpp(source: str, width: int = 110) -> str:
+    """The kernel part of a generated source (from the launcher's task
+    template on; the prelude and ABI declarations above it are left out),
+    with lines longer than `width` broken after commas and semicolons."""
+    start = source.find("template <typename F>")
+    text = source[start if start >= 0 else 0:]
+    abi = next((line for line in text.splitlines() if line.startswith("typedef union")), None)
+    if abi is not None:  # the ABI declarations (codegen/abi.h) as one line: not the kernel
+        text = text.replace(abi + "\n", "// (the ABI declarations of codegen/abi.h)\n")
+    out = []
+    for line in text.splitlines():
+        indent = " " * (len(line) - len(line.lstrip()) + 4)
+        while len(line) > width:
+            cuts = [line.rfind(sep, len(indent), width) for sep in (", ", "; ")]
+            cut = max(cuts)
+            if cut < 0:
+                break
+            out.append(line[:cut + 1])
+            line = indent + line[cut + 1:].lstrip()
+        out.append(line)
+    return "\n".join(out)
 
 
 def main() -> None:
@@ -83,14 +139,16 @@ def main() -> None:
     print("== schedule trace (replayable Python)\n" + sch.trace)
     t = time.perf_counter()
     fast = st.compile(sch)
-    print(f"scheduled kernel built in {(time.perf_counter() - t) * 1e3:.1f} ms; its generated C++:")
-    print(fast.source[fast.source.index("static void sparsetir_task"):])
+    target = cpu_target()
+    print(f"scheduled kernel built in {(time.perf_counter() - t) * 1e3:.1f} ms for {target['target']} "
+          f"({' '.join(target['compiler_flags'])}); its generated C++:")
+    print(readable_cpp(fast.source))
 
     B = torch.randn(n, args.feat)
     indptr, indices = A.crow_indices().int(), A.col_indices().int()
     reference = torch.sparse.mm(A.double(), B.double())
     scale = reference.abs().max().item() or 1.0
-    results = {}
+    runs = {}
     for label, k in (("plain", kernel), ("scheduled", fast)):
         C = torch.empty(m, args.feat)
         run = lambda k=k, C=C: k(a=A.values(), b=B, c=C, indptr=indptr, indices=indices, m=m, n=n,
@@ -100,12 +158,16 @@ def main() -> None:
         print(f"{label}: max |error| vs float64 torch.sparse.mm {error:.3g} (relative {error / scale:.3g})")
         if error > 1e-4 * scale:
             raise SystemExit(f"demo FAILED: the {label} kernel does not match torch.sparse.mm")
-        results[label] = median_ms(run)
-    peer = median_ms(lambda: torch.sparse.mm(A, B))
+        runs[label] = run
+    runs["torch.sparse.mm"] = lambda: torch.sparse.mm(A, B)
+    results, others = interleaved_medians(runs)
+    peer = results["torch.sparse.mm"]
     flops = 2 * nnz * args.feat
-    print(f"\nmedian times, {torch.get_num_threads()} threads, K = {args.feat}:")
-    for label, ms in (*results.items(), ("torch.sparse.mm", peer)):
+    print(f"\nmedian times of 15 interleaved rounds, {torch.get_num_threads()} threads, K = {args.feat}:")
+    for label, ms in results.items():
         print(f"  {label:16s} {ms:8.3f} ms  {flops / (ms * 1e-3) / 1e9:6.2f} GFLOP/s  (torch.sparse.mm / this = {peer / ms:.2f})")
+    if load_note(others):
+        print(load_note(others))
 
     # The operator library: the same product through torch.ops.sparsetir with
     # autograd, after the per-graph format choice.
@@ -113,7 +175,8 @@ def main() -> None:
     Bg = B.clone().requires_grad_()
     out = st.spmm(A, Bg)
     out.square().sum().backward()
-    expected = torch.sparse.mm(A.t().to_sparse_csr().double(), 2 * reference)
+    with quiet_sparse_warnings():
+        expected = torch.sparse.mm(A.t().to_sparse_csr().double(), 2 * reference)
     grad_error = (Bg.grad.double() - expected).abs().max().item() / (expected.abs().max().item() or 1.0)
     print(f"st.spmm: max relative |error| {((out.detach().double() - reference).abs().max().item() / scale):.3g}; "
           f"d/dB relative |error| {grad_error:.3g}")
@@ -122,7 +185,10 @@ def main() -> None:
     choice = st.explain(A, op="spmm", k=args.feat)
     print(f"format chosen for this graph at K = {args.feat}: {choice['format']}"
           + (f" {choice['block']}x{choice['block']}" if choice.get("block") else "") + f" ({choice['source']})")
-    print(f"  st.spmm {median_ms(lambda: st.spmm(A, B)):8.3f} ms")
+    ours, others = interleaved_medians({"st.spmm": lambda: st.spmm(A, B), "torch.sparse.mm": runs["torch.sparse.mm"]})
+    print(f"  st.spmm {ours['st.spmm']:8.3f} ms  (torch.sparse.mm / this = {ours['torch.sparse.mm'] / ours['st.spmm']:.2f})")
+    if load_note(others):
+        print(load_note(others))
     print("demo OK")
 
 

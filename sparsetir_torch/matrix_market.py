@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .torch_warnings import quiet_sparse_warnings
+
 
 @dataclass
 class CsrMatrix:
@@ -27,9 +29,10 @@ class CsrMatrix:
         return int(self.indices.numel())
 
     def to_torch(self, dtype=torch.float32, index_dtype=torch.int64) -> torch.Tensor:
-        return torch.sparse_csr_tensor(
-            self.indptr.to(index_dtype), self.indices.to(index_dtype), self.values.to(dtype), self.shape
-        )
+        with quiet_sparse_warnings():
+            return torch.sparse_csr_tensor(
+                self.indptr.to(index_dtype), self.indices.to(index_dtype), self.values.to(dtype), self.shape
+            )
 
 
 def read_matrix_market(path: str) -> CsrMatrix:

@@ -18,6 +18,7 @@ import torch
 from . import _C
 from .ell_formats import EllMatrix, HybMatrix, scatter_values
 from .ops import ops
+from .torch_warnings import quiet_sparse_warnings
 
 
 class SparseMatrix:
@@ -57,7 +58,8 @@ class SparseMatrix:
         if t.layout == torch.sparse_coo:
             if t.dim() != 2:
                 raise ValueError(f"SparseMatrix.from_torch: a COO tensor must be 2-D, got {t.dim()}-D")
-            csr = t.coalesce().to_sparse_csr()
+            with quiet_sparse_warnings():
+                csr = t.coalesce().to_sparse_csr()
             return cls(csr.crow_indices(), csr.col_indices(), csr.values(), csr.shape)
         raise ValueError(f"SparseMatrix.from_torch: expected a sparse CSR, COO or BSR tensor, got layout {t.layout}")
 
@@ -82,7 +84,8 @@ class SparseMatrix:
 
     @classmethod
     def from_dense(cls, dense: torch.Tensor, index_dtype=torch.int64) -> "SparseMatrix":
-        csr = dense.to_sparse_csr()
+        with quiet_sparse_warnings():
+            csr = dense.to_sparse_csr()
         return cls(csr.crow_indices().to(index_dtype), csr.col_indices().to(index_dtype), csr.values(), dense.shape)
 
     # ------------------------------------------------------------------ properties
@@ -165,9 +168,10 @@ class SparseMatrix:
         return SparseMatrix(t_indptr, t_indices, values, (self.shape[1], self.shape[0]))
 
     def to_torch(self) -> torch.Tensor:
-        if self.is_block:
-            return torch.sparse_bsr_tensor(self.indptr, self.indices, self.values, self.shape)
-        return torch.sparse_csr_tensor(self.indptr, self.indices, self.values, self.shape)
+        with quiet_sparse_warnings():
+            if self.is_block:
+                return torch.sparse_bsr_tensor(self.indptr, self.indices, self.values, self.shape)
+            return torch.sparse_csr_tensor(self.indptr, self.indices, self.values, self.shape)
 
     def to_dense(self) -> torch.Tensor:
         return self.to_torch().to_dense()

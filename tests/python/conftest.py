@@ -28,7 +28,10 @@ import sparsetir_torch as st  # noqa: E402
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPTS_DIR = os.path.join(REPO_ROOT, "tests", "scripts")
 MUST_FAIL_DIR = os.path.join(REPO_ROOT, "tests", "must_fail")
-DATASETS_DIR = os.path.abspath(os.path.join(REPO_ROOT, "..", "shared", "datasets"))
+# Real matrices shipped with the repository (tests/data/matrices/README.md);
+# $SPARSETIR_DATASETS may name another folder of the same layout.
+DATASETS_DIR = os.path.abspath(os.environ.get("SPARSETIR_DATASETS")
+                               or os.path.join(REPO_ROOT, "tests", "data", "matrices"))
 
 TORCH_DTYPES = {
     "float16": torch.float16,

@@ -60,7 +60,7 @@ def feat_ids(variants):
     return [f"K{k}-{d}-{i}" for k, d, i in variants]
 
 
-# Two small real matrices from ../shared/datasets.
+# Two small real matrices from tests/data/matrices.
 DATASET_NAMES = ("jgl009.mtx.gz", "lund_a.mtx.gz")
 
 

@@ -17,6 +17,27 @@ inline const std::string kCpuPrelude = R"PRELUDE(
 #define SPARSETIR_DEVICE static inline
 static inline float sparsetir_bits_to_float(uint32_t bits) { float f; memcpy(&f, &bits, 4); return f; }
 static inline uint32_t sparsetir_float_to_bits(float f) { uint32_t x; memcpy(&x, &f, 4); return x; }
+
+// float16 conversions in one instruction where the level has them (F16C on
+// x86-64-v3 and up, the FP16 conversions every AArch64 core has); both round
+// to nearest even like the portable ones below, which they replace.
+#if defined(__F16C__)
+#define SPARSETIR_HW_HALF
+typedef short sparsetir_v8hi __attribute__((vector_size(16)));
+typedef float sparsetir_v4sf __attribute__((vector_size(16)));
+static inline float sparsetir_half_to_float(uint16_t h) {
+  sparsetir_v8hi v = {(short)h, 0, 0, 0, 0, 0, 0, 0};
+  return __builtin_ia32_vcvtph2ps(v)[0];
+}
+static inline uint16_t sparsetir_float_to_half(float f) {
+  sparsetir_v4sf v = {f, 0.0f, 0.0f, 0.0f};
+  return (uint16_t)__builtin_ia32_vcvtps2ph(v, 0)[0];  // 0: round to nearest even
+}
+#elif defined(__aarch64__)
+#define SPARSETIR_HW_HALF
+static inline float sparsetir_half_to_float(uint16_t h) { __fp16 x; memcpy(&x, &h, 2); return (float)x; }
+static inline uint16_t sparsetir_float_to_half(float f) { __fp16 x = (__fp16)f; uint16_t h; memcpy(&h, &x, 2); return h; }
+#endif
 )PRELUDE" + std::string(kFloat16Conversions) + R"PRELUDE(
 
 // Atomic addition of floating-point values: a compare-and-swap loop on the
