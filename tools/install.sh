@@ -56,7 +56,7 @@ echo "==> Python: $PY ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"
 
 # Build tools that `pip install --no-build-isolation` needs in the environment.
 step "installing the build tools (setuptools, wheel, ninja)"
-"$PY" -m pip install -q --upgrade "setuptools>=64" wheel ninja
+"$PY" -m pip install -q "setuptools>=64" wheel ninja
 done_step
 
 # torch: the CUDA build (it runs on the CPU too, and brings the CUDA headers and
