@@ -26,7 +26,8 @@ On an idle machine the run takes about 1.5 minutes for both K.
     python benchmarks/bench_spmm.py --k 32       # one K
     python benchmarks/bench_spmm.py --matrices 'rmat|banded'
 
-Writes benchmarks/results/spmm_<K>.csv.
+Writes spmm_<K>.csv into a new folder benchmarks/results/runs/<date-time>/ (--update-results: the committed
+benchmarks/results/spmm_<K>.csv). Takes about 1.5 minutes.
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from baseline.build import SUPPORTED_K, load_spmm_avx512  # noqa: E402
 
-from bench_common import DATASETS  # noqa: E402
+from bench_common import DATASETS, machine_info, machine_line, output_base  # noqa: E402
 RESULTS = os.path.join(HERE, "results")
 THREADS = 2
 
@@ -448,6 +449,8 @@ def main() -> None:
                         help="seconds to wait at most for an idle machine before timing each matrix")
     parser.add_argument("--patience", type=float, default=120.0,
                         help="total seconds the whole run may spend waiting for idle and re-measuring")
+    parser.add_argument("--update-results", action="store_true",
+                        help="write the committed benchmarks/results/spmm_<K>.csv instead of a new folder")
     args = parser.parse_args()
     if args.repeats < 10:
         parser.error("--repeats must be >= 10")
@@ -460,12 +463,14 @@ def main() -> None:
     print(f"loaded {len(matrices)} matrices in {time.perf_counter() - t0:.1f} s; torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads", file=sys.stderr)
     ours = ours_kernels()
-    os.makedirs(RESULTS, exist_ok=True)
+    machine = machine_info()
+    print(machine_line(machine) + "; expected run time about 1.5 minutes", file=sys.stderr)
     for K in args.k:
         rows = bench_k(K, matrices, args, ours)
         print(f"\nSpMM, K = {K}, float32 CSR; base and torch on {THREADS} threads, scipy and ours as they run")
         print_table(rows, ours)
-        path = os.path.join(RESULTS, f"spmm_{K}.csv")
+        path = output_base(f"spmm_{K}", args.update_results) + ".csv"
+        rows = [dict(r, **{f"machine_{k}": v for k, v in machine.items()}) for r in rows]
         with open(path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
             w.writeheader()

@@ -11,7 +11,8 @@ choice in CSR-call equivalents: "cold" compiles the candidates' kernels,
 built (validation, conversions and timed calls: what every later graph pays;
 the median and the most of WARM_CHOICES copies).
 Ends with the geometric mean of csr/tuned over the power-law graphs and
-writes benchmarks/results/tuning.csv.
+writes tuning.csv into a new folder benchmarks/results/runs/<date-time>/ (--update-results: the committed
+benchmarks/results/tuning.csv).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import time
 
 import torch
 
-from bench_common import DATASETS
+from bench_common import DATASETS, output_base
 
 POWER_LAW = ("email-Enron", "cond-mat-2005")
 WARM_CHOICES = 5
@@ -56,8 +57,12 @@ def main() -> None:
     parser.add_argument("--matrices", default="bcsstk16,email-Enron,cond-mat-2005,copter2")
     parser.add_argument("--k", type=int, nargs="+", default=[32, 64, 128, 256])
     parser.add_argument("--datasets", default=DATASETS)
-    parser.add_argument("--csv", default=os.path.join(os.path.dirname(__file__), "results", "tuning.csv"))
+    parser.add_argument("--csv", default=None,
+                        help="output CSV (default: a new folder benchmarks/results/runs/<date-time>/tuning.csv)")
+    parser.add_argument("--update-results", action="store_true",
+                        help="write the committed benchmarks/results/tuning.csv instead of a new folder")
     args = parser.parse_args()
+    args.csv = args.csv or output_base("tuning", args.update_results) + ".csv"
     os.environ["SPARSETIR_CACHE_DIR"] = tempfile.mkdtemp(prefix="sparsetir-tuning-")
     import sparsetir_torch as st
     from sparsetir_torch import tuning

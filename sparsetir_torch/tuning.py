@@ -97,11 +97,51 @@ def _load_choice(key: str):
     return stored.get("record") if isinstance(stored, dict) and stored.get("key") == key else None
 
 
+# The choices folder keeps at most this many records: storing one more
+# removes the least recently written ones (a record costs one re-tuning when
+# its graph comes back).
+MAX_CHOICES = 4096
+
+
+def _bound_choices(folder: str, keep: int = MAX_CHOICES) -> None:
+    """Removes the oldest records (and stray temporary files over a day old)
+    beyond `keep`."""
+    try:
+        entries = [e for e in os.scandir(folder) if e.is_file(follow_symlinks=False)]
+    except OSError:
+        return
+    now = time.time()
+    records = []
+    for e in entries:
+        try:
+            mtime = e.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if e.name.endswith(".tmp"):
+            if now - mtime > 86400:  # left by a process that died mid-write
+                _remove_quietly(e.path)
+        elif e.name.endswith(".json"):
+            records.append((mtime, e.path))
+    if len(records) > keep:
+        for _, path in sorted(records)[:len(records) - keep]:
+            _remove_quietly(path)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
 def _store_choice(key: str, record: dict) -> None:
-    """Writes the record's file (to a temporary file, then renamed into place)."""
+    """Writes the record's file (to a temporary file, then renamed into place),
+    keeping the folder within MAX_CHOICES records."""
     path = _choice_path(key)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        if len(os.listdir(os.path.dirname(path))) >= MAX_CHOICES:
+            _bound_choices(os.path.dirname(path), MAX_CHOICES - 1)
         tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(json.dumps({"key": key, "record": record}))  # one write, not one per token
@@ -297,7 +337,9 @@ def _measure(A, K: int, dtype) -> dict:
 
 
 def _key(A, op: str, K: int, dtype) -> str:
-    return f"{op}|{graph_signature(A)}|K={K}|{dtype}|{A.indices.dtype}"
+    # The CPU level is part of the key: a format measured with AVX-512 kernels
+    # is no choice for AVX2 ones (a cache directory may be shared by both).
+    return f"{op}|{graph_signature(A)}|K={K}|{dtype}|{A.indices.dtype}|{cpu_target()['target']}"
 
 
 def _still_fits(A, record: dict) -> bool:

@@ -838,3 +838,33 @@ def test_explain_reports_the_csr_schedule_from_the_cost_model():
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def test_choices_folder_keeps_the_newest_records(tmp_path, monkeypatch):
+    folder = tmp_path / "choices"
+    folder.mkdir()
+    now = time.time()
+    for i in range(10):
+        p = folder / f"{i:032d}.json"
+        p.write_text("{}")
+        os.utime(p, (now - 1000 + i, now - 1000 + i))
+    stale, fresh = folder / "x.json.1.2.tmp", folder / "y.json.3.4.tmp"
+    stale.write_text("")
+    fresh.write_text("")
+    os.utime(stale, (now - 3 * 86400, now - 3 * 86400))
+    tuning._bound_choices(str(folder), 5)
+    left = sorted(p.name for p in folder.iterdir())
+    assert left == [f"{i:032d}.json" for i in range(5, 10)] + ["y.json.3.4.tmp"]
+    # storing past the bound removes the oldest record first
+    monkeypatch.setattr(tuning, "MAX_CHOICES", 5)
+    monkeypatch.setattr(tuning, "_choices_dir", lambda: str(folder))
+    fresh.unlink()
+    tuning._store_choice("a new graph", {"format": "csr"})
+    names = sorted(p.name for p in folder.iterdir())
+    assert len(names) == 5 and f"{5:032d}.json" not in names
+    assert tuning._load_choice("a new graph") == {"format": "csr"}
+
+
+def test_choice_key_names_the_cpu_level():
+    A = st.SparseMatrix.from_dense(torch.eye(4))
+    assert tuning._key(A, "spmm", 32, torch.float32).endswith("|" + st.recipes.cpu_target()["target"])
