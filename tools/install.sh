@@ -79,7 +79,7 @@ jobs="${MAX_JOBS:-$(nproc)}"
 step "building the extension with $jobs jobs (about 5-15 minutes on 2 cores; progress below)"
 set +e
 MAX_JOBS="$jobs" "$PY" -m pip install -v --no-build-isolation -e . 2>&1 | tee build-install.log |
-  sed -u -n 's/^\[\([0-9]*\/[0-9]*\)\] .* -c \([^ ]*\) .*/    [\1] \2/p; s/^\[\([0-9]*\/[0-9]*\)\] \(.*\)/    [\1] \2/p' | cut -c1-120
+  sed -u -n 's/^ *\[\([0-9]*\/[0-9]*\)\] .* -c \([^ ]*\) .*/    [\1] compiled \2/p; t; s/^ *\[\([0-9]*\/[0-9]*\)\] \(.*\)/    [\1] \2/p' | cut -c1-120
 status=${PIPESTATUS[0]}
 set -e
 if [ "$status" != "0" ]; then
