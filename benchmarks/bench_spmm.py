@@ -1,6 +1,7 @@
 """CPU SpMM (C = A @ B, A CSR float32, B dense n x K float32) side by side:
 
-    base    hand-written AVX-512 kernel (benchmarks/baseline/spmm_avx512.cc), K-specialized, 2 threads
+    base    hand-written kernel of the best level this CPU runs (benchmarks/baseline/spmm_avx512.cc or spmm_avx2.cc),
+            K-specialized, 2 threads
     torch   torch.sparse.mm on a torch CSR tensor (MKL), torch.set_num_threads(2)
     scipy   scipy.sparse csr_matrix @ ndarray (single-threaded)
     ours*   our generated kernels, from ours_kernels() below (add scheduled variants there):
@@ -51,7 +52,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from baseline.build import SUPPORTED_K, load_spmm_avx512  # noqa: E402
+from baseline.build import SUPPORTED_K, available_isas, load_baseline  # noqa: E402
 
 from bench_common import DATASETS, machine_info, machine_line, output_base  # noqa: E402
 RESULTS = os.path.join(HERE, "results")
@@ -168,7 +169,10 @@ def _nan_output(p: Problem) -> torch.Tensor:
 
 
 def _base_factory(p: Problem) -> Callable:
-    spmm = load_spmm_avx512()
+    levels = [isa for isa in ("avx512", "avx2", "neon") if isa in available_isas()]
+    if not levels:
+        raise RuntimeError("no hand-written baseline runs on this CPU")
+    spmm = load_baseline("spmm", levels[0])
     C = _nan_output(p)
 
     def run():
