@@ -74,12 +74,12 @@ done_step
 
 # The extension, compiled against that torch (no isolated build environment,
 # so no second torch is downloaded). pip -v shows the build's output; only
-# ninja's progress lines ("[12/86] ...") are printed.
+# ninja's progress lines ("[12/86] ...") are printed, unbuffered (sed -u).
 jobs="${MAX_JOBS:-$(nproc)}"
 step "building the extension with $jobs jobs (about 5-15 minutes on 2 cores; progress below)"
 set +e
 MAX_JOBS="$jobs" "$PY" -m pip install -v --no-build-isolation -e . 2>&1 | tee build-install.log |
-  sed -u -n 's/^ *\[\([0-9]*\/[0-9]*\)\] .* -c \([^ ]*\) .*/    [\1] compiled \2/p; t; s/^ *\[\([0-9]*\/[0-9]*\)\] \(.*\)/    [\1] \2/p' | cut -c1-120
+  sed -u -n 's/^ *\[\([0-9]*\/[0-9]*\)\] .* -c \([^ ]*\) .*/    [\1] compiled \2/p; t; s/^ *\[\([0-9]*\/[0-9]*\)\] \(.*\)/    [\1] \2/p' | sed -u 's/^\(.\{120\}\).*/\1/'
 status=${PIPESTATUS[0]}
 set -e
 if [ "$status" != "0" ]; then
