@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Regenerates tests/golden/kernels/: what every built-in operator kernel
+compiles from, so that a change to a recipe, a pass or a code generator shows
+up as a reviewed diff of the code that ships.
+
+    python3 tools/update_kernel_snapshots.py            # rewrite the snapshots (and remove stale ones)
+    python3 tools/update_kernel_snapshots.py --check    # write nothing; exit 1 with a diff if stale
+
+For each target (cpu:avx512, cpu:avx2, cuda) and each kernel the operators build
+(every script, reduce kind, value dtype, index dtype, and the feature widths /
+block shapes / head sizes that change a recipe's choices), two files:
+
+    tests/golden/kernels/<target>/<kernel>.stage3.py   the scheduled function after the
+                                                        pipeline (printed stage-III IR)
+    tests/golden/kernels/<target>/<kernel>.src          the generated source, without the prelude
+
+and the prelude shared by a target's sources once, in <target>/prelude.src.
+Nothing is compiled: the sources come from _C.op_kernel_source (the operators'
+own request path), the IR from the pipeline's SPARSETIR_DUMP_IR dump of the same
+call.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import glob
+import os
+import sys
+import tempfile
+from typing import Dict, Iterator, Tuple
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+SNAPSHOT_DIR = os.path.join(REPO_ROOT, "tests", "golden", "kernels")
+
+CPU_TARGETS = ("cpu:avx512", "cpu:avx2")
+CUDA_TARGET = "cuda"
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+# (script, recipe, sizes) in float32 / int32: the widths each recipe tells
+# apart (scalar, partial vectors, one to many registers, past the unrolling
+# budget, past the local tile).
+CSRMM_WIDTHS = (1, 3, 8, 20, 32, 64, 128, 256, 600, 10000)
+SDDMM_WIDTHS = (1, 20, 64, 256)
+BSR_SHAPES = ((1, 1, 64), (4, 4, 64), (16, 16, 64), (32, 32, 64), (32, 32, 256), (4, 8, 20))
+ATTENTION_DIMS = ((64, 64), (32, 16), (20, 20))
+
+
+def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
+    """(script, recipe, value dtype, index dtype, sizes) of every snapshot kernel."""
+    for script in ("csrmm", "csrmm_max", "csrmm_min"):
+        for feat in CSRMM_WIDTHS:
+            yield script, "csrmm", "float32", "int32", {"feat_size": feat}
+        for dtype in DTYPES[1:]:
+            yield script, "csrmm", dtype, "int64", {"feat_size": 64}
+    for feat in SDDMM_WIDTHS:
+        yield "sddmm_dot", "sddmm", "float32", "int32", {"feat_size": feat}
+    for dtype in DTYPES[1:]:
+        yield "sddmm_dot", "sddmm", dtype, "int64", {"feat_size": 64}
+    for bh, bw, feat in BSR_SHAPES:
+        yield "bsrmm", "bsrmm", "float32", "int32", {"block_h": bh, "block_w": bw, "feat_size": feat}
+    for dtype in DTYPES[1:]:
+        yield "bsrmm", "bsrmm", dtype, "int64", {"block_h": 4, "block_w": 4, "feat_size": 64}
+    for d, dv in ATTENTION_DIMS:
+        yield "sparse_attention", "sparse_attention", "float32", "int32", {"head_dim": d, "value_dim": dv}
+        yield "attention_probs", "attention_probs", "float32", "int32", {"head_dim": d}
+        yield "attention_grad_scores", "attention_grad_scores", "float32", "int32", {"value_dim": dv}
+    for dtype in DTYPES[1:]:
+        yield "sparse_attention", "sparse_attention", dtype, "int64", {"head_dim": 64, "value_dim": 64}
+
+
+def kernel_name(script: str, dtype: str, idtype: str, sizes: Dict[str, int]) -> str:
+    dims = "_".join(f"{k}{v}" for k, v in sorted(sizes.items()))
+    return f"{script}_{dtype}_{idtype}_{dims}"
+
+
+def has_cuda_recipe(recipe: str) -> bool:
+    return recipe in ("csrmm", "sddmm")
+
+
+def generate_one(target: str, request) -> Tuple[str, str]:
+    """(stage-III IR text, generated source) of one kernel for `target`."""
+    from sparsetir_torch import _C
+
+    script, recipe, dtype, idtype, sizes = request
+    with tempfile.TemporaryDirectory(prefix="sparsetir-snapshot-") as dump:
+        old = os.environ.get("SPARSETIR_DUMP_IR")
+        os.environ["SPARSETIR_DUMP_IR"] = dump
+        try:
+            source = _C.op_kernel_source(script, recipe, dtype, idtype, sizes, target)
+        finally:
+            if old is None:
+                os.environ.pop("SPARSETIR_DUMP_IR", None)
+            else:
+                os.environ["SPARSETIR_DUMP_IR"] = old
+        steps = sorted(glob.glob(os.path.join(dump, "*.py")))
+        if not steps:
+            raise RuntimeError(f"no IR dump for {kernel_name(script, dtype, idtype, sizes)} ({target})")
+        with open(steps[-1], encoding="utf-8") as f:
+            ir = f.read()
+    return ir, source
+
+
+def common_prefix_lines(texts) -> str:
+    """The longest run of whole lines every text starts with."""
+    texts = list(texts)
+    prefix = os.path.commonprefix(texts)
+    return prefix[:prefix.rfind("\n") + 1]
+
+
+def split_banner(source: str) -> Tuple[str, str]:
+    """(the leading "// Generated by sparsetir from ..." line or "", the rest)."""
+    if source.startswith("// Generated by sparsetir"):
+        first, _, rest = source.partition("\n")
+        return first + "\n", rest
+    return "", source
+
+
+def generate() -> Dict[str, str]:
+    """Relative path -> content of every snapshot file."""
+    files: Dict[str, str] = {}
+    for target in CPU_TARGETS + (CUDA_TARGET,):
+        folder = target.replace(":", "_")
+        kernels = {}
+        for request in requests():
+            if target == CUDA_TARGET and not has_cuda_recipe(request[1]):
+                continue
+            name = kernel_name(request[0], request[2], request[3], request[4])
+            kernels[name] = generate_one(target, request)
+        # A source may open with a comment naming its kernel; the prelude is
+        # what all of a target's sources share after it.
+        parts = {name: split_banner(source) for name, (_, source) in kernels.items()}
+        prelude = common_prefix_lines(body for _, body in parts.values())
+        files[f"{folder}/prelude.src"] = prelude
+        for name, (ir, _) in kernels.items():
+            banner, body = parts[name]
+            files[f"{folder}/{name}.stage3.py"] = ir
+            files[f"{folder}/{name}.src"] = banner + body[len(prelude):]
+    return files
+
+
+def on_disk() -> Dict[str, str]:
+    files = {}
+    for path in glob.glob(os.path.join(SNAPSHOT_DIR, "*", "*")):
+        with open(path, encoding="utf-8") as f:
+            files[os.path.relpath(path, SNAPSHOT_DIR)] = f.read()
+    return files
+
+
+def diff(expected: Dict[str, str], actual: Dict[str, str], limit: int = 200) -> str:
+    """A unified diff of what differs (at most `limit` lines)."""
+    out = []
+    for rel in sorted(set(expected) | set(actual)):
+        old, new = actual.get(rel), expected.get(rel)
+        if old == new:
+            continue
+        out += difflib.unified_diff((old or "").splitlines(True), (new or "").splitlines(True),
+                                    f"a/{rel}" if old is not None else "/dev/null",
+                                    f"b/{rel}" if new is not None else "/dev/null")
+    text = "".join(out)
+    lines = text.splitlines(True)
+    return "".join(lines[:limit]) + (f"... ({len(lines) - limit} more lines)\n" if len(lines) > limit else "")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 with a diff if stale")
+    args = parser.parse_args()
+    expected, actual = generate(), on_disk()
+    if args.check:
+        text = diff(expected, actual)
+        if text:
+            sys.stdout.write(text)
+            print("kernel snapshots are stale: run python3 tools/update_kernel_snapshots.py and review the diff")
+            return 1
+        print(f"{len(expected)} kernel snapshot files up to date")
+        return 0
+    for rel in set(actual) - set(expected):
+        os.remove(os.path.join(SNAPSHOT_DIR, rel))
+    for rel, content in expected.items():
+        path = os.path.join(SNAPSHOT_DIR, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if actual.get(rel) != content:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(content)
+    print(f"wrote {len(expected)} kernel snapshot files into {os.path.relpath(SNAPSHOT_DIR, REPO_ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
