@@ -206,3 +206,41 @@ def graph_cache_info() -> dict:
 
 def clear_graph_cache() -> None:
     _C.clear_graph_cache()
+
+
+# --------------------------------------------------------------------------- autocast
+#
+# Inside torch.autocast, the public operators run in the region's low-precision
+# dtype (float16 or bfloat16, whichever the region names: read at each call,
+# which torch.library.register_autocast's fixed dtype cannot do): every
+# floating-point tensor argument is cast to it, and the kernels accumulate in
+# float32 as they always do for 16-bit values. Without this, a float32 sparse
+# matrix times an activation that autocast made bfloat16 is a dtype mismatch.
+# Outside autocast regions the Autocast dispatch keys are not active, so this
+# costs nothing there.
+_AUTOCAST_OPS = ("spmm", "sddmm", "bsrmm", "sparse_attention")
+_autocast_lib = torch.library.Library("sparsetir", "IMPL")
+
+
+def _register_autocast(name: str, device_type: str) -> None:
+    op = getattr(torch.ops.sparsetir, name).default
+    key_name = "Autocast" + torch._C._dispatch_key_for_device(device_type)
+    dispatch_key = getattr(torch._C.DispatchKey, key_name)
+
+    def run(*args):
+        dtype = torch.get_autocast_dtype(device_type)
+        cast = [a.to(dtype) if isinstance(a, torch.Tensor) and a.is_floating_point() and a.dtype != dtype
+                and a.device.type == device_type else a for a in args]
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(dispatch_key)):
+            return op(*cast)
+
+    if op.has_kernel_for_dispatch_key(dispatch_key):
+        op.py_kernels.pop(dispatch_key)
+    op.py_impl(dispatch_key)(run)  # what torch.compile traces
+    _autocast_lib.impl(name, lambda _keyset, *args: run(*args), key_name, with_keyset=True)  # eager calls
+
+
+for _name in _AUTOCAST_OPS:
+    for _device in ("cpu", "cuda"):
+        if torch._C._is_autocast_available(_device):
+            _register_autocast(_name, _device)
