@@ -61,6 +61,11 @@ def _csr_transpose_fake(indptr, indices, columns):
     return indptr.new_empty((columns + 1,)), indices.new_empty((nnz,)), indices.new_empty((nnz,))
 
 
+@torch.library.register_fake("sparsetir::_spmm_extremum_backward")
+def _spmm_extremum_backward_fake(indptr, indices, values, dense, out, grad, t_indptr, t_rows, t_perm):
+    return values.new_empty(values.shape), dense.new_empty(dense.shape)
+
+
 @torch.library.register_fake("sparsetir::_sparse_attention_backward")
 def _sparse_attention_backward_fake(indptr, indices, q, k, v, out, grad_out, scale=None):
     _check_devices("sparsetir._sparse_attention_backward", indptr=indptr, indices=indices, q=q, k=k, v=v,
@@ -196,6 +201,15 @@ def _no_setup(ctx, inputs, output):
 
 
 torch.library.register_autograd("sparsetir::_sparse_attention_backward", _no_double_backward,
+                                setup_context=_no_setup)
+
+
+def _no_extremum_double_backward(ctx, *grads):
+    raise RuntimeError("sparsetir.spmm: second derivatives of reduce='max' / 'min' are not supported "
+                       "(sparsetir._spmm_extremum_backward has no backward)")
+
+
+torch.library.register_autograd("sparsetir::_spmm_extremum_backward", _no_extremum_double_backward,
                                 setup_context=_no_setup)
 
 

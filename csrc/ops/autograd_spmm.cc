@@ -12,7 +12,10 @@
 //   sum / mean: grad_values = sddmm(grad') and grad_dense = spmm on the cached
 //               transpose, where grad' = grad (sum) or grad / row length (mean);
 //   max / min:  each output element's gradient goes to the non-zeros that
-//               attain it, split evenly among ties (as torch.amax does).
+//               attain it, split evenly among ties (as torch.amax does): on
+//               the CPU one pass over rows and one over the cached transpose's
+//               columns (_spmm_extremum_backward, O(nnz + (m + n) K) memory);
+//               elsewhere a formula of torch ops (nnz x K temporaries).
 // The backward calls the operators through the dispatcher, so it is itself
 // differentiable (double backward) and traceable by torch.compile.
 #include <ATen/ATen.h>
@@ -64,6 +67,12 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
         auto [t_indptr, t_indices, perm] = CallTranspose(indptr, indices, dense.sym_size(0));
         grad_dense = CallSpmm(t_indptr, t_indices, values.index_select(0, perm), g, "sum");
       }
+    } else if (dense.device().is_cpu()) {
+      auto [t_indptr, t_rows, perm] = CallTranspose(indptr, indices, dense.sym_size(0));
+      auto [gv, gd] = CallSpmmExtremumBackward(indptr, indices, values, dense, saved[4], grad.contiguous(),
+                                               t_indptr, t_rows, perm);
+      if (ctx->needs_input_grad(2)) grad_values = gv;
+      if (ctx->needs_input_grad(3)) grad_dense = gd;
     } else {
       const at::Tensor& out = saved[4];
       at::Tensor rows = RowIds(indptr, indices);

@@ -18,4 +18,10 @@ at::Tensor CallSddmm(const at::Tensor& indptr, const at::Tensor& indices, const 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(const at::Tensor& indptr, const at::Tensor& indices,
                                                              c10::SymInt columns);
 
+std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
+                                                            const at::Tensor& values, const at::Tensor& dense,
+                                                            const at::Tensor& out, const at::Tensor& grad,
+                                                            const at::Tensor& t_indptr, const at::Tensor& t_rows,
+                                                            const at::Tensor& t_perm);
+
 }  // namespace sparsetir::ops

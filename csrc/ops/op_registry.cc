@@ -16,6 +16,10 @@ TORCH_LIBRARY(sparsetir, m) {
         tags);
   // Helpers of the backward passes.
   m.def("_csr_transpose(Tensor indptr, Tensor indices, SymInt columns) -> (Tensor, Tensor, Tensor)", tags);
+  m.def(
+      "_spmm_extremum_backward(Tensor indptr, Tensor indices, Tensor values, Tensor dense, Tensor out, "
+      "Tensor grad, Tensor t_indptr, Tensor t_rows, Tensor t_perm) -> (Tensor grad_values, Tensor grad_dense)",
+      tags);
   // Format conversion (automatic format choice in the Python wrappers).
   m.def("_csr_to_bsr(Tensor indptr, Tensor indices, int columns, int block_h, int block_w) -> (Tensor, Tensor, Tensor)",
         tags);
@@ -51,6 +55,7 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("_csr_rcm", &CsrRcmOp);
   m.impl("_scatter_by_slot", &ScatterBySlot);
   m.impl("_sparse_attention_backward", &SparseAttentionBackward);
+  m.impl("_spmm_extremum_backward", &SpmmExtremumBackward);
 }
 
 // CUDA tensors: the operators that have cuda recipes (recipes/cuda_recipes.h)

@@ -61,6 +61,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrToHybOp(const at::
 at::Tensor ScatterBySlot(const at::Tensor& values, const at::Tensor& slot, const at::Tensor& indptr, int64_t size,
                          int64_t group_rows);
 
+// The gradients (values, dense) of spmm with reduce="max" / "min", given its
+// output, the output's gradient and the structure's transpose (t_indptr,
+// t_rows, t_perm as _csr_transpose returns them); O(nnz + (m + n) K) memory.
+std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
+                                                        const at::Tensor& values, const at::Tensor& dense,
+                                                        const at::Tensor& out, const at::Tensor& grad,
+                                                        const at::Tensor& t_indptr, const at::Tensor& t_rows,
+                                                        const at::Tensor& t_perm);
+
 // The reverse Cuthill-McKee relabelling of a square CSR structure: (order,
 // indptr, indices, source) with order[new] = old, the structure of P A P^T
 // and new_values = values[source] (runtime/rcm.h).

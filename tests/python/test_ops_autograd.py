@@ -284,6 +284,8 @@ def _opcheck_cases(dtype, idtype, requires_grad, contiguous=True):
     q, k, v = nc(r(2, 2, ac.m, D)), nc(r(2, 2, ac.n, D)), nc(r(2, 2, ac.n, DV))
     out = ops.sparse_attention(aip, aix, q.detach(), k.detach(), v.detach(), 0.5)
     cases = {f"spmm_{red}": (ops.spmm.default, (ip, ix, r(c.nnz), nc(r(c.n, K)), red)) for red in REDUCES}
+    ev, ed = r(c.nnz), nc(r(c.n, K))
+    eout = ops.spmm(ip, ix, ev.detach(), ed.detach(), "max")
     cases.update({
         "sddmm": (ops.sddmm.default, (ip, ix, r(c.nnz), nc(r(c.m, K)), nc(r(c.n, K)))),
         "sddmm_none": (ops.sddmm.default, (ip, ix, None, nc(r(c.m, K)), nc(r(c.n, K)))),
@@ -295,19 +297,22 @@ def _opcheck_cases(dtype, idtype, requires_grad, contiguous=True):
         "_sparse_attention_backward": (
             ops._sparse_attention_backward.default,
             (aip, aix, q, k, v, out.requires_grad_(requires_grad), nc(r(*out.shape)), 0.5)),
+        "_spmm_extremum_backward": (
+            ops._spmm_extremum_backward.default,
+            (ip, ix, ev, ed, eout, nc(r(c.m, K)), *ops._csr_transpose(ip, ix, c.n))),
     })
     return cases
 
 
 OPCHECK_NAMES = [f"spmm_{red}" for red in REDUCES] + [
     "sddmm", "sddmm_none", "bsrmm", "sparse_attention", "sparse_attention_default_scale", "_csr_transpose",
-    "_csr_to_bsr", "_sparse_attention_backward"]
+    "_csr_to_bsr", "_sparse_attention_backward", "_spmm_extremum_backward"]
 INT_ONLY_OPS = ("_csr_transpose", "_csr_to_bsr")  # integer inputs only: one dtype, no requires_grad
 OPCHECK_XFAIL = {}
-# The backward helper of sparse_attention raises if differentiated (second
-# derivatives of attention are not supported, and say so), so opcheck's
+# The backward helpers of sparse_attention and of spmm max/min raise if
+# differentiated (their second derivatives are not supported, and say so), so opcheck's
 # autograd checks, which backpropagate through it, do not apply to it.
-NO_BACKWARD_OPS = ("_sparse_attention_backward",)
+NO_BACKWARD_OPS = ("_sparse_attention_backward", "_spmm_extremum_backward")
 
 # Every op is checked in float32 and float64, with int32 and int64 indices,
 # with and without requires_grad. test_aot_dispatch_dynamic (AOT tracing of
@@ -343,7 +348,8 @@ def test_opcheck(name, dtype, idtype, requires_grad):
 
 
 @pytest.mark.parametrize("name", [
-    n for n in ("spmm_sum", "spmm_max", "sddmm", "bsrmm", "sparse_attention", "_sparse_attention_backward")])
+    n for n in ("spmm_sum", "spmm_max", "sddmm", "bsrmm", "sparse_attention", "_sparse_attention_backward",
+                "_spmm_extremum_backward")])
 def test_opcheck_non_contiguous_inputs(name):
     """Dense inputs in a transposed layout (e.g. heads split off by view + transpose)."""
     op, args = _opcheck_cases(torch.float64, "int64", name not in NO_BACKWARD_OPS, contiguous=False)[name]
@@ -707,3 +713,22 @@ def test_spmm_threads():
                     for got, want in zip(res, (ref.detach(),) + tuple(ref_grads), strict=True):
                         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12,
                                                    msg=f"graph {i} {idtype} K={k} {reduce}")
+
+
+def test_extremum_backward_refuses_bad_arguments():
+    c, ip, ix = structure(6, 5, 0.45, seed=10, idtype="int64", empty_rows=(0, 3))
+    v, d = torch.rand(c.nnz, dtype=torch.float64), torch.rand(c.n, K, dtype=torch.float64)
+    out = ops.spmm(ip, ix, v, d, "max")
+    t = ops._csr_transpose(ip, ix, c.n)
+    op = ops._spmm_extremum_backward
+    with pytest.raises(ValueError, match="_spmm_extremum_backward.*'grad'"):
+        op(ip, ix, v, d, out, torch.rand(c.m + 1, K, dtype=torch.float64), *t)
+    with pytest.raises(ValueError, match="_spmm_extremum_backward.*'out'.*dtype"):
+        op(ip, ix, v, d, out.float(), out, *t)
+    with pytest.raises(ValueError, match="_spmm_extremum_backward.*transpose"):
+        op(ip, ix, v, d, out, out, t[0][:-1].contiguous(), t[1], t[2])
+    with pytest.raises(RuntimeError, match="second derivatives"):
+        vg, dg = v.clone().requires_grad_(), d.clone().requires_grad_()
+        y = ops.spmm(ip, ix, vg, dg, "max")
+        (g,) = torch.autograd.grad(y.sum(), dg, create_graph=True)
+        g.sum().backward()
