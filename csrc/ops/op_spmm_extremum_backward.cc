@@ -11,11 +11,6 @@
 //
 // "Attains" compares the product as the forward computed it (in the value
 // dtype; 16-bit products rounded from float32) with the stored result.
-// The extension builds at -O2, where GCC vectorizes only loops of known trip
-// count; these loops run over K, known only at run time, and are the whole
-// cost of the op.
-#pragma GCC optimize("O3")
-
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -30,7 +25,6 @@ namespace sparsetir::ops {
 namespace {
 
 constexpr int64_t kWorkPerTask = 1 << 15;  // multiply-compares per parallel task, at least
-constexpr int64_t kLanes = 8;              // partial sums of a dot product
 
 template <typename scalar_t, typename index_t>
 void SharesAndValueGrads(const index_t* indptr, const index_t* indices, const scalar_t* values,
@@ -40,8 +34,10 @@ void SharesAndValueGrads(const index_t* indptr, const index_t* indices, const sc
   const int64_t nnz = m > 0 ? static_cast<int64_t>(indptr[m]) : 0;
   const int64_t grain = std::max<int64_t>(1, kWorkPerTask * m / std::max<int64_t>(nnz * K, 1));
   at::parallel_for(0, m, grain, [&](int64_t begin, int64_t end) {
-    // Counts kept in acc_t and the tests written as selects, not branches:
-    // the inner loops then vectorize (a row's K compares in a few SIMD ops).
+    // The inner loops over K are the whole cost. The extension builds at -O2,
+    // where GCC vectorizes no loop of run-time trip count, so each carries
+    // `omp simd` (the extension builds with -fopenmp): the k iterations are
+    // independent, and the dot product's sum may be reassociated.
     std::vector<acc_t> count(K);
     for (int64_t i = begin; i < end; ++i) {
       std::fill(count.begin(), count.end(), acc_t(0));
@@ -49,32 +45,25 @@ void SharesAndValueGrads(const index_t* indptr, const index_t* indices, const sc
       for (int64_t e = indptr[i]; e < indptr[i + 1]; ++e) {
         const acc_t v = values[e];
         const scalar_t* row = dense + static_cast<int64_t>(indices[e]) * K;
+        acc_t* counts = count.data();
+#pragma omp simd
         for (int64_t k = 0; k < K; ++k) {
-          count[k] += static_cast<scalar_t>(v * acc_t(row[k])) == out_row[k] ? acc_t(1) : acc_t(0);
+          counts[k] += static_cast<scalar_t>(v * acc_t(row[k])) == out_row[k] ? acc_t(1) : acc_t(0);
         }
       }
       acc_t* share_row = share + i * K;
+#pragma omp simd
       for (int64_t k = 0; k < K; ++k) {
         share_row[k] = count[k] > acc_t(0) ? acc_t(grad[i * K + k]) / count[k] : acc_t(0);
       }
       for (int64_t e = indptr[i]; e < indptr[i + 1]; ++e) {
         const acc_t v = values[e];
         const scalar_t* row = dense + static_cast<int64_t>(indices[e]) * K;
-        // Eight partial sums (k mod 8): a float sum is not reassociated by
-        // the compiler, so one running sum would keep the loop scalar.
-        acc_t part[kLanes] = {};
-        int64_t k = 0;
-        for (; k + kLanes <= K; k += kLanes) {
-          for (int64_t l = 0; l < kLanes; ++l) {
-            const acc_t b = row[k + l];
-            part[l] += static_cast<scalar_t>(v * b) == out_row[k + l] ? share_row[k + l] * b : acc_t(0);
-          }
-        }
         acc_t sum = 0;
-        for (; k < K; ++k) {
+#pragma omp simd reduction(+ : sum)
+        for (int64_t k = 0; k < K; ++k) {
           sum += static_cast<scalar_t>(v * acc_t(row[k])) == out_row[k] ? share_row[k] * acc_t(row[k]) : acc_t(0);
         }
-        for (int64_t l = 0; l < kLanes; ++l) sum += part[l];
         grad_values[e] = static_cast<scalar_t>(sum);
       }
     }
@@ -98,8 +87,10 @@ void DenseGrads(const index_t* t_indptr, const index_t* t_rows, const index_t* t
         const acc_t v = values[t_perm[q]];
         const scalar_t* out_row = out + i * K;
         const acc_t* share_row = share + i * K;
+        acc_t* sums = sum.data();
+#pragma omp simd
         for (int64_t k = 0; k < K; ++k) {
-          sum[k] += static_cast<scalar_t>(v * acc_t(row[k])) == out_row[k] ? share_row[k] * v : acc_t(0);
+          sums[k] += static_cast<scalar_t>(v * acc_t(row[k])) == out_row[k] ? share_row[k] * v : acc_t(0);
         }
       }
       for (int64_t k = 0; k < K; ++k) grad_dense[j * K + k] = static_cast<scalar_t>(sum[k]);
