@@ -14,6 +14,14 @@ rm -rf "$SPARSETIR_CACHE_DIR"
 cmake -S . -B build/cmake -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARSETIR_BUILD_TESTS=ON >/dev/null
 cmake --build build/cmake -j "$(nproc)"
 ctest --test-dir build/cmake --output-on-failure -j "$(nproc)"
+# The C++ suite once more under AddressSanitizer, UndefinedBehaviorSanitizer
+# and LeakSanitizer: any report fails the run.
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSPARSETIR_BUILD_TESTS=ON \
+  "-DCMAKE_CXX_FLAGS=-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+  "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined" >/dev/null
+cmake --build build/asan -j "$(nproc)"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 SPARSETIR_CACHE_DIR="$SPARSETIR_CACHE_DIR-asan" \
+  ctest --test-dir build/asan --output-on-failure -j "$(nproc)"
 "$PY" -m pytest tests/python -q -rs "$@"
 # The CUDA path once more, without a GPU: the operators' numeric and autograd
 # tests with every spmm / sddmm call running the generated CUDA kernels under

@@ -61,7 +61,9 @@ const CudaDriver::Api* LoadApi(std::string* why) {
   static std::string failure;
   std::call_once(once, [] {
     std::string error;
-    DynamicLibrary* lib = DynamicLibrary::Open("libcuda.so.1", &error);
+    // Kept for the process: the driver's functions are called until exit.
+    static std::unique_ptr<DynamicLibrary> lib;
+    lib = DynamicLibrary::Open("libcuda.so.1", &error);
     if (!lib) {
       failure = "the CUDA driver (libcuda.so.1) cannot be opened: " + error;
       return;

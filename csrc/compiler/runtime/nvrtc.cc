@@ -63,13 +63,17 @@ std::vector<std::string> SplitPath(const char* text) {
 
 // Opens libnvrtc from `dir`, its builtins first (by full path: the wheel's
 // libnvrtc has no RUNPATH to find them by).
-DynamicLibrary* OpenFromDirectory(const std::string& dir, std::string* error) {
+std::unique_ptr<DynamicLibrary> OpenFromDirectory(const std::string& dir, std::string* error) {
   std::error_code ec;
   std::string library;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string file = entry.path().filename().string();
     if (file.rfind("libnvrtc-builtins.so", 0) == 0 && file.find(".alt.") == std::string::npos) {
-      DynamicLibrary::Open(entry.path().string(), nullptr, /*global=*/true);
+      // Mapped for NVRTC to find by soname; never looked up here.
+      static std::vector<std::unique_ptr<DynamicLibrary>> builtins;
+      if (auto builtin = DynamicLibrary::Open(entry.path().string(), nullptr, /*global=*/true)) {
+        builtins.push_back(std::move(builtin));
+      }
     }
     if (file.rfind("libnvrtc.so", 0) == 0 && (library.empty() || file.size() > library.size())) {
       library = entry.path().string();
@@ -79,22 +83,22 @@ DynamicLibrary* OpenFromDirectory(const std::string& dir, std::string* error) {
   return DynamicLibrary::Open(library, error);
 }
 
-DynamicLibrary* FindNvrtc(std::string* tried) {
+std::unique_ptr<DynamicLibrary> FindNvrtc(std::string* tried) {
   std::string error;
   if (const char* path = std::getenv("SPARSETIR_NVRTC"); path && *path) {
-    if (auto* lib = DynamicLibrary::Open(path, &error)) return lib;
+    if (auto lib = DynamicLibrary::Open(path, &error)) return lib;
     *tried += "\n  $SPARSETIR_NVRTC=" + std::string(path) + ": " + error;
   }
   if (std::string mapped = MappedNvrtc(); !mapped.empty()) {
-    if (auto* lib = DynamicLibrary::Open(mapped, &error)) return lib;
+    if (auto lib = DynamicLibrary::Open(mapped, &error)) return lib;
   }
   for (const std::string& dir : SplitPath(std::getenv("SPARSETIR_NVRTC_DIRS"))) {
     error.clear();
-    if (auto* lib = OpenFromDirectory(dir, &error)) return lib;
+    if (auto lib = OpenFromDirectory(dir, &error)) return lib;
     *tried += "\n  " + dir + ": no usable libnvrtc" + (error.empty() ? "" : " (" + error + ")");
   }
   for (const char* soname : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
-    if (auto* lib = DynamicLibrary::Open(soname, &error)) return lib;
+    if (auto lib = DynamicLibrary::Open(soname, &error)) return lib;
     *tried += "\n  " + std::string(soname) + ": " + error;
   }
   return nullptr;
@@ -115,7 +119,7 @@ const Nvrtc& Nvrtc::Get() {
 
 Nvrtc::Nvrtc() {
   std::string tried;
-  DynamicLibrary* lib = FindNvrtc(&tried);
+  std::unique_ptr<DynamicLibrary> lib = FindNvrtc(&tried);
   if (!lib) {
     throw UserError(UserErrorKind::kCompile,
                     "NVRTC (libnvrtc) was not found; install torch's CUDA build or the nvidia-cuda-nvrtc wheel, or "
@@ -137,6 +141,7 @@ Nvrtc::Nvrtc() {
   Bind(*lib, "nvrtcGetCUBIN", &api->GetCUBIN);
   api_ = api;
   path_ = lib->path();
+  library_ = std::move(lib);
   api_->Version(&version_.first, &version_.second);
   int count = 0;
   if (api_->GetNumSupportedArchs(&count) == 0 && count > 0) {

@@ -12,9 +12,12 @@
 // check) every generated CUDA kernel.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "support/dynamic_library.h"
 
 namespace sparsetir {
 
@@ -50,6 +53,7 @@ class Nvrtc {
   Nvrtc();
   struct Api;
   const Api* api_;
+  std::unique_ptr<DynamicLibrary> library_;  // the functions of api_ come from it
   std::string path_;
   std::pair<int, int> version_;
   std::vector<int> archs_;

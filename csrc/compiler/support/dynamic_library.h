@@ -3,6 +3,7 @@
 // the library loads and runs its CPU operators where neither exists.
 #pragma once
 
+#include <memory>
 #include <string>
 
 namespace sparsetir {
@@ -10,8 +11,10 @@ namespace sparsetir {
 class DynamicLibrary {
  public:
   // Opens `path_or_soname` (RTLD_NOW | RTLD_LOCAL, or RTLD_GLOBAL when asked);
-  // nullptr with `*error` set if it cannot be opened.
-  static DynamicLibrary* Open(const std::string& path_or_soname, std::string* error, bool global = false);
+  // nullptr with `*error` set if it cannot be opened. The caller owns the
+  // object; the library itself stays mapped after the object is gone.
+  static std::unique_ptr<DynamicLibrary> Open(const std::string& path_or_soname, std::string* error,
+                                              bool global = false);
   // The address of `name`, or nullptr.
   void* Symbol(const char* name) const;
   const std::string& path() const { return path_; }
