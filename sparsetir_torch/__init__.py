@@ -16,7 +16,7 @@ from .schedule import Schedule
 from .decompose import FormatRewriteRule, compute_part, format_decompose, preprocess_part
 from .ops import clear_graph_cache, graph_cache_info
 from .sparse_matrix import SparseMatrix
-from .api import bsrmm, reorder, sddmm, sparse_attention, spmm
+from .api import bsrmm, edge_softmax, reorder, sddmm, sparse_attention, spmm
 from .tuning import explain
 from .cuda_runtime import cuda_unavailable_reason, point_at_nvrtc
 
@@ -40,6 +40,7 @@ __all__ = [
     "SparseMatrix",
     "bsrmm",
     "clear_graph_cache",
+    "edge_softmax",
     "graph_cache_info",
     "sddmm",
     "sparse_attention",

@@ -1,4 +1,4 @@
-"""The Python API of the operators: st.spmm, st.sddmm, st.bsrmm, st.sparse_attention.
+"""The Python API of the operators: st.spmm, st.sddmm, st.bsrmm, st.sparse_attention, st.edge_softmax.
 
 Sparse arguments may be torch sparse CSR, COO (coalesced as needed) or BSR
 tensors, or st.SparseMatrix handles; they are unpacked into the component
@@ -75,6 +75,23 @@ def bsrmm(A, B: torch.Tensor) -> torch.Tensor:
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"st.bsrmm: A {A.shape} and B {tuple(B.shape)} cannot be multiplied")
     return ops.bsrmm(A.indptr, A.indices, A.values, B)
+
+
+def edge_softmax(A, scores: torch.Tensor) -> torch.Tensor:
+    """The softmax of per-edge scores over each row's non-zeros of A: for the
+    non-zero e = (i, j), exp(scores[e]) / sum of exp(scores[e']) over row i's
+    non-zeros e' (a GAT layer's attention coefficients, with rows as the
+    destination nodes). scores is (nnz,) or (nnz, heads), in the order of A's
+    CSR non-zeros (``A.indices``); the result has its shape. Differentiable
+    (twice) with respect to scores.
+
+    ``torch.sparse.softmax(A, 1)`` of a CSR matrix A is
+    ``st.edge_softmax(A, A.values())`` on A's pattern."""
+    A = as_sparse_matrix(A, "st.edge_softmax: argument 'A'")
+    _check_dense("st.edge_softmax", "scores", scores, -1)
+    if A.is_block:
+        raise ValueError("st.edge_softmax: A must be CSR or COO, not block-sparse")
+    return ops.edge_softmax(A.indptr, A.indices, scores)
 
 
 def _mask_matrix(mask, L: int, S: int) -> SparseMatrix:

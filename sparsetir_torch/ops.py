@@ -54,6 +54,19 @@ def _sparse_attention_fake(indptr, indices, q, k, v, scale=None):
     return q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],))
 
 
+@torch.library.register_fake("sparsetir::edge_softmax")
+def _edge_softmax_fake(indptr, indices, scores):
+    _check_devices("sparsetir.edge_softmax", indptr=indptr, indices=indices, scores=scores)
+    torch._check(scores.dim() in (1, 2), lambda: "sparsetir.edge_softmax: argument 'scores' must be (nnz,) or (nnz, heads)")
+    return scores.new_empty(scores.shape)
+
+
+@torch.library.register_fake("sparsetir::_edge_softmax_backward")
+def _edge_softmax_backward_fake(indptr, indices, out, grad):
+    _check_devices("sparsetir._edge_softmax_backward", indptr=indptr, indices=indices, out=out, grad=grad)
+    return out.new_empty(out.shape)
+
+
 @torch.library.register_fake("sparsetir::_csr_transpose")
 def _csr_transpose_fake(indptr, indices, columns):
     _check_devices("sparsetir._csr_transpose", indptr=indptr, indices=indices)
@@ -185,6 +198,42 @@ def _attention_backward(ctx, grad):
     return None, None, dq, dk, dv, None
 
 
+def _edge_softmax_setup(ctx, inputs, output):
+    indptr, indices, _ = inputs
+    ctx.save_for_backward(indptr, indices, output)
+
+
+def _edge_softmax_backward(ctx, grad):
+    indptr, indices, out = ctx.saved_tensors
+    return None, None, ops._edge_softmax_backward(indptr, indices, out, grad)
+
+
+def _edge_softmax_double_backward_setup(ctx, inputs, output):
+    indptr, indices, out, grad = inputs
+    ctx.save_for_backward(indptr, indices, out, grad)
+
+
+def _edge_softmax_double_backward(ctx, gg):
+    # dS = P * (G - D) with D = rowsum(P * G); its derivatives with respect to
+    # P and G, written with the same row sums (a row sum of a per-edge
+    # product is a width-1 spmm against a column of ones).
+    indptr, indices, out, grad = ctx.saved_tensors
+    rows = _row_ids(indptr, indices.shape[0])
+    heads = out.shape[1:]
+
+    def row_sum(e):
+        total = e.new_zeros((indptr.shape[0] - 1,) + heads)
+        return total.index_add_(0, rows, e).index_select(0, rows)
+
+    d = row_sum(out * grad)
+    grad_out = gg * (grad - d) - grad * row_sum(gg * out)
+    grad_grad = out * (gg - row_sum(gg * out))
+    return None, None, grad_out, grad_grad
+
+
+torch.library.register_autograd("sparsetir::edge_softmax", _edge_softmax_backward, setup_context=_edge_softmax_setup)
+torch.library.register_autograd("sparsetir::_edge_softmax_backward", _edge_softmax_double_backward,
+                                setup_context=_edge_softmax_double_backward_setup)
 torch.library.register_autograd("sparsetir::bsrmm", _bsrmm_backward, setup_context=_bsrmm_setup)
 torch.library.register_autograd("sparsetir::_scatter_by_slot", _scatter_by_slot_backward,
                                 setup_context=_scatter_by_slot_setup)
@@ -232,7 +281,7 @@ def clear_graph_cache() -> None:
 # matrix times an activation that autocast made bfloat16 is a dtype mismatch.
 # Outside autocast regions the Autocast dispatch keys are not active, so this
 # costs nothing there.
-_AUTOCAST_OPS = ("spmm", "sddmm", "bsrmm", "sparse_attention")
+_AUTOCAST_OPS = ("spmm", "sddmm", "bsrmm", "sparse_attention", "edge_softmax")
 _autocast_lib = torch.library.Library("sparsetir", "IMPL")
 
 

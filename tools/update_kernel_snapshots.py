@@ -43,6 +43,7 @@ CSRMM_WIDTHS = (1, 3, 8, 20, 32, 64, 128, 256, 600, 10000)
 SDDMM_WIDTHS = (1, 20, 64, 256)
 BSR_SHAPES = ((1, 1, 64), (4, 4, 64), (16, 16, 64), (32, 32, 64), (32, 32, 256), (4, 8, 20))
 ATTENTION_DIMS = ((64, 64), (32, 16), (20, 20))
+EDGE_SOFTMAX_HEADS = (1, 8)
 
 
 def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
@@ -66,6 +67,10 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
         yield "attention_grad_scores", "attention_grad_scores", "float32", "int32", {"value_dim": dv}
     for dtype in DTYPES[1:]:
         yield "sparse_attention", "sparse_attention", dtype, "int64", {"head_dim": 64, "value_dim": 64}
+    for heads in EDGE_SOFTMAX_HEADS:
+        yield "edge_softmax", "edge_softmax", "float32", "int32", {"heads": heads}
+        yield "edge_softmax_backward", "edge_softmax_backward", "float32", "int32", {"heads": heads}
+    yield "edge_softmax", "edge_softmax", "float64", "int64", {"heads": 4}
 
 
 def kernel_name(script: str, dtype: str, idtype: str, sizes: Dict[str, int]) -> str:

@@ -14,6 +14,7 @@ TORCH_LIBRARY(sparsetir, m) {
   m.def("bsrmm(Tensor indptr, Tensor indices, Tensor blocks, Tensor dense) -> Tensor", tags);
   m.def("sparse_attention(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, float? scale=None) -> Tensor",
         tags);
+  m.def("edge_softmax(Tensor indptr, Tensor indices, Tensor scores) -> Tensor", tags);
   // Helpers of the backward passes.
   m.def("_csr_transpose(Tensor indptr, Tensor indices, SymInt columns) -> (Tensor, Tensor, Tensor)", tags);
   m.def(
@@ -39,6 +40,7 @@ TORCH_LIBRARY(sparsetir, m) {
       "_sparse_attention_backward(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, Tensor out, "
       "Tensor grad_out, float? scale=None) -> (Tensor, Tensor, Tensor)",
       tags);
+  m.def("_edge_softmax_backward(Tensor indptr, Tensor indices, Tensor out, Tensor grad) -> Tensor", tags);
 }
 
 TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
@@ -47,6 +49,8 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("sddmm", &Sddmm);
   m.impl("bsrmm", &Bsrmm);
   m.impl("sparse_attention", &SparseAttention);
+  m.impl("edge_softmax", &EdgeSoftmax);
+  m.impl("_edge_softmax_backward", &EdgeSoftmaxBackward);
   m.impl("_csr_transpose", &CsrTransposeOp);
   m.impl("_csr_to_bsr", &CsrToBsrOp);
   m.impl("_coo_to_csr", &CooToCsrOp);

@@ -23,6 +23,13 @@ at::Tensor Bsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::
 at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
                            const at::Tensor& k, const at::Tensor& v, std::optional<double> scale);
 
+// The softmax of per-edge scores ((nnz,) or (nnz, heads)) over each row's
+// non-zeros, and its gradient given the softmax's output and the output's
+// gradient.
+at::Tensor EdgeSoftmax(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& scores);
+at::Tensor EdgeSoftmaxBackward(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& out,
+                               const at::Tensor& grad);
+
 // Gradients of sparse_attention with respect to q, k and v.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
     const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q, const at::Tensor& k,

@@ -133,6 +133,16 @@ void AttentionGradScores(Schedule& sch) {
   RowsInParallel(sch, "grad_scores");
 }
 
+// edge_softmax / edge_softmax_backward: the row passes merged into one
+// row-parallel loop. Nothing is gathered, so a row's scores are read from L1
+// by every pass after the first, where separate passes would stream all nnz
+// values from memory four times.
+void RowPassesMerged(Schedule& sch, const std::vector<std::string>& blocks) {
+  std::vector<std::string> rows;
+  for (const std::string& block : blocks) rows.push_back(sch.GetLoops(block)[0]);
+  sch.Parallel(sch.Merge(rows));
+}
+
 int64_t Size(const std::map<std::string, int64_t>& sizes, const char* name) {
   auto found = sizes.find(name);
   ICHECK(found != sizes.end()) << "recipe needs the size '" << name << "'";
@@ -185,6 +195,10 @@ Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std:
     AttentionProbs(sch, Size(sizes, "head_dim"), ElementBytes(f, "P"), options);
   } else if (recipe == "attention_grad_scores") {
     AttentionGradScores(sch);
+  } else if (recipe == "edge_softmax") {
+    RowPassesMerged(sch, {"row_max", "row_exp", "row_sum", "row_div"});
+  } else if (recipe == "edge_softmax_backward") {
+    RowPassesMerged(sch, {"row_dot", "grad_scores"});
   } else {
     ICHECK(false) << "no CPU recipe named '" << recipe << "'";
   }
