@@ -18,6 +18,7 @@ from .ops import clear_graph_cache, graph_cache_info
 from .sparse_matrix import SparseMatrix
 from .api import bsrmm, edge_softmax, reorder, sddmm, sparse_attention, spmm
 from .tuning import explain
+from . import nn
 from .cuda_runtime import cuda_unavailable_reason, point_at_nvrtc
 
 point_at_nvrtc()  # before any CUDA kernel is compiled (nothing is loaded here)
@@ -42,6 +43,7 @@ __all__ = [
     "clear_graph_cache",
     "edge_softmax",
     "graph_cache_info",
+    "nn",
     "sddmm",
     "sparse_attention",
     "spmm",

@@ -1,0 +1,16 @@
+"""st.nn: graph neural network layers on the library's kernels.
+
+The layers take PyG's constructor arguments and keep PyG's parameter names,
+so a PyG layer's ``state_dict()`` loads into ours; ``forward(x, edge_index)``
+accepts an edge_index (2, E), a torch_geometric EdgeIndex, a torch_sparse
+SparseTensor ``adj_t``, a torch sparse adjacency or an st.SparseMatrix (see
+sparsetir_torch/graph.py). Each graph is converted, given self loops and
+normalized once, then cached.
+"""
+from ..graph import Graph, as_graph, degree, gcn_norm
+from .gat_conv import GATConv
+from .gcn_conv import GCNConv
+from .gin_conv import GINConv
+from .sage_conv import SAGEConv
+
+__all__ = ["GATConv", "GCNConv", "GINConv", "Graph", "SAGEConv", "as_graph", "degree", "gcn_norm"]

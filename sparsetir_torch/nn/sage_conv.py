@@ -1,0 +1,49 @@
+"""SAGEConv: x'_i = W_l aggr_j x_j + W_r x_i (Hamilton et al.)."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..api import spmm
+from ..graph import as_graph
+from ._common import check_features
+
+_AGGREGATIONS = ("mean", "max", "sum", "min")
+
+
+class SAGEConv(torch.nn.Module):
+    """PyG's SAGEConv (parameters ``lin_l.weight``, ``lin_l.bias``,
+    ``lin_r.weight``, and ``lin.*`` with ``project``). ``aggr`` is "mean",
+    "max", "min" or "sum"; a node without incoming edges aggregates zeros."""
+
+    def __init__(self, in_channels: int, out_channels: int, aggr: str = "mean", normalize: bool = False,
+                 root_weight: bool = True, project: bool = False, bias: bool = True):
+        super().__init__()
+        if aggr not in _AGGREGATIONS:
+            raise ValueError(f"st.nn.SAGEConv: aggr must be one of {_AGGREGATIONS}, got {aggr!r}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.aggr, self.normalize, self.root_weight, self.project = aggr, normalize, root_weight, project
+        if project:
+            self.lin = torch.nn.Linear(in_channels, in_channels, bias=True)
+        self.lin_l = torch.nn.Linear(in_channels, out_channels, bias=bias)
+        if root_weight:
+            self.lin_r = torch.nn.Linear(in_channels, out_channels, bias=False)
+
+    def reset_parameters(self) -> None:
+        for name in ("lin", "lin_l", "lin_r"):
+            if hasattr(self, name):
+                getattr(self, name).reset_parameters()
+
+    def forward(self, x: torch.Tensor, edge_index) -> torch.Tensor:
+        check_features("SAGEConv", x, self.in_channels)
+        graph = as_graph(edge_index, x.shape[0])
+        source = F.relu(self.lin(x)) if self.project else x
+        ones = graph.derived(("ones", source.dtype),
+                             lambda: torch.ones(graph.num_edges, dtype=source.dtype, device=source.device))
+        out = self.lin_l(spmm(graph.with_values(ones), source, reduce=self.aggr))
+        if self.root_weight:
+            out = out + self.lin_r(x)
+        return F.normalize(out, p=2.0, dim=-1) if self.normalize else out
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, aggr={self.aggr})"

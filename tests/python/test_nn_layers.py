@@ -1,0 +1,277 @@
+"""st.nn layers: outputs and gradients against dense float64 references and
+against PyG's layers with the same weights (PyG's state_dict loads into ours),
+every graph form (edge_index, EdgeIndex, torch sparse adj_t, SparseMatrix),
+the per-graph cache and the argument errors."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import sparsetir_torch as st
+from sparsetir_torch import nn as stnn
+
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning", "ignore::FutureWarning",
+                                        "ignore::DeprecationWarning")
+
+try:
+    import torch_geometric
+    import torch_geometric.nn as pyg_nn
+except ImportError:  # optional dependency
+    torch_geometric = None
+
+needs_pyg = pytest.mark.skipif(torch_geometric is None, reason="torch_geometric is not installed")
+
+
+def random_graph(n=30, e=120, seed=0, loops=True, isolated=(5,)):
+    """An edge_index with duplicates possible, some self loops, and nodes
+    without incoming edges."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, n, (e,), generator=g)
+    dst = torch.randint(0, n, (e,), generator=g)
+    keep = ~torch.isin(dst, torch.tensor(isolated))
+    src, dst = src[keep], dst[keep]
+    if loops:  # node 1 gets two loops
+        src, dst = torch.cat([src, torch.tensor([1, 2, 1])]), torch.cat([dst, torch.tensor([1, 2, 1])])
+    return torch.stack([src, dst])
+
+
+def dense_adjacency(edge_index, n, weight=None):
+    """A[i, j] = the summed weight of edges j -> i (float64)."""
+    a = torch.zeros(n, n, dtype=torch.float64)
+    w = torch.ones(edge_index.shape[1], dtype=torch.float64) if weight is None else weight.double()
+    return a.index_put((edge_index[1], edge_index[0]), w, accumulate=True)
+
+
+def gcn_reference(x, edge_index, weight, bias, edge_weight=None, improved=False):
+    n = x.shape[0]
+    w = torch.ones(edge_index.shape[1], dtype=torch.float64) if edge_weight is None else edge_weight.double()
+    loop = edge_index[0] == edge_index[1]
+    a = dense_adjacency(edge_index[:, ~loop], n, w[~loop])
+    # A node's loops collapse into its last one (PyG's add_remaining_self_loops);
+    # a node without one gets the fill weight.
+    diag = torch.full((n,), 2.0 if improved else 1.0, dtype=torch.float64)
+    for e in torch.nonzero(loop).flatten().tolist():
+        diag = diag.index_put((edge_index[0, e:e + 1],), w[e:e + 1])
+    a = a + torch.diag(diag)
+    d = a.sum(1)
+    dis = torch.where(d > 0, d.pow(-0.5), torch.zeros_like(d))
+    return (dis[:, None] * a * dis[None, :]) @ (x.double() @ weight.double().T) + bias.double()
+
+
+def graph_forms(edge_index, n):
+    a = torch.sparse_coo_tensor(torch.stack([edge_index[1], edge_index[0]]), torch.ones(edge_index.shape[1]),
+                                (n, n)).coalesce()
+    forms = {"edge_index": edge_index, "csr_adj_t": a.to_sparse_csr(), "SparseMatrix": st.SparseMatrix.from_torch(a)}
+    if torch_geometric is not None:
+        forms["EdgeIndex"] = torch_geometric.EdgeIndex(edge_index.contiguous(), sparse_size=(n, n))
+    return forms
+
+
+def dedup(edge_index):
+    """Matrix forms sum duplicate edges into one entry; compare them on a
+    graph without duplicates."""
+    return torch.unique(edge_index, dim=1).contiguous()
+
+
+@pytest.mark.parametrize("form", ("edge_index", "csr_adj_t", "SparseMatrix", "EdgeIndex"))
+def test_gcn_matches_dense_reference_for_every_graph_form(form):
+    n = 30
+    edge_index = dedup(random_graph(n))
+    forms = graph_forms(edge_index, n)
+    if form not in forms:
+        pytest.skip("torch_geometric is not installed")
+    conv = stnn.GCNConv(8, 5).double()
+    with torch.no_grad():
+        conv.bias.uniform_(-1, 1)
+    x = torch.randn(n, 8, dtype=torch.float64, requires_grad=True)
+    out = conv(x, forms[form])
+    ref = gcn_reference(x, edge_index, conv.lin.weight, conv.bias)
+    torch.testing.assert_close(out, ref)
+    g, = torch.autograd.grad(out.square().sum(), x)
+    g_ref, = torch.autograd.grad(ref.square().sum(), x)
+    torch.testing.assert_close(g, g_ref)
+
+
+@pytest.mark.parametrize("improved", (False, True))
+def test_gcn_with_edge_weights_and_their_gradient(improved):
+    n = 25
+    edge_index = random_graph(n, 90, seed=3)
+    w = torch.rand(edge_index.shape[1], dtype=torch.float64, requires_grad=True)
+    conv = stnn.GCNConv(4, 3, improved=improved).double()
+    x = torch.randn(n, 4, dtype=torch.float64)
+    out = conv(x, edge_index, w)
+    ref = gcn_reference(x, edge_index, conv.lin.weight, conv.bias, w, improved)
+    torch.testing.assert_close(out, ref)
+    g, = torch.autograd.grad(out.sum(), w)
+    g_ref, = torch.autograd.grad(ref.sum(), w)
+    torch.testing.assert_close(g, g_ref)
+
+
+@pytest.mark.parametrize("aggr", ("mean", "max", "sum", "min"))
+def test_sage_matches_dense_reference(aggr):
+    n = 30
+    edge_index = random_graph(n, seed=1)
+    conv = stnn.SAGEConv(6, 4, aggr=aggr, normalize=True).double()
+    x = torch.randn(n, 6, dtype=torch.float64)
+    out = conv(x, edge_index)
+    src, dst = edge_index
+    msgs = x[src]
+    agg = torch.zeros(n, 6, dtype=torch.float64)
+    if aggr in ("max", "min"):
+        agg = agg.scatter_reduce(0, dst[:, None].expand(-1, 6), msgs, "amax" if aggr == "max" else "amin",
+                                 include_self=False)
+    else:
+        agg = agg.index_add(0, dst, msgs)
+        if aggr == "mean":
+            agg = agg / torch.bincount(dst, minlength=n).clamp(min=1)[:, None]
+    ref = F.normalize(agg @ conv.lin_l.weight.T + conv.lin_l.bias + x @ conv.lin_r.weight.T, dim=-1)
+    torch.testing.assert_close(out, ref)
+
+
+def test_gin_matches_dense_reference_and_trains_eps():
+    n = 20
+    edge_index = random_graph(n, 60, seed=2)
+    mlp = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.ReLU(), torch.nn.Linear(7, 3)).double()
+    conv = stnn.GINConv(mlp, eps=0.3, train_eps=True)
+    x = torch.randn(n, 5, dtype=torch.float64)
+    out = conv(x, edge_index)
+    ref = mlp(dense_adjacency(edge_index, n) @ x + 1.3 * x)
+    torch.testing.assert_close(out, ref)
+    out.sum().backward()
+    assert conv.eps.grad is not None and conv.eps.grad.abs().item() > 0
+
+
+def gat_reference(conv, x, edge_index, n):
+    H, C = conv.heads, conv.out_channels
+    keep = edge_index[0] != edge_index[1]
+    ei = torch.cat([edge_index[:, keep], torch.arange(n).repeat(2, 1)], 1)
+    h = (x @ conv.lin.weight.T).view(n, H, C)
+    a_src, a_dst = (h * conv.att_src).sum(-1), (h * conv.att_dst).sum(-1)
+    s = F.leaky_relu(a_src[ei[0]] + a_dst[ei[1]], conv.negative_slope)
+    dense = torch.full((H, n, n), float("-inf"), dtype=x.dtype)
+    dense = dense.index_put((torch.arange(H)[:, None], ei[1][None, :], ei[0][None, :]), s.T)
+    p = torch.softmax(dense, -1)  # every node has its self loop: no empty row
+    out = torch.einsum("hij,jhc->ihc", p, h)
+    out = out.reshape(n, H * C) if conv.concat else out.mean(1)
+    if conv.res is not None:
+        out = out + x @ conv.res.weight.T
+    return out + conv.bias
+
+
+@pytest.mark.parametrize("heads,concat,residual", [(1, True, False), (3, True, True), (2, False, False)])
+def test_gat_matches_dense_reference(heads, concat, residual):
+    n = 24
+    edge_index = dedup(random_graph(n, 80, seed=4))
+    conv = stnn.GATConv(6, 4, heads=heads, concat=concat, residual=residual).double()
+    with torch.no_grad():
+        conv.bias.uniform_(-1, 1)
+    x = torch.randn(n, 6, dtype=torch.float64, requires_grad=True)
+    out = conv(x, edge_index)
+    ref = gat_reference(conv, x, edge_index, n)
+    torch.testing.assert_close(out, ref)
+    params = [x, conv.lin.weight, conv.att_src, conv.att_dst]
+    grads = torch.autograd.grad(out.square().sum(), params)
+    grads_ref = torch.autograd.grad(ref.square().sum(), params)
+    for g, g_ref in zip(grads, grads_ref):
+        torch.testing.assert_close(g, g_ref)
+
+
+# --------------------------------------------------------------------------- against PyG
+
+
+def pyg_pair(kind):
+    if kind == "gcn":
+        return pyg_nn.GCNConv(8, 6), stnn.GCNConv(8, 6)
+    if kind == "gcn_improved":
+        return pyg_nn.GCNConv(8, 6, improved=True), stnn.GCNConv(8, 6, improved=True)
+    if kind.startswith("sage_") and kind != "sage_project":
+        aggr = kind.split("_")[1]
+        return pyg_nn.SAGEConv(8, 6, aggr=aggr), stnn.SAGEConv(8, 6, aggr=aggr)
+    if kind == "sage_project":
+        return pyg_nn.SAGEConv(8, 6, project=True), stnn.SAGEConv(8, 6, project=True)
+    if kind == "gat":
+        return pyg_nn.GATConv(8, 6, heads=3), stnn.GATConv(8, 6, heads=3)
+    if kind == "gat_mean_residual":
+        return (pyg_nn.GATConv(8, 6, heads=2, concat=False, residual=True),
+                stnn.GATConv(8, 6, heads=2, concat=False, residual=True))
+    if kind == "gin":
+        mlp = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.ReLU(), torch.nn.Linear(6, 6))
+        mlp2 = torch.nn.Sequential(torch.nn.Linear(8, 6), torch.nn.ReLU(), torch.nn.Linear(6, 6))
+        return pyg_nn.GINConv(mlp, train_eps=True), stnn.GINConv(mlp2, train_eps=True)
+    raise KeyError(kind)
+
+
+@needs_pyg
+@pytest.mark.parametrize("kind", ("gcn", "gcn_improved", "sage_mean", "sage_max", "sage_sum", "sage_project", "gat",
+                                  "gat_mean_residual", "gin"))
+def test_pyg_weights_load_and_outputs_and_gradients_match(kind):
+    torch.manual_seed(0)
+    n = 40
+    edge_index = random_graph(n, 200, seed=7)
+    if kind.startswith("gat"):
+        edge_index = dedup(edge_index)  # PyG's GAT sums duplicate edges' messages in its softmax too; keep it simple
+    ref_layer, layer = pyg_pair(kind)
+    ref_layer, layer = ref_layer.double(), layer.double()
+    layer.load_state_dict(ref_layer.state_dict())  # strict: the same names and shapes
+    x = torch.randn(n, 8, dtype=torch.float64, requires_grad=True)
+    if kind == "gcn_improved":
+        # PyG adds the weight-2 self loops only to explicit edge weights (with
+        # none, every weight becomes 1); ours follows A + 2I in both cases.
+        w = torch.ones(edge_index.shape[1], dtype=torch.float64)
+        out, ref = layer(x, edge_index, w), ref_layer(x, edge_index, w)
+    else:
+        out, ref = layer(x, edge_index), ref_layer(x, edge_index)
+    torch.testing.assert_close(out, ref)
+    seed = torch.randn_like(out)
+    grads = torch.autograd.grad((out * seed).sum(), [x] + list(layer.parameters()))
+    grads_ref = torch.autograd.grad((ref * seed).sum(), [x] + list(ref_layer.parameters()))
+    for g, g_ref in zip(grads, grads_ref):
+        torch.testing.assert_close(g, g_ref)
+
+
+@needs_pyg
+def test_pyg_edge_index_class_and_float32_training_step():
+    torch.manual_seed(1)
+    n = 50
+    edge_index = random_graph(n, 300, seed=9)
+    ei = torch_geometric.EdgeIndex(edge_index, sparse_size=(n, n))
+    ref_layer, layer = pyg_nn.GCNConv(16, 8), stnn.GCNConv(16, 8)
+    layer.load_state_dict(ref_layer.state_dict())
+    x = torch.randn(n, 16)
+    torch.testing.assert_close(layer(x, ei), ref_layer(x, edge_index), rtol=1e-5, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- graph cache and errors
+
+
+def test_a_graph_is_converted_once_and_follows_in_place_edits():
+    n = 10
+    edge_index = random_graph(n, 30, seed=5)
+    g1 = stnn.as_graph(edge_index, n)
+    assert stnn.as_graph(edge_index, n) is g1
+    assert stnn.gcn_norm(edge_index, num_nodes=n)[1] is stnn.gcn_norm(edge_index, num_nodes=n)[1]
+    edge_index[0, 0] = (edge_index[0, 0] + 1) % n  # bumps the version
+    assert stnn.as_graph(edge_index, n) is not g1
+
+
+def test_degree_counts_incoming_edges():
+    edge_index = torch.tensor([[0, 1, 2, 2], [1, 1, 0, 3]])
+    torch.testing.assert_close(stnn.degree(edge_index, 5), torch.tensor([1.0, 2.0, 0.0, 1.0, 0.0]))
+
+
+def test_bad_graphs_and_features_name_the_problem():
+    conv = stnn.GCNConv(4, 2)
+    x = torch.randn(5, 4)
+    with pytest.raises(ValueError, match="edge_index must have shape \\(2, E\\)"):
+        conv(x, torch.zeros(3, 4, dtype=torch.int64))
+    with pytest.raises(ValueError, match="edge_index holds node 7, out of range for num_nodes=5"):
+        conv(x, torch.tensor([[0, 7], [1, 2]]))
+    with pytest.raises(ValueError, match="edge_index must have dtype int32 or int64"):
+        conv(x, torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="GCNConv: argument 'x' has 3 features, the layer expects in_channels=4"):
+        conv(torch.randn(5, 3), torch.tensor([[0], [1]]))
+    with pytest.raises(ValueError, match="expected an edge_index"):
+        conv(x, [[0, 1], [1, 0]])
+    with pytest.raises(ValueError, match="SAGEConv: aggr must be one of"):
+        stnn.SAGEConv(4, 2, aggr="lstm")
+    with pytest.raises(ValueError, match="the adjacency has 4 rows but there are 5 nodes"):
+        conv(x, torch.eye(4).to_sparse_csr())
