@@ -61,6 +61,28 @@ class TorchSparseGCN(torch.nn.Module):
         return torch.sparse.mm(adj, self.lin2(x))
 
 
+class TorchSparseSAGE(torch.nn.Module):
+    """The same GraphSAGE with torch.sparse.mm(reduce=...) on the CSR adjacency."""
+
+    def __init__(self, features: int, hidden: int, classes: int, aggr: str):
+        super().__init__()
+        self.reduce = {"mean": "mean", "max": "amax", "min": "amin", "sum": "sum"}[aggr]
+        self.l1, self.r1 = torch.nn.Linear(features, hidden), torch.nn.Linear(features, hidden, bias=False)
+        self.l2, self.r2 = torch.nn.Linear(hidden, classes), torch.nn.Linear(hidden, classes, bias=False)
+
+    def forward(self, x, adj):
+        x = self.l1(torch.sparse.mm(adj, x, self.reduce)) + self.r1(x)
+        x = F.dropout(F.relu(x), p=0.5, training=self.training)
+        return self.l2(torch.sparse.mm(adj, x, self.reduce)) + self.r2(x)
+
+
+def adjacency(edge_index, n):
+    graph = st.nn.as_graph(edge_index, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.sparse_csr_tensor(graph.indptr.long(), graph.indices.long(), torch.ones(graph.num_edges), (n, n))
+
+
 def normalized_adjacency(edge_index, n):
     graph, values = st.nn.gcn_norm(edge_index, num_nodes=n)
     with warnings.catch_warnings():  # torch: "sparse CSR support is in beta"
@@ -78,6 +100,8 @@ def make_runs(args, edge_index, n, x, y):
         runs["PyG"][0].load_state_dict(runs["st.nn"][0].state_dict())
     if args.compare and args.model == "gcn":
         runs["torch.sparse"] = (TorchSparseGCN(x.shape[1], args.hidden, classes), normalized_adjacency(edge_index, n))
+    if args.compare and args.model == "sage":
+        runs["torch.sparse"] = (TorchSparseSAGE(x.shape[1], args.hidden, classes, args.aggr), adjacency(edge_index, n))
     return runs
 
 
