@@ -27,9 +27,10 @@ apt_install() {
 
 # System packages: a C++ compiler (also used at run time to build kernels),
 # CMake and GoogleTest for the C++ core's tests, ninja for parallel builds,
-# the aarch64 cross compiler that checks the generated Arm code.
+# the aarch64 cross compiler that checks the generated Arm code, clang with
+# its libFuzzer and sanitizer runtimes for the fuzz targets (tools/fuzz.sh).
 need=()
-for pkg in g++ cmake make libgtest-dev ninja-build g++-aarch64-linux-gnu; do
+for pkg in g++ cmake make libgtest-dev ninja-build g++-aarch64-linux-gnu clang libclang-rt-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -68,8 +69,8 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
 else
   echo "==> torch $("$PY" -c 'import torch; print(torch.__version__)') already installed"
 fi
-step "installing the test and benchmark tools (numpy, scipy, pytest, matplotlib)"
-"$PY" -m pip install -q numpy scipy pytest matplotlib
+step "installing the test and benchmark tools (numpy, scipy, pytest, matplotlib, torch_geometric)"
+"$PY" -m pip install -q numpy scipy pytest matplotlib torch_geometric
 done_step
 
 # The extension, compiled against that torch (no isolated build environment,

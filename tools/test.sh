@@ -22,6 +22,9 @@ cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSPARSETIR_BUILD_TES
 cmake --build build/asan -j "$(nproc)"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 SPARSETIR_CACHE_DIR="$SPARSETIR_CACHE_DIR-asan" \
   ctest --test-dir build/asan --output-on-failure -j "$(nproc)"
+# The parser, the lowering pipeline and the CSR validation under libFuzzer
+# (clang, ASan + UBSan), a bounded time per target: any finding fails the run.
+bash tools/fuzz.sh
 "$PY" -m pytest tests/python -q -rs "$@"
 # The CUDA path once more, without a GPU: the operators' numeric and autograd
 # tests with every spmm / sddmm call running the generated CUDA kernels under

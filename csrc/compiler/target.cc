@@ -71,8 +71,21 @@ bool HostRuns(const std::string& level) {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
   if (level == "generic") return true;
+#if defined(__clang__)
+  // Clang (14 at least) rejects the "x86-64-vN" names: ask for each level's
+  // defining features instead.
+  if (level == "avx2") {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+  }
+  if (level == "avx512") {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+  }
+#else
   if (level == "avx2") return __builtin_cpu_supports("x86-64-v3");
   if (level == "avx512") return __builtin_cpu_supports("x86-64-v4");
+#endif
   return false;
 #elif defined(__aarch64__) && defined(__linux__)
   if (level == "generic" || level == "neon") return true;

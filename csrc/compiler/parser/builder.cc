@@ -360,6 +360,7 @@ class Builder {
       }
       AstExprPtr size = args.Require("size");
       AstExprPtr structure = args.Require("structure");
+      AstExprPtr indptr_at, indices_at;  // where each handle is written
       if (callee == "T.sp.dense_varied") {
         it.kind = IteratorKind::kDenseVaried;
         if (size->kind == Kind::kTuple || size->kind == Kind::kList) {
@@ -370,12 +371,14 @@ class Builder {
           it.extent = BuildIndexScalar(size, "the extent of " + where);
         }
         it.indptr = ResolveHandle(structure, "the indptr of " + where);
+        indptr_at = structure;
       } else if (callee == "T.sp.compressed_fixed") {
         it.kind = IteratorKind::kCompressedFixed;
         auto p = Pair(size, where + ": the size of a compressed_fixed iterator is '(extent, length)'");
         it.extent = BuildIndexScalar(p[0], "the extent of " + where);
         it.length = BuildIndexScalar(p[1], "the length of " + where);
         it.indices = ResolveHandle(structure, "the indices of " + where);
+        indices_at = structure;
       } else {
         it.kind = IteratorKind::kCompressedVaried;
         auto p = Pair(size, where + ": the size of a compressed_varied iterator is '(extent, nnz)'");
@@ -384,11 +387,52 @@ class Builder {
         auto handles = Pair(structure, where + ": the structure of a compressed_varied iterator is '(indptr, indices)'");
         it.indptr = ResolveHandle(handles[0], "the indptr of " + where);
         it.indices = ResolveHandle(handles[1], "the indices of " + where);
+        indptr_at = handles[0];
+        indices_at = handles[1];
+        if (it.indptr == it.indices) {
+          ThrowScriptError(where + ": its indptr and indices must be different handles", handles[1]->span);
+        }
       }
+      CheckSharedStructure(it, indptr_at, indices_at);
     }
     SparseIterator made = MakeIterator(std::move(it));
     Define(name, Symbol{Symbol::Kind::kIterator, nullptr, made, nullptr}, s.target->span);
     func_.iterators.push_back(made);
+  }
+
+  // Lowering gives each structure handle one buffer, shaped by the first
+  // iterator that uses it; iterators may share an array only where that shape
+  // and type fit them too: in the same role, under the same parent, with the
+  // same idtype.
+  void CheckSharedStructure(const SparseIteratorNode& it, const AstExprPtr& indptr_at, const AstExprPtr& indices_at) {
+    struct Use {
+      Var handle;
+      std::string role;
+      AstExprPtr at;
+    };
+    for (const SparseIterator& other : func_.iterators) {
+      for (const Use& mine : {Use{it.indptr, "indptr", indptr_at}, Use{it.indices, "indices", indices_at}}) {
+        for (const Use& theirs : {Use{other->indptr, "indptr", nullptr}, Use{other->indices, "indices", nullptr}}) {
+          if (!mine.handle || mine.handle != theirs.handle) continue;
+          const std::string owner =
+              "handle '" + mine.handle->name + "' is the " + theirs.role + " of iterator '" + other->name + "'";
+          if (mine.role != theirs.role) {
+            ThrowScriptError(owner + "; it cannot also be the " + mine.role + " of iterator '" + it.name + "'",
+                             mine.at->span);
+          }
+          if (other->parent != it.parent) {
+            ThrowScriptError(owner + ", whose parent is " + other->parent->name + "; iterator '" + it.name +
+                                 "' (parent " + it.parent->name + ") cannot share it",
+                             mine.at->span);
+          }
+          if (other->idtype != it.idtype) {
+            ThrowScriptError(owner + ", of idtype " + ToString(other->idtype) + "; iterator '" + it.name +
+                                 "' (idtype " + ToString(it.idtype) + ") cannot share it",
+                             mine.at->span);
+          }
+        }
+      }
+    }
   }
 
   // ---------------------------------------------------------------- buffers

@@ -15,12 +15,14 @@ CsrSummary ValidateCsr(const std::string& op, const Index* indptr, int64_t rows,
     ThrowArgumentError(op + ": indptr must start at 0, got indptr[0] = " + std::to_string(indptr[0]));
   }
   for (int64_t r = 0; r < rows; ++r) {
-    int64_t length = static_cast<int64_t>(indptr[r + 1]) - indptr[r];
-    if (length < 0) {
+    // Compared before subtracting: with int64 indices the difference of two
+    // arbitrary entries can overflow. Once the order holds, both are >= 0.
+    if (indptr[r + 1] < indptr[r]) {
       ThrowArgumentError(op + ": indptr must be non-decreasing, but indptr[" + std::to_string(r + 1) +
                          "] = " + std::to_string(indptr[r + 1]) + " is smaller than indptr[" + std::to_string(r) +
                          "] = " + std::to_string(indptr[r]));
     }
+    const int64_t length = static_cast<int64_t>(indptr[r + 1]) - indptr[r];
     if (length == 0) ++s.empty_rows;
     if (length > s.max_row_length) s.max_row_length = length;
   }

@@ -206,5 +206,55 @@ TEST(ErrorLocation, ErrorInIterationBodyShowsTheBodyLine) {
   EXPECT_TRUE(Contains(message, " 12 | " + body)) << message;
 }
 
+// ---------------------------------------------------------------- shared structure arrays
+
+// A kernel over I -> J -> K whose J and K are declared by the given lines.
+std::string TwoLevelKernel(const std::string& j_line, const std::string& k_line) {
+  return "@T.prim_func\n"
+         "def f(a: T.handle, p: T.handle, q: T.handle, r: T.handle, s: T.handle,\n"
+         "      m: T.int32, n: T.int32, nnz: T.int32, nnz2: T.int32) -> None:\n"
+         "    T.func_attr({\"sparse_tir_level\": 2})\n"
+         "    I = T.sp.dense_fixed(m)\n" +
+         j_line + "\n" + k_line + "\n" +
+         "    A = T.sp.match_buffer(a, (I, J, K), \"float32\")\n"
+         "    with T.sp.iteration([I, J, K], \"SSS\", \"f\") as [i, j, k]:\n"
+         "        A[i, j, k] = 1.0\n";
+}
+
+// Lowering makes one buffer per structure handle, shaped by the first
+// iterator; a second iterator under another parent once indexed it with the
+// wrong rank (an internal error). It is the script's mistake.
+TEST(SharedStructure, HandleUnderAnotherParentIsAScriptError) {
+  const std::string message =
+      ParseError(TwoLevelKernel("    J = T.sp.compressed_varied(I, (n, nnz), (p, q), \"int32\")",
+                                "    K = T.sp.compressed_varied(J, (n, nnz2), (p, s), \"int32\")"),
+                 "shared.py");
+  EXPECT_TRUE(Contains(message, "handle 'p' is the indptr of iterator 'J', whose parent is I; iterator 'K' (parent J)"))
+      << message;
+  EXPECT_TRUE(Contains(message, "shared.py:7:47")) << message;
+}
+
+TEST(SharedStructure, HandleInTwoRolesOrTypesIsAScriptError) {
+  const std::string j = "    J = T.sp.compressed_varied(I, (n, nnz), (p, q), \"int32\")";
+  EXPECT_TRUE(Contains(ParseError(TwoLevelKernel(j, "    K = T.sp.compressed_varied(J, (n, nnz2), (r, p), \"int32\")"), "x"),
+                       "handle 'p' is the indptr of iterator 'J'; it cannot also be the indices of iterator 'K'"));
+  EXPECT_TRUE(Contains(ParseError(TwoLevelKernel("    J = T.sp.compressed_varied(I, (n, nnz), (p, p), \"int32\")",
+                                                 "    K = T.sp.compressed_varied(J, (n, nnz2), (r, s), \"int32\")"),
+                                  "x"),
+                       "iterator 'J': its indptr and indices must be different handles"));
+  const std::string message =
+      ParseError(TwoLevelKernel(j, "    J2 = T.sp.dense_varied(I, (n, nnz), p, \"int64\")\n"
+                                   "    K = T.sp.compressed_varied(J, (n, nnz2), (r, s), \"int32\")"),
+                 "x");
+  EXPECT_TRUE(Contains(message, "handle 'p' is the indptr of iterator 'J', of idtype int32; iterator 'J2' (idtype int64)"))
+      << message;
+}
+
+TEST(SharedStructure, HandleUnderTheSameParentIsAccepted) {
+  EXPECT_NO_THROW(Parse(TwoLevelKernel("    J = T.sp.compressed_varied(I, (n, nnz), (p, q), \"int32\")\n"
+                                       "    J2 = T.sp.dense_varied(I, (n, nnz), p, \"int32\")",
+                                       "    K = T.sp.compressed_varied(J, (n, nnz2), (r, s), \"int32\")")));
+}
+
 }  // namespace
 }  // namespace sparsetir

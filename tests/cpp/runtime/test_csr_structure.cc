@@ -3,6 +3,7 @@
 // int32 and int64, empty rows and columns).
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -43,6 +44,16 @@ TEST(CsrStructure, ValidationErrorsNameTheArgument) {
   EXPECT_NE(ValidationError<int64_t>({0, 2, 1}, {0, 0}).find("indptr must be non-decreasing"), std::string::npos);
   EXPECT_NE(ValidationError<int32_t>({0, 1}, {0, 0}).find("indptr must end at nnz = 2"), std::string::npos);
   EXPECT_NE(ValidationError<int64_t>({0, 2}, {0, -3}).find("indices must be non-negative, got indices[1] = -3"),
+            std::string::npos);
+}
+
+// A decrease between extreme int64 entries is refused as one: the entries are
+// compared, not subtracted (their difference overflows).
+TEST(CsrStructure, ValidationRefusesDecreaseBetweenExtremeValues) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_NE(ValidationError<int64_t>({0, kMax, kMin}, {0}).find("indptr must be non-decreasing, but indptr[2]"),
+            std::string::npos);
+  EXPECT_NE(ValidationError<int64_t>({0, kMax, -2}, {0}).find("indptr must be non-decreasing, but indptr[2]"),
             std::string::npos);
 }
 

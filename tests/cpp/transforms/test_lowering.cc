@@ -5,6 +5,7 @@
 #include "ir/equal.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "lower.h"
 #include "parser/parser.h"
 #include "test_util.h"
 #include "transforms/lower_sparse_buffer.h"
@@ -94,6 +95,27 @@ def dcsr_sum(a: T.handle, out: T.handle, indptr_i: T.handle, indices_i: T.handle
   std::string text = Print(Simplify(LowerSparseBuffer(LowerSparseIter(Parse(script)))));
   EXPECT_NE(text.find("A[J_indptr[I_indptr[o] + i] + j]"), std::string::npos) << text;
   EXPECT_NE(text.find("Out[I_indices[I_indptr[o] + i]]"), std::string::npos) << text;
+}
+
+// Two iterators under one parent may share their structure arrays: both
+// lower onto the same buffers.
+TEST(LowerSparseIterTest, IteratorsSharingStructureUnderOneParent) {
+  std::string script = R"(
+@T.prim_func
+def shared(a: T.handle, b: T.handle, indptr: T.handle, indices: T.handle, m: T.int32, n: T.int32,
+           nnz: T.int32) -> None:
+    I = T.sp.dense_fixed(m)
+    J = T.sp.compressed_varied(I, (n, nnz), (indptr, indices), "int32")
+    J2 = T.sp.compressed_varied(I, (n, nnz), (indptr, indices), "int32")
+    A = T.sp.match_buffer(a, (I, J), "float32")
+    B = T.sp.match_buffer(b, (I, J2), "float32")
+    with T.sp.iteration([I, J], "SS", "copy") as [i, j]:
+        A[i, j] = B[i, j] + 1.0
+)";
+  PrimFunc f = LowerToStageIII(Parse(script));
+  std::string text = Print(f);
+  EXPECT_NE(text.find("J_indptr = T.match_buffer(indptr, (m + 1,), \"int32\")"), std::string::npos) << text;
+  EXPECT_EQ(text.find("J2_indptr"), std::string::npos) << text;
 }
 
 }  // namespace
