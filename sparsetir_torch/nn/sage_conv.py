@@ -40,7 +40,16 @@ class SAGEConv(torch.nn.Module):
         source = F.relu(self.lin(x)) if self.project else x
         ones = graph.derived(("ones", source.dtype),
                              lambda: torch.ones(graph.num_edges, dtype=source.dtype, device=source.device))
-        out = self.lin_l(spmm(graph.with_values(ones), source, reduce=self.aggr))
+        adj = graph.with_values(ones)
+        if self.aggr in ("mean", "sum") and self.out_channels < source.shape[1]:
+            # A mean or sum commutes with the linear map (a row's mean weights
+            # add up to 1, and a node without neighbours gets the bias either
+            # way), so the narrower side is aggregated: fewer columns to gather.
+            out = spmm(adj, F.linear(source, self.lin_l.weight), reduce=self.aggr)
+            if self.lin_l.bias is not None:
+                out = out + self.lin_l.bias
+        else:
+            out = self.lin_l(spmm(adj, source, reduce=self.aggr))
         if self.root_weight:
             out = out + self.lin_r(x)
         return F.normalize(out, p=2.0, dim=-1) if self.normalize else out

@@ -29,21 +29,17 @@ def edge_softmax(
             for h in T.serial(1):
                 with T.block("row_max"):
                     MX[i, h] = T.max(MX[i, h], S[v0, h])
-        for j_1 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            v1: T.int32 = J_indptr[i] + j_1
-            for h_1 in T.serial(1):
-                with T.block("row_exp"):
-                    P[v1, h_1] = T.exp(S[v1, h_1] - MX[i, h_1])
+        for j_1_h_1_fused in T.vectorized(J_indptr[i + 1] - J_indptr[i]):
+            with T.block("row_exp"):
+                P[J_indptr[i] + j_1_h_1_fused, 0] = T.exp(S[J_indptr[i] + j_1_h_1_fused, 0] - MX[i, 0])
         for h_2_init in T.serial(1):
             with T.block("row_sum_init"):
                 SM[i, h_2_init] = T.float32(0.0)
         for j_2 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            v2: T.int32 = J_indptr[i] + j_2
+            v1: T.int32 = J_indptr[i] + j_2
             for h_2 in T.serial(1):
                 with T.block("row_sum"):
-                    SM[i, h_2] = SM[i, h_2] + P[v2, h_2]
-        for j_3 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            v3: T.int32 = J_indptr[i] + j_3
-            for h_3 in T.serial(1):
-                with T.block("row_div"):
-                    P[v3, h_3] = P[v3, h_3] / SM[i, h_3]
+                    SM[i, h_2] = SM[i, h_2] + P[v1, h_2]
+        for j_3_h_3_fused in T.vectorized(J_indptr[i + 1] - J_indptr[i]):
+            with T.block("row_div"):
+                P[J_indptr[i] + j_3_h_3_fused, 0] = P[J_indptr[i] + j_3_h_3_fused, 0] / SM[i, 0]
