@@ -54,6 +54,12 @@ def _sparse_attention_fake(indptr, indices, q, k, v, scale=None):
     return q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],))
 
 
+@torch.library.register_fake("sparsetir::bsr_linear")
+def _bsr_linear_fake(x, indptr, indices, blocks):
+    _check_devices("sparsetir.bsr_linear", x=x, indptr=indptr, indices=indices, blocks=blocks)
+    return x.new_empty(tuple(x.shape[:-1]) + ((indptr.shape[0] - 1) * blocks.shape[1],))
+
+
 @torch.library.register_fake("sparsetir::edge_softmax")
 def _edge_softmax_fake(indptr, indices, scores):
     _check_devices("sparsetir.edge_softmax", indptr=indptr, indices=indices, scores=scores)
@@ -198,6 +204,30 @@ def _attention_backward(ctx, grad):
     return None, None, dq, dk, dv, None
 
 
+def _bsr_linear_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _bsr_linear_backward(ctx, grad):
+    x, indptr, indices, blocks = ctx.saved_tensors
+    nnzb, block_h, block_w = blocks.shape
+    grad_x = grad_blocks = None
+    g = grad.reshape(-1, grad.shape[-1])
+    if ctx.needs_input_grad[0]:
+        # grad @ W is grad times the transpose of W^T, whose blocks are W's
+        # blocks in transposed order, each transposed.
+        t_indptr, t_indices, perm = _transpose(indptr, indices, x.shape[-1] // block_w)
+        grad_x = ops.bsr_linear(g, t_indptr, t_indices, blocks.index_select(0, perm).transpose(1, 2))
+        grad_x = grad_x.reshape(x.shape)
+    if ctx.needs_input_grad[3]:
+        # grad_blocks[e] = grad[:, block row i_e]^T @ x[:, block column j_e]
+        rows = _row_ids(indptr, nnzb)
+        xs = x.reshape(-1, x.shape[-1] // block_w, block_w).index_select(1, indices)  # (batch, nnzb, bw)
+        gs = g.reshape(-1, g.shape[-1] // block_h, block_h).index_select(1, rows)  # (batch, nnzb, bh)
+        grad_blocks = torch.bmm(gs.permute(1, 2, 0), xs.transpose(0, 1))
+    return grad_x, None, None, grad_blocks
+
+
 def _edge_softmax_setup(ctx, inputs, output):
     indptr, indices, _ = inputs
     ctx.save_for_backward(indptr, indices, output)
@@ -232,6 +262,7 @@ def _edge_softmax_double_backward(ctx, gg):
 
 
 torch.library.register_autograd("sparsetir::edge_softmax", _edge_softmax_backward, setup_context=_edge_softmax_setup)
+torch.library.register_autograd("sparsetir::bsr_linear", _bsr_linear_backward, setup_context=_bsr_linear_setup)
 torch.library.register_autograd("sparsetir::_edge_softmax_backward", _edge_softmax_double_backward,
                                 setup_context=_edge_softmax_double_backward_setup)
 torch.library.register_autograd("sparsetir::bsrmm", _bsrmm_backward, setup_context=_bsrmm_setup)
@@ -281,7 +312,7 @@ def clear_graph_cache() -> None:
 # matrix times an activation that autocast made bfloat16 is a dtype mismatch.
 # Outside autocast regions the Autocast dispatch keys are not active, so this
 # costs nothing there.
-_AUTOCAST_OPS = ("spmm", "sddmm", "bsrmm", "sparse_attention", "edge_softmax")
+_AUTOCAST_OPS = ("spmm", "sddmm", "bsrmm", "sparse_attention", "edge_softmax", "bsr_linear")
 _autocast_lib = torch.library.Library("sparsetir", "IMPL")
 
 

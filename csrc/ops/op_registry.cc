@@ -15,6 +15,7 @@ TORCH_LIBRARY(sparsetir, m) {
   m.def("sparse_attention(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, float? scale=None) -> Tensor",
         tags);
   m.def("edge_softmax(Tensor indptr, Tensor indices, Tensor scores) -> Tensor", tags);
+  m.def("bsr_linear(Tensor x, Tensor indptr, Tensor indices, Tensor blocks) -> Tensor", tags);
   // Helpers of the backward passes.
   m.def("_csr_transpose(Tensor indptr, Tensor indices, SymInt columns) -> (Tensor, Tensor, Tensor)", tags);
   m.def(
@@ -50,6 +51,7 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("bsrmm", &Bsrmm);
   m.impl("sparse_attention", &SparseAttention);
   m.impl("edge_softmax", &EdgeSoftmax);
+  m.impl("bsr_linear", &BsrLinear);
   m.impl("_edge_softmax_backward", &EdgeSoftmaxBackward);
   m.impl("_csr_transpose", &CsrTransposeOp);
   m.impl("_csr_to_bsr", &CsrToBsrOp);

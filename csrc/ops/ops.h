@@ -23,6 +23,11 @@ at::Tensor Bsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::
 at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
                            const at::Tensor& k, const at::Tensor& v, std::optional<double> scale);
 
+// x @ W^T for a BSR weight W (blocks (nnzb, bh, bw), indptr over its block
+// rows): a Linear layer's forward pass with a block-sparse weight.
+at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Tensor& indices,
+                     const at::Tensor& blocks);
+
 // The softmax of per-edge scores ((nnz,) or (nnz, heads)) over each row's
 // non-zeros, and its gradient given the softmax's output and the output's
 // gradient.

@@ -1,4 +1,5 @@
-"""st.nn: graph neural network layers on the library's kernels.
+"""st.nn: graph neural network layers and a block-sparse Linear layer on the
+library's kernels.
 
 The layers take PyG's constructor arguments and keep PyG's parameter names,
 so a PyG layer's ``state_dict()`` loads into ours; ``forward(x, edge_index)``
@@ -8,9 +9,10 @@ sparsetir_torch/graph.py). Each graph is converted, given self loops and
 normalized once, then cached.
 """
 from ..graph import Graph, as_graph, degree, gcn_norm
+from .block_sparse_linear import BlockSparseLinear
 from .gat_conv import GATConv
 from .gcn_conv import GCNConv
 from .gin_conv import GINConv
 from .sage_conv import SAGEConv
 
-__all__ = ["GATConv", "GCNConv", "GINConv", "Graph", "SAGEConv", "as_graph", "degree", "gcn_norm"]
+__all__ = ["BlockSparseLinear", "GATConv", "GCNConv", "GINConv", "Graph", "SAGEConv", "as_graph", "degree", "gcn_norm"]

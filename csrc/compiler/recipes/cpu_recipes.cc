@@ -113,6 +113,17 @@ void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat, int64_t element_bytes, 
   sch.Parallel(loops[0]);
 }
 
+// bsr_linear: loops i, n, j, bj, bi. A batch row's output block (block_h
+// values) stays in registers while the blocks of weight row i are
+// accumulated into it, each WT row a vector operand and X[n, j, bj] a
+// broadcast; output blocks are independent, so they run in parallel.
+void BsrLinear(Schedule& sch, int64_t block_h, int64_t element_bytes, const Target& target) {
+  auto loops = sch.GetLoops("bsr_linear");
+  VectorizeInner(sch, loops[4], block_h, element_bytes, target);
+  if (block_h <= kMaxLocalTile) sch.CacheWrite(loops[1], "Y", "local");
+  sch.Parallel(loops[0]);
+}
+
 // sparse_attention: six row-parallel iterations; the weighted sum of value
 // rows is an SpMM and is scheduled like one. (Merging the six row loops into
 // one, sch.merge, measured no faster at L = 4096: a row then gathers key and
@@ -209,6 +220,8 @@ Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std:
     AttentionProbs(sch, Size(sizes, "head_dim"), ElementBytes(f, "P"), options);
   } else if (recipe == "attention_grad_scores") {
     AttentionGradScores(sch);
+  } else if (recipe == "bsr_linear") {
+    BsrLinear(sch, Size(sizes, "block_h"), ElementBytes(f, "Y"), options.target);
   } else if (recipe == "edge_softmax") {
     EdgeSoftmax(sch, Size(sizes, "heads"));
   } else if (recipe == "edge_softmax_backward") {

@@ -1,0 +1,62 @@
+// torch.ops.sparsetir.bsr_linear: x @ W^T for a block-sparse weight W
+// (out_features x in_features, BSR: indptr over block rows of W, blocks
+// (nnzb, bh, bw)), the forward pass of a Linear layer with a pruned weight,
+// computed on x as it is (batch rows contiguous) without transposing it.
+// Leading dimensions of x are batch dimensions.
+#include "kernel_library.h"
+#include "op_checks.h"
+#include "ops.h"
+#include "output_alloc.h"
+
+namespace sparsetir::ops {
+
+at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Tensor& indices,
+                     const at::Tensor& blocks) {
+  const std::string op = "sparsetir.bsr_linear";
+  at::Tensor xc = CheckFloat(op, "x", x, -1);
+  TORCH_CHECK_VALUE(blocks.dim() == 3, op, ": argument 'blocks' must be 3-D (nnzb, block_h, block_w), got shape ",
+                    ShapeString(blocks.sizes()));
+  // The kernel reads each block transposed. A weight kept in that layout and
+  // passed as its transposed view (BlockSparseLinear does) is used without a
+  // copy; any other is transposed here.
+  at::Tensor wt = CheckFloat(op, "blocks", blocks.transpose(1, 2), 3);
+  const at::Tensor& w = blocks;
+  CheckSameDtype(op, "blocks", wt, xc.scalar_type(), "x");
+  CheckSameDevice(op, "x", xc, indptr, "indptr");
+  CheckSameDevice(op, "blocks", wt, indptr, "indptr");
+  TORCH_CHECK_VALUE(xc.dim() >= 1, op, ": argument 'x' must have at least one dimension (..., in_features)");
+  const int64_t block_h = w.size(1), block_w = w.size(2), in_features = xc.size(-1);
+  TORCH_CHECK_VALUE(block_h > 0 && block_w > 0, op, ": argument 'blocks' must have non-empty blocks, got shape ",
+                    ShapeString(w.sizes()));
+  TORCH_CHECK_VALUE(in_features % block_w == 0, op, ": argument 'x' has ", in_features,
+                    " features, not a multiple of the block width ", block_w, " (blocks ", ShapeString(w.sizes()), ")");
+  const int64_t block_columns = in_features / block_w;
+  CheckedCsr csr = CheckCsr(op, indptr, indices, block_columns, "x.size(-1) / block width");
+  TORCH_CHECK_VALUE(w.size(0) == csr.nnz(), op, ": argument 'blocks' must hold one block per non-zero block (",
+                    csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(w.sizes()));
+  const int64_t out_features = csr.rows() * block_h;
+  const int64_t batch = in_features > 0 ? xc.numel() / in_features : 0;
+  std::vector<int64_t> shape = xc.sizes().vec();
+  shape.back() = out_features;
+  // Without stored blocks (or rows) no kernel writes the output.
+  if (csr.nnz() == 0 || batch == 0) return at::zeros(shape, xc.options());
+  at::Tensor out = EmptyOutput({batch, out_features}, xc.options());
+  auto kernel = GetOpKernel({"bsr_linear", "bsr_linear", wt.scalar_type(), csr.indptr.scalar_type(),
+                             {{"block_h", block_h}, {"block_w", block_w}}});
+  KernelCall(*kernel)
+      .Set("x", xc.reshape({batch, in_features}))
+      .Set("wt", wt)
+      .Set("y", out)
+      .Set("indptr", csr.indptr)
+      .Set("indices", csr.indices)
+      .Set("batch", batch)
+      .Set("mb", csr.rows())
+      .Set("nb", block_columns)
+      .Set("nnzb", csr.nnz())
+      .Set("block_h", block_h)
+      .Set("block_w", block_w)
+      .Run(2 * csr.nnz() * block_h * block_w * batch);
+  return out.reshape(shape);
+}
+
+}  // namespace sparsetir::ops
