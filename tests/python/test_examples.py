@@ -33,3 +33,13 @@ def test_gnn_node_classification_trains(model):
         assert "st.nn is" in out and "PyG" in out, out
     except ImportError:
         pass
+
+
+def test_pruned_mlp_prunes_fine_tunes_and_times():
+    out = run_example("pruned_mlp.py", "--width", "256", "--hidden", "512", "--batch", "32", "--dense-steps", "4",
+                      "--steps", "6", "--rounds", "2")
+    assert "pruned to 10% of the 32x32 blocks" in out, out
+    first, last = (float(v) for v in re.search(r"fine-tuned 6 steps: loss (\d+\.\d+) -> (\d+\.\d+)", out).groups())
+    assert last < first, out
+    assert re.search(r"training step: dense .* ms, block-sparse .* ms", out), out
+    assert len(re.findall(r"inference batch", out)) == 4, out
