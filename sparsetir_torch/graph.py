@@ -19,12 +19,12 @@ the spmm kernels happen on the first epoch only. Per-edge tensors given in
 from __future__ import annotations
 
 import threading
-import weakref
-from collections import OrderedDict
 
 import torch
 
 from .ops import ops
+from .identity_cache import IdentityCache, is_edge_index_class as _is_edge_index_class
+from .identity_cache import is_torch_sparse_tensor as _is_torch_sparse_tensor
 from .sparse_matrix import SparseMatrix, as_sparse_matrix
 
 _INT32_MAX = 2**31 - 1
@@ -190,14 +190,6 @@ def degree(graph, num_nodes: int | None = None, dtype=torch.float32) -> torch.Te
 # --------------------------------------------------------------------------- conversion and cache
 
 
-def _is_edge_index_class(a) -> bool:
-    return type(a).__name__ == "EdgeIndex" and type(a).__module__.startswith("torch_geometric")
-
-
-def _is_torch_sparse_tensor(a) -> bool:
-    return type(a).__name__ == "SparseTensor" and type(a).__module__.startswith("torch_sparse")
-
-
 def _index_dtype(num_nodes: int, num_edges: int) -> torch.dtype:
     # int32 indices halve the structure's memory traffic in every kernel.
     return torch.int32 if max(num_nodes, num_edges) <= _INT32_MAX else torch.int64
@@ -234,51 +226,7 @@ def _from_matrix(a, what: str) -> Graph:
     return Graph(adj)
 
 
-class _GraphCache:
-    """Graphs by the identity of the object they came from, valid while its
-    version is unchanged; bounded, and an entry goes with its object."""
-
-    def __init__(self, capacity: int = 32):
-        self.capacity = capacity
-        self._entries: OrderedDict[int, tuple] = OrderedDict()
-        self._lock = threading.RLock()
-
-    @staticmethod
-    def _version(a):
-        if _is_torch_sparse_tensor(a):
-            return a.storage.rowptr()._version, a.storage.col()._version
-        return a._version
-
-    def get(self, a, num_nodes, make) -> Graph:
-        key = id(a)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry[0]() is a and entry[1] == (self._version(a), num_nodes):
-                self._entries.move_to_end(key)
-                return entry[2]
-        graph = make()
-        try:
-            ref = weakref.ref(a, self._forget(key))
-        except TypeError:
-            return graph
-        with self._lock:
-            self._entries[key] = (ref, (self._version(a), num_nodes), graph)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
-        return graph
-
-    def _forget(self, key):
-        def callback(_):
-            with self._lock:
-                self._entries.pop(key, None)
-        return callback
-
-    def clear(self):
-        with self._lock:
-            self._entries.clear()
-
-
-_GRAPHS = _GraphCache()
+_GRAPHS = IdentityCache()
 
 
 def as_graph(a, num_nodes: int | None = None, what: str = "st.nn: argument 'edge_index'") -> Graph:

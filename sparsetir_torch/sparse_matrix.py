@@ -17,6 +17,7 @@ import torch
 
 from . import _C
 from .ell_formats import EllMatrix, HybMatrix, scatter_values
+from .identity_cache import IdentityCache, is_edge_index_class, is_torch_sparse_tensor
 from .ops import ops
 from .torch_warnings import quiet_sparse_warnings
 
@@ -307,12 +308,41 @@ class _ConversionCache:
 _TORCH_SPARSE_CACHE = _ConversionCache()
 
 
+_FOREIGN_CACHE = IdentityCache()
+
+
+def _from_edge_index(a) -> SparseMatrix:
+    """A torch_geometric EdgeIndex as the matrix PyG multiplies by
+    (``EdgeIndex.matmul``): A[edge_index[0], edge_index[1]] = 1, summed over
+    duplicate edges, of its sparse size (else the largest index + 1)."""
+    plain = a.as_tensor()
+    rows, columns = a.sparse_size()
+    largest = int(plain.max()) + 1 if plain.numel() else 0
+    shape = (rows if rows is not None else largest, columns if columns is not None else largest)
+    ones = torch.ones(plain.shape[1], device=plain.device)
+    return SparseMatrix.from_coo(plain[0].contiguous(), plain[1].contiguous(), ones, shape)
+
+
+def _from_torch_sparse(a) -> SparseMatrix:
+    """A torch_sparse SparseTensor's CSR components (values 1 where it has none)."""
+    rowptr, col, value = a.csr()
+    if value is None:
+        value = torch.ones(col.shape[0], device=col.device)
+    return SparseMatrix(rowptr, col, value, tuple(a.sizes()))
+
+
 def as_sparse_matrix(a, what: str) -> SparseMatrix:
     """A SparseMatrix for an operator argument: a SparseMatrix, or a torch sparse
     CSR / BSR tensor (its components, no copy) or COO tensor (converted to CSR
-    once), both cached by the tensor's identity and its indices' versions."""
+    once), both cached by the tensor's identity and its indices' versions; a
+    torch_geometric EdgeIndex or a torch_sparse SparseTensor (converted once
+    per object and version)."""
     if isinstance(a, SparseMatrix):
         return a
+    if is_edge_index_class(a):
+        return _FOREIGN_CACHE.get(a, None, lambda: _from_edge_index(a))
+    if is_torch_sparse_tensor(a):
+        return _FOREIGN_CACHE.get(a, None, lambda: _from_torch_sparse(a))
     # A tensor seen before: no layout checks (only accepted tensors have entries).
     cached = _TORCH_SPARSE_CACHE.lookup(a)
     if cached is not None:
@@ -325,6 +355,6 @@ def as_sparse_matrix(a, what: str) -> SparseMatrix:
                 # Coalescing makes a new tensor each time: nothing to key a cache on.
                 return SparseMatrix.from_torch(a)
             return _TORCH_SPARSE_CACHE.get(a)
-        raise ValueError(f"{what}: expected a sparse tensor (CSR, COO or BSR) or st.SparseMatrix, got a "
-                         f"{a.layout} tensor")
+        raise ValueError(f"{what}: expected a sparse tensor (CSR, COO or BSR), st.SparseMatrix, "
+                         f"torch_geometric.EdgeIndex or torch_sparse.SparseTensor, got a {a.layout} tensor")
     raise ValueError(f"{what}: expected a sparse tensor or st.SparseMatrix, got {type(a).__name__}")

@@ -275,3 +275,18 @@ def test_bad_graphs_and_features_name_the_problem():
         stnn.SAGEConv(4, 2, aggr="lstm")
     with pytest.raises(ValueError, match="the adjacency has 4 rows but there are 5 nodes"):
         conv(x, torch.eye(4).to_sparse_csr())
+
+
+@needs_pyg
+def test_operators_take_an_edge_index_as_pyg_multiplies_by_it():
+    edge_index = random_graph(20, 70, seed=11)  # with duplicates: they add up, as in EdgeIndex.matmul
+    ei = torch_geometric.EdgeIndex(edge_index.contiguous(), sparse_size=(20, 20))
+    x = torch.randn(20, 5, dtype=torch.float64)
+    a = torch.zeros(20, 20, dtype=torch.float64).index_put((edge_index[0], edge_index[1]),
+                                                          torch.ones(edge_index.shape[1], dtype=torch.float64),
+                                                          accumulate=True)
+    torch.testing.assert_close(st.spmm(ei, x.float()).double(), a @ x, rtol=1e-5, atol=1e-5)
+    sorted_ei, _ = ei.sort_by("row")
+    torch.testing.assert_close(st.spmm(ei, x.float()), sorted_ei.matmul(x.float()))
+    scores = torch.randn(st.sparse_matrix.as_sparse_matrix(ei, "x").nnz)
+    assert st.edge_softmax(ei, scores).shape == scores.shape
