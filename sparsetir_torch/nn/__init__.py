@@ -14,5 +14,7 @@ from .gat_conv import GATConv
 from .gcn_conv import GCNConv
 from .gin_conv import GINConv
 from .sage_conv import SAGEConv
+from .sparse_multihead_attention import SparseMultiheadAttention
+from . import attention_patterns
 
-__all__ = ["BlockSparseLinear", "GATConv", "GCNConv", "GINConv", "Graph", "SAGEConv", "as_graph", "degree", "gcn_norm"]
+__all__ = ["BlockSparseLinear", "GATConv", "GCNConv", "GINConv", "Graph", "SAGEConv", "SparseMultiheadAttention", "attention_patterns", "as_graph", "degree", "gcn_norm"]
