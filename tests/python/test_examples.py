@@ -43,3 +43,22 @@ def test_pruned_mlp_prunes_fine_tunes_and_times():
     assert last < first, out
     assert re.search(r"training step: dense .* ms, block-sparse .* ms", out), out
     assert len(re.findall(r"inference batch", out)) == 4, out
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("model", ("gcn", "sage"))
+def test_ddp_two_processes_match_single_process_training(model):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO_ROOT, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                           str(free_port()), os.path.join(EXAMPLES, "ddp_gnn.py"), "--model", model, "--max-nodes",
+                           "400", "--steps", "3", "--hidden", "16"], capture_output=True, text=True, env=env,
+                          timeout=600, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"2 processes \(gloo\): .*: equal", done.stdout), done.stdout + done.stderr
