@@ -62,3 +62,11 @@ def test_ddp_two_processes_match_single_process_training(model):
                           timeout=600, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"2 processes \(gloo\): .*: equal", done.stdout), done.stdout + done.stderr
+
+
+def test_sparse_transformer_trains_and_times():
+    out = run_example("sparse_transformer.py", "--length", "128", "--dim", "64", "--window", "8", "--steps", "6",
+                      "--rounds", "2")
+    first, last = (float(v) for v in re.findall(r"step \d+: loss (\d+\.\d+)", out))
+    assert last < first, out
+    assert "attention alone: SDPA with mask" in out and "block step (attention + FFN)" in out, out
