@@ -60,6 +60,12 @@ def _bsr_linear_fake(x, indptr, indices, blocks):
     return x.new_empty(tuple(x.shape[:-1]) + ((indptr.shape[0] - 1) * blocks.shape[1],))
 
 
+@torch.library.register_fake("sparsetir::_bsr_linear_grad_blocks")
+def _bsr_linear_grad_blocks_fake(x, grad, indptr, indices, block_h, block_w):
+    _check_devices("sparsetir._bsr_linear_grad_blocks", x=x, grad=grad, indptr=indptr, indices=indices)
+    return x.new_empty((indices.shape[0], block_h, block_w))
+
+
 @torch.library.register_fake("sparsetir::edge_softmax")
 def _edge_softmax_fake(indptr, indices, scores):
     _check_devices("sparsetir.edge_softmax", indptr=indptr, indices=indices, scores=scores)
@@ -221,10 +227,7 @@ def _bsr_linear_backward(ctx, grad):
         grad_x = grad_x.reshape(x.shape)
     if ctx.needs_input_grad[3]:
         # grad_blocks[e] = grad[:, block row i_e]^T @ x[:, block column j_e]
-        rows = _row_ids(indptr, nnzb)
-        xs = x.reshape(-1, x.shape[-1] // block_w, block_w).index_select(1, indices)  # (batch, nnzb, bw)
-        gs = g.reshape(-1, g.shape[-1] // block_h, block_h).index_select(1, rows)  # (batch, nnzb, bh)
-        grad_blocks = torch.bmm(gs.permute(1, 2, 0), xs.transpose(0, 1))
+        grad_blocks = ops._bsr_linear_grad_blocks(x, g, indptr, indices, block_h, block_w)
     return grad_x, None, None, grad_blocks
 
 

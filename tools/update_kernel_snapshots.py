@@ -70,6 +70,8 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
     for bh, bw in ((32, 32), (16, 8), (1, 1)):
         yield "bsr_linear", "bsr_linear", "float32", "int32", {"block_h": bh, "block_w": bw}
     yield "bsr_linear", "bsr_linear", "bfloat16", "int64", {"block_h": 32, "block_w": 32}
+    for bh, bw in ((32, 32), (16, 8)):
+        yield "bsr_linear_grad_blocks", "bsr_linear_grad_blocks", "float32", "int32", {"block_h": bh, "block_w": bw}
     for heads in EDGE_SOFTMAX_HEADS:
         yield "edge_softmax", "edge_softmax", "float32", "int32", {"heads": heads}
         yield "edge_softmax_backward", "edge_softmax_backward", "float32", "int32", {"heads": heads}

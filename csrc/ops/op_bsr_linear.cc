@@ -59,4 +59,42 @@ at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Te
   return out.reshape(shape);
 }
 
+at::Tensor BsrLinearGradBlocks(const at::Tensor& x, const at::Tensor& grad, const at::Tensor& indptr,
+                               const at::Tensor& indices, int64_t block_h, int64_t block_w) {
+  const std::string op = "sparsetir._bsr_linear_grad_blocks";
+  at::Tensor xc = CheckFloat(op, "x", x, -1);
+  at::Tensor g = CheckFloat(op, "grad", grad, -1);
+  CheckSameDtype(op, "grad", g, xc.scalar_type(), "x");
+  CheckSameDevice(op, "x", xc, indptr, "indptr");
+  CheckSameDevice(op, "grad", g, indptr, "indptr");
+  TORCH_CHECK_VALUE(block_h > 0 && block_w > 0, op, ": the block shape must be positive, got ", block_h, " x ",
+                    block_w);
+  TORCH_CHECK_VALUE(xc.dim() >= 1 && xc.size(-1) % block_w == 0, op, ": argument 'x' ", ShapeString(xc.sizes()),
+                    " must have a multiple of the block width ", block_w, " features");
+  CheckedCsr csr = CheckCsr(op, indptr, indices, xc.size(-1) / block_w, "x.size(-1) / block width");
+  const int64_t out_features = csr.rows() * block_h, in_features = xc.size(-1);
+  const int64_t batch = in_features > 0 ? xc.numel() / in_features : 0;
+  TORCH_CHECK_VALUE(g.size(-1) == out_features && g.numel() == batch * out_features, op, ": argument 'grad' ",
+                    ShapeString(g.sizes()), " must have the batch of 'x' ", ShapeString(xc.sizes()), " and ",
+                    out_features, " features");
+  if (batch == 0 || csr.nnz() == 0) return at::zeros({csr.nnz(), block_h, block_w}, xc.options());
+  at::Tensor out = EmptyOutput({csr.nnz(), block_h, block_w}, xc.options());
+  auto kernel = GetOpKernel({"bsr_linear_grad_blocks", "bsr_linear_grad_blocks", xc.scalar_type(),
+                             csr.indptr.scalar_type(), {{"block_h", block_h}, {"block_w", block_w}}});
+  KernelCall(*kernel)
+      .Set("x", xc.reshape({batch, in_features}))
+      .Set("grad_y", g.reshape({batch, out_features}))
+      .Set("grad_blocks", out)
+      .Set("indptr", csr.indptr)
+      .Set("indices", csr.indices)
+      .Set("batch", batch)
+      .Set("mb", csr.rows())
+      .Set("nb", in_features / block_w)
+      .Set("nnzb", csr.nnz())
+      .Set("block_h", block_h)
+      .Set("block_w", block_w)
+      .Run(2 * csr.nnz() * block_h * block_w * batch);
+  return out;
+}
+
 }  // namespace sparsetir::ops

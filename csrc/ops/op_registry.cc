@@ -41,6 +41,10 @@ TORCH_LIBRARY(sparsetir, m) {
       "_sparse_attention_backward(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, Tensor out, "
       "Tensor grad_out, float? scale=None) -> (Tensor, Tensor, Tensor)",
       tags);
+  m.def(
+      "_bsr_linear_grad_blocks(Tensor x, Tensor grad, Tensor indptr, Tensor indices, int block_h, int block_w) -> "
+      "Tensor",
+      tags);
   m.def("_edge_softmax_backward(Tensor indptr, Tensor indices, Tensor out, Tensor grad) -> Tensor", tags);
 }
 
@@ -52,6 +56,7 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("sparse_attention", &SparseAttention);
   m.impl("edge_softmax", &EdgeSoftmax);
   m.impl("bsr_linear", &BsrLinear);
+  m.impl("_bsr_linear_grad_blocks", &BsrLinearGradBlocks);
   m.impl("_edge_softmax_backward", &EdgeSoftmaxBackward);
   m.impl("_csr_transpose", &CsrTransposeOp);
   m.impl("_csr_to_bsr", &CsrToBsrOp);

@@ -27,6 +27,10 @@ at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, 
 // rows): a Linear layer's forward pass with a block-sparse weight.
 at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Tensor& indices,
                      const at::Tensor& blocks);
+// The gradient of bsr_linear's blocks: for every stored block (i, j),
+// grad[:, block i]^T @ x[:, block j], (nnzb, block_h, block_w).
+at::Tensor BsrLinearGradBlocks(const at::Tensor& x, const at::Tensor& grad, const at::Tensor& indptr,
+                               const at::Tensor& indices, int64_t block_h, int64_t block_w);
 
 // The softmax of per-edge scores ((nnz,) or (nnz, heads)) over each row's
 // non-zeros, and its gradient given the softmax's output and the output's

@@ -74,6 +74,7 @@ def test_opcheck_and_torch_compile():
     blocks = bsr.values().clone().requires_grad_()
     x = torch.randn(6, 64, requires_grad=True)
     opcheck(ops.bsr_linear, (x, ip, ix, blocks))
+    opcheck(ops._bsr_linear_grad_blocks, (x.detach(), torch.randn(6, 32), ip, ix, 16, 16))
     f = lambda a, b: F.relu(ops.bsr_linear(a, ip, ix, b)).sum()  # noqa: E731
     compiled = torch.compile(f, fullgraph=True)
     torch.testing.assert_close(compiled(x, blocks), f(x, blocks))
@@ -92,6 +93,8 @@ def test_bad_arguments_name_the_argument():
         ops.bsr_linear(torch.randn(2, 32), ip, ix, blocks)
     with pytest.raises(ValueError, match="bsr_linear: argument 'blocks' must hold one block per non-zero block"):
         ops.bsr_linear(torch.randn(2, 64), ip, ix, blocks[:1])
+    with pytest.raises(ValueError, match="_bsr_linear_grad_blocks: argument 'grad' .* must have the batch of 'x'"):
+        ops._bsr_linear_grad_blocks(torch.randn(2, 64), torch.randn(3, 32), ip, ix, 16, 16)
 
 
 # --------------------------------------------------------------------------- the module

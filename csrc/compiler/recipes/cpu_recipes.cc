@@ -124,6 +124,17 @@ void BsrLinear(Schedule& sch, int64_t block_h, int64_t element_bytes, const Targ
   sch.Parallel(loops[0]);
 }
 
+// bsr_linear_grad_blocks: loops i, j, n, bi, bj. The block's gradient tile
+// stays local while the batch streams past; each of its rows takes a
+// broadcast dY value times a vector of X.
+void BsrLinearGradBlocks(Schedule& sch, int64_t block_h, int64_t block_w, int64_t element_bytes,
+                         const Target& target) {
+  auto loops = sch.GetLoops("grad_blocks");
+  VectorizeInner(sch, loops[4], block_w, element_bytes, target);
+  if (block_h * block_w <= kMaxLocalTile) sch.CacheWrite(loops[1], "DW", "local");
+  sch.Parallel(loops[0]);
+}
+
 // sparse_attention: six row-parallel iterations; the weighted sum of value
 // rows is an SpMM and is scheduled like one. (Merging the six row loops into
 // one, sch.merge, measured no faster at L = 4096: a row then gathers key and
@@ -222,6 +233,8 @@ Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std:
     AttentionGradScores(sch);
   } else if (recipe == "bsr_linear") {
     BsrLinear(sch, Size(sizes, "block_h"), ElementBytes(f, "Y"), options.target);
+  } else if (recipe == "bsr_linear_grad_blocks") {
+    BsrLinearGradBlocks(sch, Size(sizes, "block_h"), Size(sizes, "block_w"), ElementBytes(f, "DW"), options.target);
   } else if (recipe == "edge_softmax") {
     EdgeSoftmax(sch, Size(sizes, "heads"));
   } else if (recipe == "edge_softmax_backward") {
