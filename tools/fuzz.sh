@@ -75,6 +75,13 @@ for entry in "${TARGETS[@]}"; do
   rm -rf "$corpus" "$artifacts"
   mkdir -p "$BUILD/corpus" "$artifacts" "$BUILD/logs"
   cp -r "tests/fuzz/corpus/$name" "$corpus"
+  # The script targets also start from every shipped script (the built-in
+  # kernels, their formats, the RFC's scripts), read where they live.
+  if [ "$name" != csr_structure ]; then
+    for script in kernels/*.py kernels/formats/*.py tests/scripts/*.py tests/scripts/*/*.py; do
+      [ -f "$script" ] && cp "$script" "$corpus/seed_$(echo "$script" | tr '/' '_')"
+    done
+  fi
   args=(-max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/")
   if [ "$SECONDS_PER_TARGET" = 0 ]; then args+=(-runs=0); else args+=(-max_total_time="$SECONDS_PER_TARGET"); fi
   if [ -n "$dict" ]; then args+=(-dict="$dict"); fi
