@@ -22,7 +22,7 @@ import threading
 
 import torch
 
-from .ops import ops
+from .ops import _row_ids, ops
 from .identity_cache import IdentityCache, is_edge_index_class as _is_edge_index_class
 from .identity_cache import is_torch_sparse_tensor as _is_torch_sparse_tensor
 from .sparse_matrix import SparseMatrix, as_sparse_matrix
@@ -70,11 +70,12 @@ class Graph:
 
     def row_ids(self) -> torch.Tensor:
         """The target node (row) of every edge in CSR order (int64)."""
-        def make():
-            lengths = (self.indptr[1:] - self.indptr[:-1]).long()
-            return torch.repeat_interleave(torch.arange(self.num_nodes, device=self.indptr.device), lengths,
-                                           output_size=self.num_edges)
-        return self.derived("row_ids", make)
+        return self.derived("row_ids", lambda: _row_ids(self.indptr, self.num_edges))
+
+    def ones(self, dtype=torch.float32) -> torch.Tensor:
+        """All-ones edge values (unweighted aggregation) of `dtype`."""
+        return self.derived(("ones", dtype), lambda: torch.ones(self.num_edges, dtype=dtype,
+                                                                device=self.indptr.device))
 
     def in_degree(self, dtype=torch.float32) -> torch.Tensor:
         """The number of incoming edges of every node."""

@@ -20,20 +20,19 @@ at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Te
   // passed as its transposed view (BlockSparseLinear does) is used without a
   // copy; any other is transposed here.
   at::Tensor wt = CheckFloat(op, "blocks", blocks.transpose(1, 2), 3);
-  const at::Tensor& w = blocks;
   CheckSameDtype(op, "blocks", wt, xc.scalar_type(), "x");
   CheckSameDevice(op, "x", xc, indptr, "indptr");
   CheckSameDevice(op, "blocks", wt, indptr, "indptr");
   TORCH_CHECK_VALUE(xc.dim() >= 1, op, ": argument 'x' must have at least one dimension (..., in_features)");
-  const int64_t block_h = w.size(1), block_w = w.size(2), in_features = xc.size(-1);
+  const int64_t block_h = blocks.size(1), block_w = blocks.size(2), in_features = xc.size(-1);
   TORCH_CHECK_VALUE(block_h > 0 && block_w > 0, op, ": argument 'blocks' must have non-empty blocks, got shape ",
-                    ShapeString(w.sizes()));
+                    ShapeString(blocks.sizes()));
   TORCH_CHECK_VALUE(in_features % block_w == 0, op, ": argument 'x' has ", in_features,
-                    " features, not a multiple of the block width ", block_w, " (blocks ", ShapeString(w.sizes()), ")");
+                    " features, not a multiple of the block width ", block_w, " (blocks ", ShapeString(blocks.sizes()), ")");
   const int64_t block_columns = in_features / block_w;
   CheckedCsr csr = CheckCsr(op, indptr, indices, block_columns, "x.size(-1) / block width");
-  TORCH_CHECK_VALUE(w.size(0) == csr.nnz(), op, ": argument 'blocks' must hold one block per non-zero block (",
-                    csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(w.sizes()));
+  TORCH_CHECK_VALUE(blocks.size(0) == csr.nnz(), op, ": argument 'blocks' must hold one block per non-zero block (",
+                    csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(blocks.sizes()));
   const int64_t out_features = csr.rows() * block_h;
   const int64_t batch = in_features > 0 ? xc.numel() / in_features : 0;
   std::vector<int64_t> shape = xc.sizes().vec();

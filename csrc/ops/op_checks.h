@@ -42,6 +42,10 @@ void CheckSameDtype(const std::string& op, const char* name, const at::Tensor& t
 
 std::string ShapeString(at::IntArrayRef shape);
 
+// The dtype a kernel computes `t` in: float64 stays, everything else (float32,
+// and 16-bit types whose exponentials and sums need the range) is float32.
+inline at::ScalarType ComputeDtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
+
 // Raises a ValueError naming both arguments unless `t` is on `like`'s device.
 void CheckSameDevice(const std::string& op, const char* name, const at::Tensor& t, const at::Tensor& like,
                      const char* like_name);

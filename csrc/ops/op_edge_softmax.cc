@@ -20,8 +20,6 @@ struct EdgeScores {
   int64_t heads;
 };
 
-at::ScalarType ComputeDtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
-
 // `scores` of shape (nnz,) or (nnz, H) over the structure; the structure's
 // column bound is whatever its largest index is (the kernel only reads the
 // row extents).

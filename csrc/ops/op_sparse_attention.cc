@@ -24,8 +24,6 @@ struct AttentionArgs {
   int64_t heads() const { return q.size(0); }
 };
 
-at::ScalarType ComputeDtype(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
-
 // (heads, rows, features); the head count is spelled out because any of the
 // sizes may be 0, which leaves a -1 in reshape ambiguous.
 at::Tensor Heads(const at::Tensor& t, at::ScalarType compute) {

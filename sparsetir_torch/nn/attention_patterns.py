@@ -8,17 +8,17 @@ import functools
 
 import torch
 
+from ..ops import _row_ids
 from ..sparse_matrix import SparseMatrix
 
 
 def _from_mask_rows(rows: torch.Tensor, cols: torch.Tensor, L: int, S: int) -> SparseMatrix:
+    """The pattern of the allowed (row, col) pairs: those outside the L x S
+    matrix (a window past the ends) are dropped, repeated pairs merged."""
     keep = (cols >= 0) & (cols < S)
-    rows, cols = rows[keep], cols[keep]
-    key = torch.unique(rows * S + cols)  # sorted: row-major, duplicates dropped
-    rows, cols = key // S, key % S
-    indptr = torch.zeros(L + 1, dtype=torch.int64)
-    indptr[1:] = torch.bincount(rows, minlength=L).cumsum(0)
-    return SparseMatrix(indptr.to(torch.int32), cols.to(torch.int32), torch.ones(cols.shape[0]), (L, S))
+    rows, cols = rows[keep].to(torch.int32), cols[keep].to(torch.int32)
+    merged = SparseMatrix.from_coo(rows, cols, torch.ones(rows.shape[0]), (L, S), sum_duplicates=True)
+    return SparseMatrix(merged.indptr, merged.indices, torch.ones(merged.nnz), (L, S))
 
 
 def _check(L: int, what: str, **sizes) -> None:
@@ -101,7 +101,6 @@ def union(*patterns: SparseMatrix) -> SparseMatrix:
     shape = patterns[0].shape
     if any(p.shape != shape for p in patterns):
         raise ValueError(f"union: patterns must have one shape, got {[p.shape for p in patterns]}")
-    rows = torch.cat([torch.repeat_interleave(torch.arange(shape[0]), (p.indptr[1:] - p.indptr[:-1]).long())
-                      for p in patterns])
+    rows = torch.cat([_row_ids(p.indptr, p.nnz) for p in patterns])
     cols = torch.cat([p.indices.long() for p in patterns])
     return _from_mask_rows(rows, cols, shape[0], shape[1])

@@ -40,7 +40,7 @@ class GCNConv(torch.nn.Module):
         elif edge_weight is not None:
             values = graph.edge_values(edge_weight)
         else:
-            values = torch.ones(graph.num_edges, dtype=x.dtype, device=x.device)
+            values = graph.ones(x.dtype)
         h = self.lin(x)
         out = spmm(graph.with_values(values.to(h.dtype)), h)
         return out + self.bias if self.bias is not None else out

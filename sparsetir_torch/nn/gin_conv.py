@@ -30,8 +30,7 @@ class GINConv(torch.nn.Module):
     def forward(self, x: torch.Tensor, edge_index) -> torch.Tensor:
         check_features("GINConv", x, -1)
         graph = as_graph(edge_index, x.shape[0])
-        ones = graph.derived(("ones", x.dtype), lambda: torch.ones(graph.num_edges, dtype=x.dtype, device=x.device))
-        return self.nn(spmm(graph.with_values(ones), x) + (1 + self.eps.to(x.dtype)) * x)
+        return self.nn(spmm(graph.with_values(graph.ones(x.dtype)), x) + (1 + self.eps.to(x.dtype)) * x)
 
     def __repr__(self):
         return f"{type(self).__name__}(nn={self.nn})"

@@ -38,9 +38,7 @@ class SAGEConv(torch.nn.Module):
         check_features("SAGEConv", x, self.in_channels)
         graph = as_graph(edge_index, x.shape[0])
         source = F.relu(self.lin(x)) if self.project else x
-        ones = graph.derived(("ones", source.dtype),
-                             lambda: torch.ones(graph.num_edges, dtype=source.dtype, device=source.device))
-        adj = graph.with_values(ones)
+        adj = graph.with_values(graph.ones(source.dtype))
         if self.aggr in ("mean", "sum") and self.out_channels < source.shape[1]:
             # A mean or sum commutes with the linear map (a row's mean weights
             # add up to 1, and a node without neighbours gets the bias either
