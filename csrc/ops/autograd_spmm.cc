@@ -11,10 +11,11 @@
 // Gradients (out[i] = reduce over non-zeros e = (i, j) of values[e] * dense[j]):
 //   sum / mean: grad_values = sddmm(grad') and grad_dense = spmm on the cached
 //               transpose, where grad' = grad (sum) or grad / row length (mean);
-//   max / min:  each output element's gradient goes to the non-zeros that
-//               attain it, split evenly among ties (as torch.amax does): on
-//               the CPU one pass over rows and one over the cached transpose's
-//               columns (_spmm_extremum_backward, O(nnz + (m + n) K) memory);
+//   max / min:  each output element's gradient goes to the first non-zero of
+//               its row that attains it (as torch.sparse.mm(reduce="amax")):
+//               on the CPU one pass over the rows' non-zeros and one over the
+//               attaining entries (_spmm_extremum_backward, O(nnz + (m + n) K)
+//               memory);
 //               elsewhere a formula of torch ops (nnz x K temporaries).
 // The backward calls the operators through the dispatcher, so it is itself
 // differentiable (double backward) and traceable by torch.compile.
@@ -68,18 +69,21 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
         grad_dense = CallSpmm(t_indptr, t_indices, values.index_select(0, perm), g, "sum");
       }
     } else if (dense.device().is_cpu()) {
-      auto [t_indptr, t_rows, perm] = CallTranspose(indptr, indices, dense.sym_size(0));
-      auto [gv, gd] = CallSpmmExtremumBackward(indptr, indices, values, dense, saved[4], grad.contiguous(),
-                                               t_indptr, t_rows, perm);
+      auto [gv, gd] = CallSpmmExtremumBackward(indptr, indices, values, dense, saved[4], grad.contiguous());
       if (ctx->needs_input_grad(2)) grad_values = gv;
       if (ctx->needs_input_grad(3)) grad_dense = gd;
     } else {
       const at::Tensor& out = saved[4];
       at::Tensor rows = RowIds(indptr, indices);
       at::Tensor gathered = dense.index_select(0, indices);
-      at::Tensor hit = (values.unsqueeze(1) * gathered == out.index_select(0, rows)).to(grad.scalar_type());
-      at::Tensor count = at::zeros_like(out).index_add_(0, rows, hit);
-      at::Tensor share = hit * (grad / count.clamp_min(1)).index_select(0, rows);
+      at::Tensor hit = values.unsqueeze(1) * gathered == out.index_select(0, rows);
+      // The first attaining non-zero of each (row, column): the smallest e.
+      const int64_t nnz = indices.size(0);
+      at::Tensor position = at::arange(nnz, indices.options().dtype(at::kLong)).unsqueeze(1).expand_as(hit);
+      at::Tensor candidate = at::where(hit, position, at::full({}, nnz, position.options()));
+      at::Tensor first = at::full(out.sizes(), nnz, position.options())
+                             .scatter_reduce(0, rows.to(at::kLong).unsqueeze(1).expand_as(hit), candidate, "amin");
+      at::Tensor share = (candidate == first.index_select(0, rows)).to(grad.scalar_type()) * grad.index_select(0, rows);
       if (ctx->needs_input_grad(2)) grad_values = (share * gathered).sum(1);
       if (ctx->needs_input_grad(3)) grad_dense = at::zeros_like(dense).index_add_(0, indices, share * values.unsqueeze(1));
     }

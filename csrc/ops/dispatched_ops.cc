@@ -33,14 +33,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(const at::Tensor& i
 
 std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
                                                             const at::Tensor& values, const at::Tensor& dense,
-                                                            const at::Tensor& out, const at::Tensor& grad,
-                                                            const at::Tensor& t_indptr, const at::Tensor& t_rows,
-                                                            const at::Tensor& t_perm) {
+                                                            const at::Tensor& out, const at::Tensor& grad) {
   using T = const at::Tensor&;
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("sparsetir::_spmm_extremum_backward", "")
-                       .typed<std::tuple<at::Tensor, at::Tensor>(T, T, T, T, T, T, T, T, T)>();
-  return op.call(indptr, indices, values, dense, out, grad, t_indptr, t_rows, t_perm);
+                       .typed<std::tuple<at::Tensor, at::Tensor>(T, T, T, T, T, T)>();
+  return op.call(indptr, indices, values, dense, out, grad);
 }
 
 }  // namespace sparsetir::ops

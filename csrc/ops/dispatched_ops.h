@@ -20,8 +20,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(const at::Tensor& i
 
 std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
                                                             const at::Tensor& values, const at::Tensor& dense,
-                                                            const at::Tensor& out, const at::Tensor& grad,
-                                                            const at::Tensor& t_indptr, const at::Tensor& t_rows,
-                                                            const at::Tensor& t_perm);
+                                                            const at::Tensor& out, const at::Tensor& grad);
 
 }  // namespace sparsetir::ops

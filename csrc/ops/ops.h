@@ -82,9 +82,7 @@ at::Tensor ScatterBySlot(const at::Tensor& values, const at::Tensor& slot, const
 // t_rows, t_perm as _csr_transpose returns them); O(nnz + (m + n) K) memory.
 std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
                                                         const at::Tensor& values, const at::Tensor& dense,
-                                                        const at::Tensor& out, const at::Tensor& grad,
-                                                        const at::Tensor& t_indptr, const at::Tensor& t_rows,
-                                                        const at::Tensor& t_perm);
+                                                        const at::Tensor& out, const at::Tensor& grad);
 
 // The reverse Cuthill-McKee relabelling of a square CSR structure: (order,
 // indptr, indices, source) with order[new] = old, the structure of P A P^T

@@ -17,6 +17,7 @@ attention) because every (kernel, dtype, index dtype, size) is compiled once
 per session (about 0.4 s each).
 """
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -299,7 +300,7 @@ def _opcheck_cases(dtype, idtype, requires_grad, contiguous=True):
             (aip, aix, q, k, v, out.requires_grad_(requires_grad), nc(r(*out.shape)), 0.5)),
         "_spmm_extremum_backward": (
             ops._spmm_extremum_backward.default,
-            (ip, ix, ev, ed, eout, nc(r(c.m, K)), *ops._csr_transpose(ip, ix, c.n))),
+            (ip, ix, ev, ed, eout, nc(r(c.m, K)))),
     })
     return cases
 
@@ -715,18 +716,77 @@ def test_spmm_threads():
                                                    msg=f"graph {i} {idtype} K={k} {reduce}")
 
 
+def _first_attaining_reference(ip, ix, values, dense, reduce, grad):
+    """Gradients of max|min SpMM in float64 where each output element's
+    gradient goes to the first non-zero of its row (storage order) whose
+    product attains it."""
+    v, d, g = values.double(), dense.double(), grad.double()
+    rows, cols = row_ids(ip), ix.long()
+    prod = v[:, None] * d[cols]
+    out = spmm_ref(ip, ix, v, d, reduce)
+    grad_v, grad_d = torch.zeros_like(v), torch.zeros_like(d)
+    for i in range(ip.numel() - 1):
+        lo, hi = int(ip[i]), int(ip[i + 1])
+        for k in range(d.shape[1]):
+            for e in range(lo, hi):
+                if prod[e, k] == out[i, k]:
+                    grad_v[e] += g[i, k] * d[cols[e], k]
+                    grad_d[cols[e], k] += g[i, k] * v[e]
+                    break
+    return grad_v, grad_d
+
+
+@pytest.mark.parametrize("k", (1, 5, 37))
+@pytest.mark.parametrize("idtype", IDTYPES)
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64))
+@pytest.mark.parametrize("reduce", ("max", "min"))
+def test_extremum_backward_sends_ties_to_the_first_attaining_nonzero(reduce, dtype, idtype, k):
+    """Small integers make many products of a (row, column) equal, as ReLU and
+    dropout zeros do in a GNN: the gradient goes to the first attaining
+    non-zero, as torch.sparse.mm(reduce="amax"|"amin") sends it (checked against
+    both), for one and several column slices of the dense gradient's pass."""
+    c, ip, ix = structure(40, 30, 0.2, seed=21, idtype=idtype, empty_rows=(0, 9), dense_rows=(5,))
+    rng = np.random.default_rng(21)
+    values = torch.from_numpy(rng.integers(1, 3, c.nnz).astype(np.float64)).to(dtype)
+    dense = torch.from_numpy(rng.integers(0, 3, (c.n, k)).astype(np.float64)).to(dtype)
+    grad = torch.from_numpy(rng.normal(size=(c.m, k))).to(dtype)
+    vg, dg = values.clone().requires_grad_(), dense.clone().requires_grad_()
+    ops.spmm(ip, ix, vg, dg, reduce).backward(grad)
+
+    rows = row_ids(ip)
+    prod = values.double()[:, None] * dense.double()[ix.long()]
+    out = spmm_ref(ip, ix, values.double(), dense.double(), reduce)
+    attaining = torch.zeros(c.m, k, dtype=F64).index_add_(0, rows, (prod == out[rows]).double())
+    assert (attaining > 1).any(), "the inputs must hold ties"
+    ref_v, ref_d = _first_attaining_reference(ip, ix, values, dense, reduce, grad)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(vg.grad.double(), ref_v, rtol=tol, atol=tol)
+    torch.testing.assert_close(dg.grad.double(), ref_d, rtol=tol, atol=tol)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: sparse CSR support is in beta
+        a = torch.sparse_csr_tensor(ip.long(), ix.long(), values.clone(), (c.m, c.n)).requires_grad_()
+        b = dense.clone().requires_grad_()
+        torch.sparse.mm(a, b, "amax" if reduce == "max" else "amin").backward(grad)
+    torch.testing.assert_close(vg.grad, a.grad.values(), rtol=tol, atol=tol)
+    torch.testing.assert_close(dg.grad, b.grad, rtol=tol, atol=tol)
+
+
 def test_extremum_backward_refuses_bad_arguments():
     c, ip, ix = structure(6, 5, 0.45, seed=10, idtype="int64", empty_rows=(0, 3))
     v, d = torch.rand(c.nnz, dtype=torch.float64), torch.rand(c.n, K, dtype=torch.float64)
     out = ops.spmm(ip, ix, v, d, "max")
-    t = ops._csr_transpose(ip, ix, c.n)
     op = ops._spmm_extremum_backward
     with pytest.raises(ValueError, match="_spmm_extremum_backward.*'grad'"):
-        op(ip, ix, v, d, out, torch.rand(c.m + 1, K, dtype=torch.float64), *t)
+        op(ip, ix, v, d, out, torch.rand(c.m + 1, K, dtype=torch.float64))
     with pytest.raises(ValueError, match="_spmm_extremum_backward.*'out'.*dtype"):
-        op(ip, ix, v, d, out.float(), out, *t)
-    with pytest.raises(ValueError, match="_spmm_extremum_backward.*transpose"):
-        op(ip, ix, v, d, out, out, t[0][:-1].contiguous(), t[1], t[2])
+        op(ip, ix, v, d, out.float(), out)
+    with pytest.raises(ValueError, match="_spmm_extremum_backward.*'values'"):
+        op(ip, ix, v[:-1], d, out, out)
+    bad = ix.clone()
+    bad[0] = c.n
+    with pytest.raises(ValueError, match="_spmm_extremum_backward.*indices"):
+        op(ip, bad, v, d, out, out)
     with pytest.raises(RuntimeError, match="second derivatives"):
         vg, dg = v.clone().requires_grad_(), d.clone().requires_grad_()
         y = ops.spmm(ip, ix, vg, dg, "max")
