@@ -63,6 +63,14 @@ class Graph:
 
     def derived(self, key, make):
         """make(), computed once per graph under `key`."""
+        # A plain lookup first: under torch.compile it traces (a guard on the
+        # table), so a layer on a graph whose forms exist compiles without a
+        # graph break; building one runs eagerly, outside the traced graph.
+        value = self._derived.get(key)
+        return value if value is not None else self._make_derived(key, make)
+
+    @torch.compiler.disable
+    def _make_derived(self, key, make):
         with self._lock:
             if key not in self._derived:
                 self._derived[key] = make()

@@ -70,3 +70,11 @@ def test_sparse_transformer_trains_and_times():
     first, last = (float(v) for v in re.findall(r"step \d+: loss (\d+\.\d+)", out))
     assert last < first, out
     assert "attention alone: SDPA with mask" in out and "block step (attention + FFN)" in out, out
+
+
+def test_gnn_node_classification_under_torch_compile():
+    out = run_example("gnn_node_classification.py", "--model", "gcn", "--graph", "email-Enron", "--max-nodes", "300",
+                      "--epochs", "6", "--hidden", "16", "--compile")
+    losses = [float(v) for v in re.findall(r"loss (\d+\.\d+)", out)]
+    assert len(losses) >= 2 and losses[-1] < losses[0], out
+    assert re.search(r"st\.nn: test accuracy 0\.\d+", out), out

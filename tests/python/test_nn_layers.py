@@ -290,3 +290,28 @@ def test_operators_take_an_edge_index_as_pyg_multiplies_by_it():
     torch.testing.assert_close(st.spmm(ei, x.float()), sorted_ei.matmul(x.float()))
     scores = torch.randn(st.sparse_matrix.as_sparse_matrix(ei, "x").nnz)
     assert st.edge_softmax(ei, scores).shape == scores.shape
+
+
+@pytest.mark.parametrize("make", [
+    lambda: stnn.GCNConv(8, 6), lambda: stnn.SAGEConv(8, 6), lambda: stnn.SAGEConv(8, 6, aggr="max"),
+    lambda: stnn.GATConv(8, 3, heads=2), lambda: stnn.GINConv(torch.nn.Linear(8, 6))],
+    ids=["gcn", "sage-mean", "sage-max", "gat", "gin"])
+def test_layers_compile_into_one_graph_once_the_graph_forms_exist(make):
+    """After one eager call has built a Graph's derived forms (normalization,
+    self loops, row ids), torch.compile traces a layer with no graph break and
+    gives the eager values and gradients."""
+    torch.manual_seed(0)
+    n = 30
+    graph = stnn.as_graph(random_graph(n), n)
+    layer = make().double()
+    x = torch.randn(n, 8, dtype=torch.float64, requires_grad=True)
+    eager = layer(x, graph)
+    (gx,) = torch.autograd.grad(eager.square().sum(), x)
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, backend="aot_eager", fullgraph=True)
+    out = compiled(x, graph)
+    (cgx,) = torch.autograd.grad(out.square().sum(), x)
+    torch.testing.assert_close(out, eager)
+    torch.testing.assert_close(cgx, gx)
+    explained = torch._dynamo.explain(layer)(x, graph)
+    assert explained.graph_break_count == 0, explained.break_reasons
