@@ -64,7 +64,7 @@ SIZE_ARGS = {
                      "--rounds", "1"],
              "transformer": ["--length", "128", "--dim", "64", "--window", "8", "--steps", "1", "--rounds", "1"]},
 }
-DEFAULT_E2E = {"full": list(E2E), "quick": ["gcn", "sage", "gat", "mlp", "transformer"],
+DEFAULT_E2E = {"full": list(E2E), "quick": ["gcn", "sage", "sage-max", "gat", "mlp", "transformer"],
                "tiny": ["gcn", "mlp", "transformer"]}
 # bench_ops.py's arguments per size (before --ops / --threads / --out and the user's --matrices / --k).
 OPS_ARGS = {

@@ -50,11 +50,18 @@ void ArgsAndValueGrads(const index_t* indptr, const index_t* indices, const scal
                        scalar_t* grad_values) {
   using acc_t = at::opmath_type<scalar_t>;
   const int64_t nnz = m > 0 ? static_cast<int64_t>(indptr[m]) : 0;
-  const int64_t grain = std::max<int64_t>(1, kWorkPerTask * m / std::max<int64_t>(nnz * K, 1));
-  at::parallel_for(0, m, grain, [&](int64_t begin, int64_t end) {
+  // Tasks of equal non-zeros, not of equal rows: at::parallel_for hands each
+  // thread a contiguous range, and on a power-law graph a few rows hold most
+  // of the work.
+  const int64_t tasks = std::clamp<int64_t>(nnz * K / kWorkPerTask, 1, 8 * at::get_num_threads());
+  auto first_row = [&](int64_t task) -> int64_t {
+    if (task >= tasks) return m;
+    return std::lower_bound(indptr, indptr + m, static_cast<index_t>(nnz * task / tasks)) - indptr;
+  };
+  at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
     std::vector<hit_t> first(K);
     std::vector<acc_t> row_grads;
-    for (int64_t i = begin; i < end; ++i) {
+    for (int64_t i = first_row(task_begin), end = first_row(task_end); i < end; ++i) {
       const int64_t start = indptr[i], stop = indptr[i + 1];
       const scalar_t* out_row = out + i * K;
       hit_t* firsts = first.data();

@@ -772,6 +772,33 @@ def test_extremum_backward_sends_ties_to_the_first_attaining_nonzero(reduce, dty
     torch.testing.assert_close(dg.grad, b.grad, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("threads", (1, 2, 3))
+def test_extremum_backward_splits_skewed_rows_into_tasks_of_equal_work(threads):
+    """Enough work for many parallel tasks, cut by non-zeros: a few long rows,
+    many short and empty ones, ties everywhere; the gradients must equal
+    torch.sparse.mm(reduce="amax")'s whatever the thread count."""
+    c, ip, ix = structure(3000, 400, 0.01, seed=22, idtype="int32", empty_rows=tuple(range(0, 3000, 7)),
+                          dense_rows=(1, 2, 1500, 2999))
+    rng = np.random.default_rng(22)
+    values = torch.from_numpy(rng.integers(1, 3, c.nnz).astype(np.float32))
+    dense = torch.from_numpy(rng.integers(0, 3, (c.n, 40)).astype(np.float32))
+    grad = torch.from_numpy(rng.normal(size=(c.m, 40)).astype(np.float32))
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        vg, dg = values.clone().requires_grad_(), dense.clone().requires_grad_()
+        ops.spmm(ip, ix, vg, dg, "max").backward(grad)
+    finally:
+        torch.set_num_threads(before)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: sparse CSR support is in beta
+        a = torch.sparse_csr_tensor(ip.long(), ix.long(), values.clone(), (c.m, c.n)).requires_grad_()
+        b = dense.clone().requires_grad_()
+        torch.sparse.mm(a, b, "amax").backward(grad)
+    torch.testing.assert_close(vg.grad, a.grad.values(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(dg.grad, b.grad, rtol=1e-5, atol=1e-5)
+
+
 def test_extremum_backward_refuses_bad_arguments():
     c, ip, ix = structure(6, 5, 0.45, seed=10, idtype="int64", empty_rows=(0, 3))
     v, d = torch.rand(c.nnz, dtype=torch.float64), torch.rand(c.n, K, dtype=torch.float64)
