@@ -16,10 +16,22 @@ RESULTS = os.path.join(HERE, "results")
 
 # The matrices: the folder named by $SPARSETIR_DATASETS, else the larger
 # collection beside the repository (../shared/datasets) where there is one,
-# else the matrices shipped with the tests (tests/data/matrices).
+# else the cache `python -m sparsetir_torch.datasets fetch` fills once it
+# holds the larger graphs, else the matrices shipped with the tests.
 _SHARED = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "datasets"))
-DATASETS = os.environ.get("SPARSETIR_DATASETS") or (
-    _SHARED if os.path.isdir(_SHARED) else os.path.normpath(os.path.join(HERE, "..", "tests", "data", "matrices")))
+
+
+def _default_datasets() -> str:
+    from sparsetir_torch.datasets import cache_dir
+
+    if os.path.isdir(_SHARED):
+        return _SHARED
+    if os.path.isfile(os.path.join(cache_dir(), "mdual.mtx.gz")):
+        return cache_dir()
+    return os.path.normpath(os.path.join(HERE, "..", "tests", "data", "matrices"))
+
+
+DATASETS = os.environ.get("SPARSETIR_DATASETS") or _default_datasets()
 
 # MKL's names for the same levels (MKL_ENABLE_INSTRUCTIONS caps what MKL
 # dispatches to, so the peer runs at the level our kernels are built for).

@@ -12,6 +12,7 @@ import os
 import torch
 
 import sparsetir_torch as st
+from sparsetir_torch import datasets
 from sparsetir_torch.matrix_market import read_matrix_market
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -23,8 +24,11 @@ def dataset_path(name: str) -> str:
     if os.path.isfile(name):
         return name
     path = os.path.join(DATASETS, name if name.endswith(".mtx.gz") else name + ".mtx.gz")
+    if not os.path.isfile(path) and name.removesuffix(".mtx.gz") in datasets.DATASETS:
+        path = datasets.find(name) or path  # the cache that `python -m sparsetir_torch.datasets fetch` fills
     if not os.path.isfile(path):
-        raise SystemExit(f"no graph {name!r}: not a file and not in {DATASETS} (set $SPARSETIR_DATASETS)")
+        raise SystemExit(f"no graph {name!r}: not a file and not in {DATASETS} (set $SPARSETIR_DATASETS, or run "
+                         f"`python3 -m sparsetir_torch.datasets fetch {name}`)")
     return path
 
 
