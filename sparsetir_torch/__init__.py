@@ -15,6 +15,7 @@ from .errors import CompileError, ScheduleError, ScriptError
 from .schedule import Schedule
 from .decompose import FormatRewriteRule, compute_part, format_decompose, preprocess_part
 from .ops import clear_graph_cache, graph_cache_info
+from .validation import validate_every_call
 from .sparse_matrix import SparseMatrix
 from .api import bsrmm, edge_softmax, reorder, sddmm, sparse_attention, spmm
 from .tuning import explain
@@ -47,6 +48,7 @@ __all__ = [
     "sddmm",
     "sparse_attention",
     "spmm",
+    "validate_every_call",
     "cache_info",
     "compile",
     "cuda_unavailable_reason",

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "launcher.h"
+#include "revalidation.h"
 #include "runtime/bsr_conversion.h"
 #include "runtime/ell_conversion.h"
 #include "support/error.h"
@@ -231,14 +232,19 @@ std::shared_ptr<GraphInfo> ValidatedGraph(const std::string& op, const at::Tenso
   // Inference tensors have no version counter, so nothing can tell whether
   // they changed: validate them on every call.
   const bool cacheable = !indptr.is_inference() && !indices.is_inference();
-  if (cacheable) {
-    if (auto info = Cache().Lookup(indptr, indices)) return info;
-  }
+  std::shared_ptr<GraphInfo> cached = cacheable ? Cache().Lookup(indptr, indices) : nullptr;
+  const bool recheck = ValidateEveryCall();
+  if (cached && !recheck) return cached;
   // A structure on a GPU is validated once, through host copies (one
   // transfer per graph; the cache keys on the device tensors themselves).
-  const CsrSummary summary =
-      indptr.is_cuda() ? Validate(op, indptr.cpu(), indices.cpu()) : Validate(op, indptr, indices);
+  const at::Tensor host_indptr = indptr.is_cuda() ? indptr.cpu() : indptr;
+  const at::Tensor host_indices = indices.is_cuda() ? indices.cpu() : indices;
+  const CsrSummary summary = Validate(op, host_indptr, host_indices);
+  const uint64_t digest = recheck ? StructureDigest(host_indptr, host_indices) : 0;
+  // Re-checked and unchanged since the entry was made: its derived forms hold.
+  if (cached && cached->digest() == digest) return cached;
   auto info = std::make_shared<GraphInfo>(indptr, summary);
+  info->set_digest(digest);
   if (cacheable) Cache().Insert(indptr, indices, info);
   return info;
 }

@@ -65,6 +65,10 @@ class GraphInfo {
   GraphInfo(const at::Tensor& indptr, CsrSummary summary);
 
   const CsrSummary& summary() const { return summary_; }
+  // The digest of the arrays this entry was built from (revalidation.h); 0
+  // when the entry was made without the re-check.
+  uint64_t digest() const { return digest_; }
+  void set_digest(uint64_t digest) { digest_ = digest; }
   // Row lengths as an int64 column (rows, 1).
   const at::Tensor& row_lengths() const { return row_lengths_; }
   // The rows without non-zeros (int64), for the max / min reductions.
@@ -91,6 +95,7 @@ class GraphInfo {
 
  private:
   CsrSummary summary_;
+  uint64_t digest_ = 0;
   at::Tensor row_lengths_;
   at::Tensor empty_rows_;
   std::map<at::ScalarType, at::Tensor> mean_divisors_;

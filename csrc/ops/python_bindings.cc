@@ -18,6 +18,7 @@
 #include "launcher.h"
 #include "output_alloc.h"
 #include "parser/parser.h"
+#include "revalidation.h"
 #include "runtime/kernel.h"
 #include "recipes/cpu_recipes.h"
 #include "recipes/cuda_recipes.h"
@@ -155,7 +156,7 @@ void RunKernel(const std::shared_ptr<Kernel>& kernel, const py::list& values) {
   std::vector<at::Tensor> structure;
   std::vector<int64_t> scalars;
   const bool memo = StructureOf(*kernel, values, args, &structure, &scalars);
-  const bool validated = memo && StructureAlreadyValidated(kernel, structure, scalars);
+  const bool validated = memo && !ValidateEveryCall() && StructureAlreadyValidated(kernel, structure, scalars);
   // Tensors stay alive: the caller's list holds them while the GIL is released.
   SparsetirLauncher launcher = TorchLauncher();
   py::gil_scoped_release release;
@@ -458,6 +459,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("spmm_prefetches", &SpmmPrefetches,
         "Whether spmm prefetches the gathered dense rows (columns rows of row_bytes bytes) on this structure.");
   m.def("set_graph_cache_capacity", &SetGraphCacheCapacity);
+  m.def("validate_every_call", &ValidateEveryCall);
+  m.def("set_validate_every_call", &SetValidateEveryCall);
 
   // The implicit conversion cache of torch sparse tensors (sparse_matrix.py)
   // keeps one per entry and asks it on every call: one C++ call instead of

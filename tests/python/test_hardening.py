@@ -160,3 +160,73 @@ def test_non_ascii_in_a_comment_is_fine():
 def test_a_path_that_does_not_exist_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="looks like a path to a script, but there is no such file"):
         st.parse(str(tmp_path / "kernels" / "csrmm.py"))
+
+
+# A copy over a varied level written directly at stage II (sparse_tir_level 1),
+# with its indptr buffer declared or left for the compiler to make. Every row
+# of the structure used holds n = 2 positions, so the loop runs over n.
+VARIED_STAGE_II = '''
+@T.prim_func
+def ragged(a: T.handle, b: T.handle, {handles}, m: T.int32, n: T.int32) -> None:
+    T.func_attr({{"sparse_tir_level": 1}})
+    I = T.sp.dense_fixed(m, "int32")
+    J = T.sp.{iterator}
+    A = T.sp.match_buffer(a, (I, J), "float32")
+    B = T.sp.match_buffer(b, (I, J), "float32")
+{declaration}    for i in T.serial(m):
+        for j in T.serial(n):
+            with T.block("copy"):
+                B[i, j] = A[i, j] * T.float32(2.0)
+'''
+VARIED_ITERATORS = {
+    "dense_varied": ("indptr: T.handle", 'dense_varied(I, n, indptr, "int32")'),
+    "dense_varied_nnz": ("indptr: T.handle", 'dense_varied(I, (n, 6), indptr, "int32")'),
+    "compressed_varied": ("indptr: T.handle, indices: T.handle", 'compressed_varied(I, (n, 6), (indptr, indices), "int32")'),
+}
+
+
+@pytest.mark.parametrize("stage", ["II", "III"])
+@pytest.mark.parametrize("declared", [True, False], ids=["indptr-declared", "indptr-left-out"])
+@pytest.mark.parametrize("kind", sorted(VARIED_ITERATORS))
+def test_a_stage_two_varied_level_flattens_with_or_without_its_indptr_buffer(kind, declared, stage):
+    """A stage-II script that left out a varied iterator's indptr buffer
+    reached an internal compiler error in lower_sparse_buffer; the buffer is
+    now made as stage-I lowering makes it. Compiled from its stage-III form
+    (no iterators, no domain facts), the buffer sized by J_indptr[m] made the
+    call's shape check read an array it had not bound: an internal error too;
+    an array that a shape reads is now bound first, like a structure array."""
+    handles, iterator = VARIED_ITERATORS[kind]
+    declaration = '    J_indptr = T.sp.match_buffer(indptr, (I,), "int32", extra_storage=1)\n' if declared else ""
+    f = st.parse(VARIED_STAGE_II.format(handles=handles, iterator=iterator, declaration=declaration))
+    kernel = st.compile(f if stage == "II" else st.lower_sparse_buffer(f))
+    a, b = torch.arange(1.0, 7.0), torch.zeros(6)
+    args = dict(a=a, b=b, indptr=torch.tensor([0, 2, 4, 6], dtype=torch.int32), m=3, n=2)
+    if kind == "compressed_varied":
+        args["indices"] = torch.tensor([0, 1, 0, 1, 0, 1], dtype=torch.int32)
+    kernel(**args)
+    torch.testing.assert_close(b, a * 2)
+
+
+SIZED_BY_A_BUFFER = '''
+@T.prim_func
+def scale(a: T.handle, indptr: T.handle, m: T.int32, n: T.int32) -> None:
+    T.func_attr({"sparse_tir_level": 0})
+    J_indptr = T.match_buffer(indptr, (m + 1,), "int32")
+    A = T.match_buffer(a, (n,), "float32")
+    W = T.alloc_buffer((J_indptr[m],), "float32")
+    for i in T.serial(m):
+        W[i] = T.float32(3.0)
+        A[i] = W[i] * A[i]
+'''
+
+
+def test_specializing_a_size_that_an_allocation_reads_keeps_the_buffer_it_reads():
+    """Specializing m rebuilt J_indptr but left W's size reading the old
+    buffer, so the generated C++ named an undeclared 'J_indptr_1'."""
+    f = st.specialize(st.parse(SIZED_BY_A_BUFFER), m=4)
+    assert "J_indptr[4]" in str(f)
+    kernel = st.compile(f)
+    assert "J_indptr_1" not in kernel.source
+    a = torch.arange(1.0, 7.0)
+    kernel(a=a, indptr=torch.tensor([0, 1, 2, 3, 4], dtype=torch.int32), m=4, n=6)
+    torch.testing.assert_close(a, torch.tensor([3.0, 6.0, 9.0, 12.0, 5.0, 6.0]))

@@ -115,6 +115,7 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const Target& target) {
         std::string(kSimtEmulatorHeader) + "\n" + cuda.source + "\n" + cuda.emulator_entry;
   }
   kernel->domain_ = kernel->DomainFacts();
+  kernel->shape_read_ = kernel->ShapeReadBuffers();
   kernel->structure_params_ = kernel->StructureParams();
   kernel->written_params_ = kernel->WrittenParams();
   return kernel;
@@ -139,16 +140,36 @@ std::map<const BufferNode*, std::pair<Expr, Expr>> Kernel::DomainFacts() const {
   return domain;
 }
 
+std::set<const BufferNode*> Kernel::ShapeReadBuffers() const {
+  struct Reads : IRVisitor {
+    std::set<const BufferNode*> buffers;
+    void Visit(const BufferLoadNode* n) override {
+      buffers.insert(n->buffer.get());
+      IRVisitor::Visit(n);
+    }
+  } reads;
+  for (const Buffer& b : lowered_->buffers) {
+    for (const Expr& dim : b->shape) {
+      if (dim) reads.VisitExpr(dim);
+    }
+  }
+  return reads.buffers;
+}
+
+bool Kernel::IsStructure(const Buffer& b) const {
+  if (domain_.count(b.get()) > 0 || shape_read_.count(b.get()) > 0) return true;
+  for (const IndptrRule& rule : indptr_rules_) {
+    if (rule.handle == b->data) return true;
+  }
+  return false;
+}
+
 std::vector<size_t> Kernel::StructureParams() const {
-  const auto& domain = domain_;
-  std::set<const VarNode*> indptrs;
-  for (const IndptrRule& rule : indptr_rules_) indptrs.insert(rule.handle.get());
   std::vector<size_t> out;
   const auto& params = lowered_->params;
   for (size_t i = 0; i < params.size(); ++i) {
     for (const Buffer& b : lowered_->buffers) {
-      if (b->kind == BufferKind::kMatch && b->data == params[i] &&
-          (domain.count(b.get()) > 0 || indptrs.count(params[i].get()) > 0)) {
+      if (b->kind == BufferKind::kMatch && b->data == params[i] && IsStructure(b)) {
         out.push_back(i);
         break;
       }
@@ -251,12 +272,9 @@ void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
   std::map<const VarNode*, const IndptrRule*> indptr_of;
   for (const IndptrRule& rule : indptr_rules_) indptr_of[rule.handle.get()] = &rule;
   const auto& domain = domain_;
-  auto is_structure = [&](const HandleBinding& h) {
-    return domain.count(h.buffer.get()) > 0 || indptr_of.count(h.buffer->data.get()) > 0;
-  };
   for (int pass = 0; pass < 2; ++pass) {
     for (const HandleBinding& h : bindings) {
-      if (is_structure(h) != (pass == 0)) continue;
+      if (IsStructure(h.buffer) != (pass == 0)) continue;
       const KernelArg& a = args[h.param];
       const std::string where = name_ + "(): argument '" + params[h.param]->name + "'";
       std::vector<int64_t> expected;

@@ -12,8 +12,9 @@
 #include <array>
 #include <atomic>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,10 @@ class Kernel {
  private:
   std::map<const BufferNode*, std::pair<Expr, Expr>> DomainFacts() const;  // assume_buffer_domain
   std::vector<size_t> StructureParams() const;
+  // Buffers whose contents another buffer's shape reads (A over J_indptr[m]):
+  // checked and bound before the shapes that read them.
+  std::set<const BufferNode*> ShapeReadBuffers() const;
+  bool IsStructure(const Buffer& b) const;
   std::vector<size_t> WrittenParams() const;
 
   struct IndptrRule {
@@ -107,6 +112,7 @@ class Kernel {
   // runs on every call).
   std::map<const BufferNode*, std::pair<Expr, Expr>> domain_;
   std::vector<size_t> structure_params_;
+  std::set<const BufferNode*> shape_read_;
   uint64_t id_ = 0;
   // cpu: the kernel; cuda: the emulated kernel, built at the first Run.
   mutable std::shared_ptr<Module> module_;

@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -159,6 +161,36 @@ std::shared_ptr<Module> Build(const CpuCompiler& compiler, const std::string& ke
   return module;
 }
 
+// True when `message` reports a full disk or an exhausted quota, in our own
+// words (WritePrivateFile) or the compiler's and linker's (strerror's text).
+bool ReportsNoSpace(const std::string& message) {
+  return message.find(std::strerror(ENOSPC)) != std::string::npos ||
+         message.find(std::strerror(EDQUOT)) != std::string::npos;
+}
+
+// Runs `build(dir)`; when it fails because `dir` is out of space, warns and
+// runs it once more in this process's private directory, which may lie on
+// another file system: a full cache disk slows the first call of a kernel
+// down but does not stop the caller's work. Other errors, and a second
+// failure, reach the caller.
+template <typename Build>
+auto BuildWithSpaceFallback(const fs::path& dir, const Build& build) {
+  try {
+    return build(dir);
+  } catch (const UserError& e) {
+    if (!ReportsNoSpace(e.what())) throw;
+    const fs::path fallback = Fallback("");
+    if (dir == fallback) throw;
+    Warn("the kernel cache directory " + dir.string() + " is out of space; building into " + fallback.string() +
+         " for this process instead");
+    if (std::string why = EnsurePrivateDirectory(fallback.string()); !why.empty()) {
+      throw UserError(UserErrorKind::kCompile, std::string(e.what()) + "\n(and the private directory " +
+                                                   fallback.string() + " " + why + ")");
+    }
+    return build(fallback);
+  }
+}
+
 }  // namespace
 
 std::string CacheDirectory() {
@@ -200,7 +232,9 @@ std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source, const Tar
   if (module) {
     ++GetCacheStats().disk_hits;
   } else {
-    module = Build(compiler, key, source, target, dir);
+    module = BuildWithSpaceFallback(dir, [&](const fs::path& where) {
+      return Build(compiler, key, source, target, where);
+    });
     ++GetCacheStats().compiles;
   }
   Table()[key] = module;
@@ -229,17 +263,20 @@ std::string GetOrBuildCudaImage(const std::string& source, int arch) {
   if (!image.empty()) {
     ++GetCacheStats().disk_hits;
   } else {
-    const fs::path source_path = dir / (key + ".cu");
-    WritePrivateFile(source_path.string(), source);
-    NvrtcResult result;
-    try {
-      result = nvrtc.Compile(source, key + ".cu", arch, /*want_cubin=*/true, {});
-    } catch (const UserError& e) {
-      throw UserError(UserErrorKind::kCompile, std::string(e.what()) + "\n(the CUDA source is " + source_path.string() + ")");
-    }
-    image = result.cubin.empty() ? result.ptx : result.cubin;
-    WritePrivateFile(checksum.string(), Checksum(key, image));
-    WritePrivateFile(image_path.string(), image);
+    image = BuildWithSpaceFallback(dir, [&](const fs::path& where) {
+      const fs::path source_path = where / (key + ".cu");
+      WritePrivateFile(source_path.string(), source);
+      NvrtcResult result;
+      try {
+        result = nvrtc.Compile(source, key + ".cu", arch, /*want_cubin=*/true, {});
+      } catch (const UserError& e) {
+        throw UserError(UserErrorKind::kCompile, std::string(e.what()) + "\n(the CUDA source is " + source_path.string() + ")");
+      }
+      std::string built = result.cubin.empty() ? result.ptx : result.cubin;
+      WritePrivateFile((where / (key + ".cubin.sha256")).string(), Checksum(key, built));
+      WritePrivateFile((where / (key + ".cubin")).string(), built);
+      return built;
+    });
     ++GetCacheStats().compiles;
   }
   table[key] = image;

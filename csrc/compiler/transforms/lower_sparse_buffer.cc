@@ -5,6 +5,7 @@
 #include "ir/functor.h"
 #include "support/error.h"
 #include "transforms/simplify.h"
+#include "transforms/structure_buffers.h"
 
 namespace sparsetir {
 namespace {
@@ -114,18 +115,32 @@ class BufferFlattener : public IRMutator {
   std::map<const SparseIteratorNode*, Buffer> indptr_of_;
 };
 
+// A script written at stage II may leave out the indptr buffer of a varied
+// iterator: flattening needs one for every varied level, so the missing ones
+// are made as lower_sparse_iter makes them.
+PrimFunc WithIndptrBuffers(const PrimFunc& f) {
+  PrimFuncNode out = *f;
+  StructureBuffers structure(&out);
+  const size_t before = out.buffers.size();
+  for (const SparseIterator& it : f->iterators) {
+    if (IsVaried(it->kind)) structure.Indptr(it);
+  }
+  return out.buffers.size() == before ? f : MakePrimFunc(std::move(out));
+}
+
 }  // namespace
 
 PrimFunc LowerSparseBuffer(const PrimFunc& f) {
   ICHECK(f->stage == Stage::kII) << "lower_sparse_buffer expects a stage II function, got " << ToString(f->stage);
-  BufferFlattener flattener(f);
-  PrimFuncNode out = *f;
+  const PrimFunc complete = WithIndptrBuffers(f);
+  BufferFlattener flattener(complete);
+  PrimFuncNode out = *complete;
   out.stage = Stage::kIII;
   out.iterators.clear();
   out.buffers.clear();
-  for (const Buffer& b : f->buffers) flattener.Flat(b);
+  for (const Buffer& b : complete->buffers) flattener.Flat(b);
   out.buffers = flattener.InDependencyOrder();
-  out.body = f->body ? flattener.VisitStmt(f->body) : nullptr;
+  out.body = complete->body ? flattener.VisitStmt(complete->body) : nullptr;
   return MakePrimFunc(std::move(out));
 }
 

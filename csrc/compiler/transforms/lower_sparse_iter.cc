@@ -8,80 +8,10 @@
 #include "ir/functor.h"
 #include "ir/substitute.h"
 #include "support/error.h"
+#include "transforms/structure_buffers.h"
 
 namespace sparsetir {
 namespace {
-
-// The stage-II structure buffers of a function: one per indptr / indices handle.
-class StructureBuffers {
- public:
-  explicit StructureBuffers(PrimFuncNode* func) : func_(func) {}
-
-  // X_indptr over the ancestor chain of X's parent, with one extra element.
-  Buffer Indptr(const SparseIterator& x) {
-    auto found = by_handle_.find(x->indptr.get());
-    if (found != by_handle_.end()) return found->second;
-    BufferNode b;
-    b.name = Unique(x->name + "_indptr");
-    b.data = x->indptr;
-    b.axes = AncestorChain(x->parent);
-    b.dtype = x->idtype;
-    b.extra_storage = 1;
-    return Add(x->indptr, std::move(b));
-  }
-
-  // X_indices over the ancestors of X followed by X's dense twin (positions are
-  // the same; the twin says the array itself is not searched).
-  Buffer Indices(const SparseIterator& x) {
-    auto found = by_handle_.find(x->indices.get());
-    if (found != by_handle_.end()) return found->second;
-    BufferNode b;
-    b.name = Unique(x->name + "_indices");
-    b.data = x->indices;
-    b.axes = AncestorChain(x->parent);
-    b.axes.push_back(DenseTwin(x));
-    b.dtype = x->idtype;
-    return Add(x->indices, std::move(b));
-  }
-
- private:
-  SparseIterator DenseTwin(const SparseIterator& x) {
-    if (x->kind != IteratorKind::kCompressedVaried) return x;
-    SparseIteratorNode twin;
-    twin.name = Unique(x->name + "_dense");
-    twin.kind = IteratorKind::kDenseVaried;
-    twin.parent = x->parent;
-    twin.extent = x->extent;
-    twin.nnz = x->nnz;
-    twin.indptr = x->indptr;
-    twin.idtype = x->idtype;
-    SparseIterator made = MakeIterator(std::move(twin));
-    func_->iterators.push_back(made);
-    return made;
-  }
-
-  Buffer Add(const Var& handle, BufferNode node) {
-    Buffer made = MakeBuffer(std::move(node));
-    func_->buffers.push_back(made);
-    by_handle_[handle.get()] = made;
-    return made;
-  }
-
-  std::string Unique(const std::string& base) {
-    auto taken = [&](const std::string& n) {
-      for (const auto& b : func_->buffers) if (b->name == n) return true;
-      for (const auto& it : func_->iterators) if (it->name == n) return true;
-      for (const auto& p : func_->params) if (p->name == n) return true;
-      return false;
-    };
-    std::string name = base;
-    for (int i = 1; taken(name); ++i) name = base + "_" + std::to_string(i);
-    return name;
-  }
-
-  PrimFuncNode* func_;
-  std::map<const VarNode*, Buffer> by_handle_;
-};
 
 // Hands out names not yet used in the function: loop variables must be unique
 // so that schedules can name loops.

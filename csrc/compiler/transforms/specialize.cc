@@ -110,16 +110,20 @@ PrimFunc Specialize(const PrimFunc& f, const std::map<std::string, int64_t>& val
     out.iterators.push_back(made);
   }
   std::map<const BufferNode*, Buffer> buffers;
+  // A size may read an earlier buffer (an allocation of J_indptr[m]
+  // elements): it must read that buffer's rebuilt twin, which is why buffers
+  // are rebuilt in declaration order with the map made so far.
+  Rebuilder rebuild(vars, buffers, iterators);
   out.buffers.clear();
   for (const Buffer& b : f->buffers) {
     BufferNode copy = *b;
     for (SparseIterator& axis : copy.axes) axis = iterators.at(axis.get());
-    for (Expr& dim : copy.shape) dim = Sub(dim, vars);
+    for (Expr& dim : copy.shape) dim = dim ? Simplify(rebuild.VisitExpr(dim)) : dim;
     Buffer made = MakeBuffer(std::move(copy));
     buffers[b.get()] = made;
     out.buffers.push_back(made);
   }
-  if (f->body) out.body = Rebuilder(vars, buffers, iterators).VisitStmt(f->body);
+  if (f->body) out.body = rebuild.VisitStmt(f->body);
   out.attrs = WithAttr(out.attrs, "specialized", specialized);
   // A size that became a negative constant can never be called.
   auto check_size = [&](const Expr& e, const std::string& what) {
