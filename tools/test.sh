@@ -39,3 +39,5 @@ for isa in $("$PY" -c "from sparsetir_torch.recipes import runnable_levels; prin
   SPARSETIR_CPU_ISA="$isa" SPARSETIR_CACHE_DIR="$SPARSETIR_CACHE_DIR-$isa" \
     "$PY" -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py -q "$@"
 done
+# A part of the Python suite once more on an extension built with ASan + UBSan.
+bash tools/test_sanitized.sh "$@"

@@ -25,6 +25,13 @@ import torch  # noqa: E402
 
 import sparsetir_torch as st  # noqa: E402
 
+# tools/test_sanitized.sh runs tests on an extension built elsewhere: make sure
+# that is the one imported, not the installed one.
+if os.environ.get("SPARSETIR_EXPECT_EXTENSION_UNDER"):
+    _expected = os.path.realpath(os.environ["SPARSETIR_EXPECT_EXTENSION_UNDER"])
+    if not os.path.realpath(st._C.__file__).startswith(_expected + os.sep):
+        raise RuntimeError(f"the tests imported {st._C.__file__}, not the extension under {_expected}")
+
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPTS_DIR = os.path.join(REPO_ROOT, "tests", "scripts")
 MUST_FAIL_DIR = os.path.join(REPO_ROOT, "tests", "must_fail")

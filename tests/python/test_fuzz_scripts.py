@@ -10,7 +10,8 @@ each is generated too: generated code the compiler rejects is a bug as well.
 
 Deterministic (seeded) and bounded in count and time, so that CI runs it on
 every change; SPARSETIR_FUZZ_MUTANTS, SPARSETIR_FUZZ_SECONDS and SPARSETIR_FUZZ_SEED
-make longer or other local runs.
+make longer or other local runs. The same property also runs under
+hypothesis, which chooses the mutations and shrinks a failing mutant.
 """
 import glob
 import os
@@ -18,7 +19,9 @@ import random
 import re
 import time
 
+import hypothesis
 import pytest
+from hypothesis import strategies
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
@@ -80,6 +83,36 @@ def mutate(text: str, rng: random.Random) -> str:
     return "\n".join(lines)
 
 
+def check_mutant(mutant: str, where: str, outcomes: dict) -> None:
+    """The property every mutant must hold: refused with a user error, or
+    lowered with CPU and CUDA code generated; every COMPILE_EVERY-th mutant
+    that generates code is also compiled by the system compiler."""
+    try:
+        f = st.parse(mutant)
+        source = _C.generate(f, "cpu")
+    except USER_ERRORS:
+        outcomes["refused"] += 1
+        return
+    except Exception as e:  # noqa: BLE001 - any other exception is the finding
+        raise AssertionError(f"{type(e).__name__}: {e}\n{where}") from e
+    try:
+        _C.generate(f, "cuda")  # the same function for the other backend
+    except USER_ERRORS:
+        pass  # e.g. a workspace, which the cuda target does not allocate
+    except Exception as e:  # noqa: BLE001
+        raise AssertionError(f"cuda: {type(e).__name__}: {e}\n{where}") from e
+    outcomes["generated"] += 1
+    assert source
+    if outcomes["generated"] % COMPILE_EVERY == 0:
+        try:
+            st.compile(f)
+        except USER_ERRORS:
+            pass  # e.g. a size the compile-time checks refuse
+        except st.CompileError as e:
+            raise AssertionError(f"generated C++ the compiler rejects: {e}\n{where}") from e
+        outcomes["compiled"] += 1
+
+
 def test_mutated_scripts_give_user_errors_or_valid_code():
     rng = random.Random(int(os.environ.get("SPARSETIR_FUZZ_SEED", "20261124")))
     texts = corpus()
@@ -93,31 +126,25 @@ def test_mutated_scripts_give_user_errors_or_valid_code():
         mutant = mutate(text, rng)
         if rng.random() < 0.3:
             mutant = mutate(mutant, rng)
-        where = f"mutant {n} of {name}:\n{mutant}"
-        try:
-            f = st.parse(mutant)
-            source = _C.generate(f, "cpu")
-        except USER_ERRORS:
-            outcomes["refused"] += 1
-            continue
-        except Exception as e:  # noqa: BLE001 - any other exception is the finding
-            raise AssertionError(f"{type(e).__name__}: {e}\n{where}") from e
-        try:
-            _C.generate(f, "cuda")  # the same function for the other backend
-        except USER_ERRORS:
-            pass  # e.g. a workspace, which the cuda target does not allocate
-        except Exception as e:  # noqa: BLE001
-            raise AssertionError(f"cuda: {type(e).__name__}: {e}\n{where}") from e
-        outcomes["generated"] += 1
-        assert source
-        if outcomes["generated"] % COMPILE_EVERY == 0:
-            try:
-                st.compile(f)
-            except USER_ERRORS:
-                pass  # e.g. a size the compile-time checks refuse
-            except st.CompileError as e:
-                raise AssertionError(f"generated C++ the compiler rejects: {e}\n{where}") from e
-            outcomes["compiled"] += 1
+        check_mutant(mutant, f"mutant {n} of {name}:\n{mutant}", outcomes)
     print(outcomes)
     # The fuzzer must exercise both outcomes, or it tests nothing.
     assert outcomes["refused"] > 20 and outcomes["generated"] > 20, outcomes
+
+
+# The same property driven by hypothesis: it chooses the script and the
+# mutations (through a Random it controls), and on a failure it shrinks them
+# to a small case and prints it. derandomize keeps CI's examples the same
+# from run to run; HYPOTHESIS_EXAMPLES makes a longer local run.
+HYPOTHESIS_OUTCOMES = {"refused": 0, "generated": 0, "compiled": 0}
+
+
+@hypothesis.settings(max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "400")), deadline=None,
+                     derandomize=True, suppress_health_check=[hypothesis.HealthCheck.too_slow])
+@hypothesis.given(script=strategies.sampled_from(corpus()), rng=strategies.randoms(use_true_random=False),
+                  rounds=strategies.integers(1, 3))
+def test_hypothesis_mutants_give_user_errors_or_valid_code(script, rng, rounds):
+    name, mutant = script
+    for _ in range(rounds):
+        mutant = mutate(mutant, rng)
+    check_mutant(mutant, f"a mutant of {name}:\n{mutant}", HYPOTHESIS_OUTCOMES)
