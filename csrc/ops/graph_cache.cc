@@ -239,10 +239,11 @@ std::shared_ptr<GraphInfo> ValidatedGraph(const std::string& op, const at::Tenso
   // transfer per graph; the cache keys on the device tensors themselves).
   const at::Tensor host_indptr = indptr.is_cuda() ? indptr.cpu() : indptr;
   const at::Tensor host_indices = indices.is_cuda() ? indices.cpu() : indices;
-  const CsrSummary summary = Validate(op, host_indptr, host_indices);
   const uint64_t digest = recheck ? StructureDigest(host_indptr, host_indices) : 0;
-  // Re-checked and unchanged since the entry was made: its derived forms hold.
+  // Re-checked and unchanged since the entry was validated: the contents are
+  // the ones that passed, and the entry's derived forms hold.
   if (cached && cached->digest() == digest) return cached;
+  const CsrSummary summary = Validate(op, host_indptr, host_indices);
   auto info = std::make_shared<GraphInfo>(indptr, summary);
   info->set_digest(digest);
   if (cacheable) Cache().Insert(indptr, indices, info);

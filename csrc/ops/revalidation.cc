@@ -55,7 +55,8 @@ bool ValidateEveryCall() { return Enabled().load(std::memory_order_relaxed); }
 void SetValidateEveryCall(bool enabled) { Enabled().store(enabled, std::memory_order_relaxed); }
 
 uint64_t StructureDigest(const at::Tensor& indptr, const at::Tensor& indices) {
-  return DigestTensor(indices, DigestTensor(indptr, 0x5A17D16E57ull));
+  const uint64_t digest = DigestTensor(indices, DigestTensor(indptr, 0x5A17D16E57ull));
+  return digest != 0 ? digest : 1;  // 0 marks an entry made without the re-check
 }
 
 }  // namespace sparsetir::ops

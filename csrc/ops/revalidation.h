@@ -5,10 +5,12 @@
 // the counter (writes through `.data`, a NumPy view, `set_` onto the same
 // storage) is not seen, as torch does not check sparse invariants by default
 // either. With the re-check on (st.validate_every_call(), or
-// SPARSETIR_VALIDATE=always in the environment), every call validates its
-// structure again (one O(rows + nnz) pass) and compares a digest of its
-// contents with the cached entry's, so changed arrays are neither read out of
-// bounds nor served stale derived forms (transposes, BSR/ELL/hyb copies).
+// SPARSETIR_VALIDATE=always in the environment), every call computes a digest
+// of its structure's contents (one pass at memory speed) and compares it with
+// the cached entry's: a structure that changed is validated again and gets a
+// new entry, so changed arrays are neither read out of bounds nor served
+// stale derived forms (transposes, BSR/ELL/hyb copies). A structure on a GPU
+// is copied to the host for this on every call.
 #pragma once
 
 #include <ATen/ATen.h>
