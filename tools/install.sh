@@ -55,6 +55,15 @@ if [ "$PY" = "${PYTHON:-python3}" ] && sparsetir_externally_managed "$PY"; then
 fi
 echo "==> Python: $PY ($("$PY" -c 'import sys; print(sys.version.split()[0])'))"
 
+# The extension compiles against Python.h: a distribution's Python keeps it in
+# a separate package (python3.X-dev on Debian/Ubuntu), absent on a stock image.
+if ! "$PY" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+  ver="$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
+  step "installing the Python headers (python${ver}-dev) the extension compiles against"
+  apt_install "python${ver}-dev"
+  done_step
+fi
+
 # Build tools that `pip install --no-build-isolation` needs in the environment.
 step "installing the build tools (setuptools, wheel, ninja)"
 "$PY" -m pip install -q "setuptools>=64" wheel ninja
