@@ -1,6 +1,7 @@
 #include "transforms/lower_sparse_buffer.h"
 
 #include <map>
+#include <utility>
 
 #include "ir/functor.h"
 #include "support/error.h"
@@ -12,14 +13,9 @@ namespace {
 
 class BufferFlattener : public IRMutator {
  public:
-  explicit BufferFlattener(const PrimFunc& f) : func_(f) {
-    for (const SparseIterator& it : f->iterators) {
-      if (!IsVaried(it->kind)) continue;
-      for (const Buffer& b : f->buffers) {
-        if (b->data == it->indptr) indptr_of_[it.get()] = b;
-      }
-    }
-  }
+  // `indptr_of`: the stage-II indptr buffer of every varied iterator.
+  BufferFlattener(const PrimFunc& f, std::map<const SparseIteratorNode*, Buffer> indptr_of)
+      : func_(f), indptr_of_(std::move(indptr_of)) {}
 
   // The stage-III twin of a stage-II buffer (made on first use).
   Buffer Flat(const Buffer& b) {
@@ -115,25 +111,21 @@ class BufferFlattener : public IRMutator {
   std::map<const SparseIteratorNode*, Buffer> indptr_of_;
 };
 
-// A script written at stage II may leave out the indptr buffer of a varied
-// iterator: flattening needs one for every varied level, so the missing ones
-// are made as lower_sparse_iter makes them.
-PrimFunc WithIndptrBuffers(const PrimFunc& f) {
-  PrimFuncNode out = *f;
-  StructureBuffers structure(&out);
-  const size_t before = out.buffers.size();
-  for (const SparseIterator& it : f->iterators) {
-    if (IsVaried(it->kind)) structure.Indptr(it);
-  }
-  return out.buffers.size() == before ? f : MakePrimFunc(std::move(out));
-}
-
 }  // namespace
 
 PrimFunc LowerSparseBuffer(const PrimFunc& f) {
   ICHECK(f->stage == Stage::kII) << "lower_sparse_buffer expects a stage II function, got " << ToString(f->stage);
-  const PrimFunc complete = WithIndptrBuffers(f);
-  BufferFlattener flattener(complete);
+  // Every varied level is flattened through its indptr buffer. A script
+  // written at stage II may leave that buffer out: it is made here as
+  // lower_sparse_iter makes it (StructureBuffers reuses declared ones).
+  PrimFuncNode with_indptrs = *f;
+  StructureBuffers structure(&with_indptrs);
+  std::map<const SparseIteratorNode*, Buffer> indptr_of;
+  for (const SparseIterator& it : f->iterators) {
+    if (IsVaried(it->kind)) indptr_of[it.get()] = structure.Indptr(it);
+  }
+  const PrimFunc complete = MakePrimFunc(std::move(with_indptrs));
+  BufferFlattener flattener(complete, std::move(indptr_of));
   PrimFuncNode out = *complete;
   out.stage = Stage::kIII;
   out.iterators.clear();
