@@ -60,6 +60,9 @@ def variants(quick: bool = False) -> Iterator[Variant]:
     for script in ("csrmm", "csrmm_max", "csrmm_min"):
         for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else CSRMM_WIDTHS):
             yield Variant(script, "csrmm", dtype, idtype, feat)
+    for dtype, idtype, feat in itertools.product(("float32", "float64"), index_dtypes,
+                                                 QUICK_WIDTHS if quick else CSRMM_WIDTHS):
+        yield Variant("csrmm_segments", "csrmm_segments", dtype, idtype, feat)
     for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else SDDMM_WIDTHS):
         yield Variant("sddmm_dot", "sddmm", dtype, idtype, feat)
 

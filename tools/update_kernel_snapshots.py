@@ -53,6 +53,9 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
             yield script, "csrmm", "float32", "int32", {"feat_size": feat}
         for dtype in DTYPES[1:]:
             yield script, "csrmm", dtype, "int64", {"feat_size": 64}
+    for feat in (1, 32, 100):
+        yield "csrmm_segments", "csrmm_segments", "float32", "int32", {"feat_size": feat}
+    yield "csrmm_segments", "csrmm_segments", "float64", "int64", {"feat_size": 64}
     for feat in SDDMM_WIDTHS:
         yield "sddmm_dot", "sddmm", "float32", "int32", {"feat_size": feat}
     for dtype in DTYPES[1:]:
@@ -84,7 +87,11 @@ def kernel_name(script: str, dtype: str, idtype: str, sizes: Dict[str, int]) -> 
 
 
 def has_cuda_recipe(recipe: str) -> bool:
-    return recipe in ("csrmm", "sddmm")
+    return recipe in ("csrmm", "csrmm_segments", "sddmm")
+
+
+def has_cpu_recipe(recipe: str) -> bool:
+    return recipe != "csrmm_segments"  # the row segments are the GPU's answer to long rows
 
 
 def generate_one(target: str, request) -> Tuple[str, str]:
@@ -132,7 +139,7 @@ def generate() -> Dict[str, str]:
         folder = target.replace(":", "_")
         kernels = {}
         for request in requests():
-            if target == CUDA_TARGET and not has_cuda_recipe(request[1]):
+            if not (has_cuda_recipe if target == CUDA_TARGET else has_cpu_recipe)(request[1]):
                 continue
             name = kernel_name(request[0], request[2], request[3], request[4])
             kernels[name] = generate_one(target, request)

@@ -1,6 +1,14 @@
 #include "csr_kernels.h"
 
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include <map>
+
 #include "kernel_library.h"
+#include "recipes/cuda_recipes.h"
+#include "support/error.h"
 
 namespace sparsetir::ops {
 
@@ -13,7 +21,52 @@ constexpr double kPrefetchMinBytes = 1 << 20;
 // dense rows, gathers from a window that stays in L1/L2.
 constexpr double kLocalWindowBytes = 256 << 10;
 
+// Non-zeros of a row segment on the GPU (csrmm_segments): a segment is one
+// thread group's serial work, so a long row waits on length / 4 rounds of
+// gathers (kNonZerosInFlight) instead of its whole length.
+constexpr int64_t kCudaRowSegment = 128;
+
+// The value of the environment variable `name`, a whole number in
+// [0, `most`], or `fallback` when unset; anything else is a ValueError that
+// names the variable and says what it takes (`what`).
+int64_t EnvSetting(const char* name, int64_t fallback, int64_t most, const char* what) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text, &end, 10);
+  if (*end != '\0' || errno != 0 || value < 0 || value > most) {
+    throw UserError(UserErrorKind::kArgument,
+                    std::string(name) + " must be " + what + ", got '" + text + "'");
+  }
+  return value;
+}
+
+int64_t RowSegmentSetting() {
+  return EnvSetting("SPARSETIR_CUDA_ROW_SEGMENT", kCudaRowSegment, 1LL << 30,
+                    "a non-negative number of non-zeros (0: rows stay whole)");
+}
+
+// The sizes of a csrmm kernel for `dense`: the feature width, and on a cuda
+// target the features per thread ($SPARSETIR_CUDA_FEATURES_PER_THREAD, 1-8;
+// unset or 0: the recipe's choice), part of the kernel's key.
+std::map<std::string, int64_t> CsrmmSizes(const at::Tensor& dense, const Target& target) {
+  std::map<std::string, int64_t> sizes{{"feat_size", dense.size(1)}};
+  if (target.is_cuda()) {
+    sizes[kFeaturesPerThread] = EnvSetting("SPARSETIR_CUDA_FEATURES_PER_THREAD", 0, 8,
+                                           "a number of features from 1 to 8 (0: the recipe's choice)");
+  }
+  return sizes;
+}
+
 }  // namespace
+
+int64_t CudaRowSegmentLength(const CsrSummary& structure, const at::Tensor& values) {
+  if (values.scalar_type() != at::kFloat && values.scalar_type() != at::kDouble) return 0;
+  if (at::globalContext().deterministicAlgorithms()) return 0;
+  const int64_t length = RowSegmentSetting();
+  return length > 0 && structure.max_row_length > length ? length : 0;
+}
 
 bool PrefetchPays(const CsrSummary& structure, int64_t dense_rows, int64_t row_bytes) {
   const double bytes = static_cast<double>(row_bytes);
@@ -29,8 +82,9 @@ void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Ten
               const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out, bool prefetch) {
   const int64_t rows = indptr.numel() - 1, feat = dense.size(1), nnz = indices.numel();
   if (rows == 0 || feat == 0) return;
-  auto kernel = GetOpKernel({script, "csrmm", values.scalar_type(), indptr.scalar_type(), {{"feat_size", feat}},
-                             prefetch, TargetFor(dense, "csrmm")});
+  const Target target = TargetFor(dense, "csrmm");
+  auto kernel = GetOpKernel(
+      {script, "csrmm", values.scalar_type(), indptr.scalar_type(), CsrmmSizes(dense, target), prefetch, target});
   KernelCall(*kernel)
       .Set("a", values)
       .Set("b", dense)
@@ -42,6 +96,30 @@ void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Ten
       .Set("feat_size", feat)
       .Set("nnz", nnz)
       .Run(2 * nnz * feat + rows * feat);
+}
+
+void RunCsrmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
+                      const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out) {
+  const int64_t segments = seg_row.numel(), feat = dense.size(1);
+  out.zero_();
+  if (segments == 0 || feat == 0) return;
+  const Target target = TargetFor(dense, "csrmm_segments");
+  auto kernel = GetOpKernel({"csrmm_segments", "csrmm_segments", values.scalar_type(), seg_ptr.scalar_type(),
+                             CsrmmSizes(dense, target), false, target});
+  ICHECK(kernel->kernel().target().is_cuda()) << "csrmm_segments has only a cuda schedule";
+  KernelCall(*kernel)
+      .Set("a", values)
+      .Set("b", dense)
+      .Set("c", out)
+      .Set("seg_row", seg_row)
+      .Set("seg_ptr", seg_ptr)
+      .Set("indices", indices)
+      .Set("segs", segments)
+      .Set("m", out.size(0))
+      .Set("n", dense.size(0))
+      .Set("feat_size", feat)
+      .Set("nnz", indices.numel())
+      .Run(2 * indices.numel() * feat);
 }
 
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,

@@ -17,6 +17,21 @@ namespace sparsetir::ops {
 void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Tensor& indices,
               const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out, bool prefetch = true);
 
+// out (rows, K) = sum over the non-zeros of values * dense[j, :], the rows cut
+// into the segments (seg_row, seg_ptr) of GraphInfo::Segments; `out` is zeroed
+// here, then each segment adds into its row (atomically: the order of a long
+// row's partial sums varies from run to run). A cuda kernel: CUDA tensors, or
+// CPU tensors under EmulateCuda().
+void RunCsrmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
+                      const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out);
+
+// The row segment length of the cuda spmm (sum, mean) on this structure, or 0
+// when its rows are kept whole: split when some row is longer than a segment,
+// the values are float32 / float64 (a 16-bit output would round at every
+// segment's addition), and torch's deterministic algorithms are off.
+// $SPARSETIR_CUDA_ROW_SEGMENT sets the length (0: never split).
+int64_t CudaRowSegmentLength(const CsrSummary& structure, const at::Tensor& values);
+
 // out (nnz,) = x[i, :] . y[j, :] for every non-zero (i, j).
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
                  const at::Tensor& out, bool prefetch = true);

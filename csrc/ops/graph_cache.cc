@@ -146,6 +146,26 @@ at::Tensor GraphInfo::MeanDivisors(at::ScalarType dtype) {
   return found->second;
 }
 
+RowSegments GraphInfo::Segments(const at::Tensor& indptr, int64_t length) {
+  ICHECK(length > 0) << "row segments of length " << length;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = segments_.find(length);
+  if (found != segments_.end()) return found->second;
+  // Torch operations on the structure's own device: row r has
+  // ceil(len_r / length) segments, the k-th starting at indptr[r] + k * length.
+  const at::Tensor starts = indptr.slice(0, 0, summary_.rows).to(at::kLong);
+  const at::Tensor counts = (indptr.slice(0, 1).to(at::kLong) - starts + (length - 1)).div(length, "floor");
+  const at::Tensor rows = at::arange(summary_.rows, starts.options());
+  const at::Tensor row = at::repeat_interleave(rows, counts);
+  const at::Tensor first = counts.cumsum(0) - counts;  // each row's first segment
+  const at::Tensor within = at::arange(row.numel(), starts.options()) - first.index_select(0, row);
+  const at::Tensor ptr = at::cat({starts.index_select(0, row) + within * length,
+                                  at::full({1}, summary_.nnz, starts.options())});
+  RowSegments segments{row.to(indptr.scalar_type()), ptr.to(indptr.scalar_type())};
+  segments_.emplace(length, segments);
+  return segments;
+}
+
 CsrTranspose GraphInfo::Transpose(const at::Tensor& indptr_, const at::Tensor& indices_, int64_t columns) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = transposes_.find(columns);

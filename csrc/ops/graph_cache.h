@@ -59,6 +59,15 @@ struct HybFromCsr {
   at::Tensor slot;
 };
 
+// A CSR structure's rows cut into segments of at most `length` non-zeros
+// (kernels/csrmm_segments.py): segment s holds the CSR positions
+// ptr[s] .. ptr[s + 1] of row row[s]; empty rows have no segment. Both of the
+// index dtype, on the structure's device.
+struct RowSegments {
+  at::Tensor row;  // (segments,)
+  at::Tensor ptr;  // (segments + 1,)
+};
+
 // What is known about one validated structure.
 class GraphInfo {
  public:
@@ -82,6 +91,9 @@ class GraphInfo {
   // structure this entry describes, passed again by the caller: the entry
   // itself holds no reference to it, so freeing the structure frees the entry.
   CsrTranspose Transpose(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns);
+  // The row segments of at most `length` (> 0) non-zeros (built once per
+  // length) of the structure whose indptr the caller passes again.
+  RowSegments Segments(const at::Tensor& indptr, int64_t length);
   // The BSR(block_h, block_w) form of the structure (built once per shape).
   BsrFromCsr Bsr(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,
                  int64_t block_w);
@@ -101,6 +113,7 @@ class GraphInfo {
   std::map<at::ScalarType, at::Tensor> mean_divisors_;
   std::mutex mutex_;
   std::map<int64_t, CsrTranspose> transposes_;
+  std::map<int64_t, RowSegments> segments_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, BsrFromCsr> bsr_;
   std::map<int64_t, EllFromCsr> ell_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, HybFromCsr> hyb_;

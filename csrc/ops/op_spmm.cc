@@ -1,6 +1,8 @@
 // torch.ops.sparsetir.spmm: out[i, :] = reduce over the non-zeros (i, j) of
 // values * dense[j, :], reduce in {sum, mean, max, min}; empty rows give 0.
 #include "csr_kernels.h"
+#include "graph_cache.h"
+#include "kernel_library.h"
 #include "launcher.h"
 #include "runtime/bsr_conversion.h"
 #include "op_checks.h"
@@ -25,7 +27,16 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
                     csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(a.sizes()));
   at::Tensor out = EmptyOutput({csr.rows(), b.size(1)}, b.options());
   const std::string script = how == "max" ? "csrmm_max" : how == "min" ? "csrmm_min" : "csrmm";
-  RunCsrmm(script, csr.indptr, csr.indices, a, b, out, PrefetchPays(csr.info->summary(), b));
+  const int64_t segment = script == "csrmm" && TargetFor(b, "csrmm").is_cuda()
+                              ? CudaRowSegmentLength(csr.info->summary(), a)
+                              : 0;
+  if (segment > 0) {
+    // Long rows on a GPU: many thread groups per row instead of one.
+    const RowSegments segments = csr.info->Segments(csr.indptr, segment);
+    RunCsrmmSegments(segments.row, segments.ptr, csr.indices, a, b, out);
+  } else {
+    RunCsrmm(script, csr.indptr, csr.indices, a, b, out, PrefetchPays(csr.info->summary(), b));
+  }
   if (how == "mean" && csr.rows() > 0) {
     // The row's sum divided by its length. 16-bit outputs divide in float32
     // (their 8- or 11-bit mantissa holds lengths exactly only up to 256 / 2048)

@@ -203,6 +203,87 @@ def test_emulated_spmm_gradients_match_the_cpu_kernels(emulate, monkeypatch):
         torch.testing.assert_close(e, c)
 
 
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("dtype, idtype", [("float32", "int32"), ("float64", "int64"), ("float32", "int64")])
+def test_emulated_spmm_over_row_segments_matches_float64(emulate, monkeypatch, case, reduce, dtype, idtype):
+    # Segments of 3 non-zeros: every row longer than that is the work of
+    # several thread groups adding into one output row.
+    monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", "3")
+    a = make_csr(seed=6, **CSR_CASES[case])
+    rng = np.random.default_rng(4)
+    values = to_tensor(a.values, dtype)
+    b = to_tensor(rng.uniform(-1, 1, size=(a.n, 37)), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    out = ops.spmm(indptr, indices, values, b, reduce)
+    if a.nnz:
+        assert _C.emulated_runs() > before, "the CUDA path did not run"
+    ref, magnitude = reference_spmm(a, values, b, reduce)
+    terms = np.maximum(np.diff(a.indptr), 1)[:, None] + (reduce == "mean")
+    assert_within_bound(out, ref, magnitude, terms, dtype, f"emulated segmented spmm {reduce}")
+
+
+def test_emulated_segments_of_a_long_row_and_their_gradients(emulate, monkeypatch):
+    a = make_csr(40, 300, density=0.02, seed=7, empty_rows=(0, 39), dense_rows=(5, 6))
+    indptr, indices = a.torch_structure("int64")
+    values = torch.tensor(a.values, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(300, 5, dtype=torch.float64, requires_grad=True)
+    whole = ops.spmm(indptr, indices, values, b, "sum")
+    for length in ("1", "7", "64", "299", "300"):
+        monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", length)
+        torch.testing.assert_close(ops.spmm(indptr, indices, values, b, "sum"), whole, rtol=1e-12, atol=1e-12)
+    monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", "16")
+    torch.autograd.gradcheck(lambda v, x: ops.spmm(indptr, indices, v, x, "sum"), (values, b))
+
+
+@pytest.mark.parametrize("per_thread", ["1", "2", "4", "8"])
+@pytest.mark.parametrize("feat", [32, 64, 96, 256])
+@pytest.mark.parametrize("segments", ["0", "5"])
+def test_emulated_spmm_with_features_per_thread_matches_float64(emulate, monkeypatch, per_thread, feat, segments):
+    # A thread owns `per_thread` consecutive features where 32 x that many
+    # divide the width (96: one), its window of the output row in registers.
+    monkeypatch.setenv("SPARSETIR_CUDA_FEATURES_PER_THREAD", per_thread)
+    monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", segments)
+    a = make_csr(50, 40, density=0.15, seed=11, empty_rows=(0, 3), dense_rows=(7,))
+    rng = np.random.default_rng(6)
+    values = to_tensor(a.values, "float32")
+    b = to_tensor(rng.uniform(-1, 1, size=(a.n, feat)), "float32")
+    indptr, indices = a.torch_structure("int32")
+    for reduce in ("sum", "max"):
+        out = ops.spmm(indptr, indices, values, b, reduce)
+        ref, magnitude = reference_spmm(a, values, b, reduce)
+        terms = np.maximum(np.diff(a.indptr), 1)[:, None]
+        assert_within_bound(out, ref, magnitude, terms, "float32", f"emulated spmm {reduce}, {per_thread} per thread")
+
+
+def test_a_thread_of_the_wide_recipe_caches_only_its_own_features():
+    source = _C.op_kernel_source("csrmm", "csrmm", "float32", "int32", {"feat_size": 128, "features_per_thread": 4},
+                                 "cuda")
+    assert "C_local[4]" in source and "C_local[128]" not in source
+    # 96 features: 32 x 4 does not divide them, nor 32 x 2: one feature a thread
+    narrow = _C.op_kernel_source("csrmm", "csrmm", "float32", "int32", {"feat_size": 96, "features_per_thread": 4},
+                                 "cuda")
+    assert "C_local[1]" in narrow
+
+
+def test_a_bad_features_per_thread_setting_is_named(emulate, monkeypatch):
+    monkeypatch.setenv("SPARSETIR_CUDA_FEATURES_PER_THREAD", "9")
+    a = make_csr(6, 5, density=0.9, seed=1)
+    indptr, indices = a.torch_structure("int32")
+    with pytest.raises(ValueError, match="SPARSETIR_CUDA_FEATURES_PER_THREAD must be a number of features from 1 to 8"):
+        ops.spmm(indptr, indices, torch.ones(a.nnz), torch.ones(5, 4))
+
+
+@pytest.mark.parametrize("value", ["-1", "12x", "4096000000"])
+def test_a_bad_row_segment_setting_is_named(emulate, monkeypatch, value):
+    monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", value)
+    a = make_csr(6, 5, density=0.9, seed=1)
+    indptr, indices = a.torch_structure("int32")
+    with pytest.raises(ValueError, match="SPARSETIR_CUDA_ROW_SEGMENT must be a non-negative number"):
+        ops.spmm(indptr, indices, torch.ones(a.nnz), torch.ones(5, 4))
+
+
 RACE_CHILD = r"""
 import sys, torch
 import sparsetir_torch as st
@@ -299,6 +380,24 @@ def test_gpu_sddmm_matches_float64(dtype, idtype, feat):
     ref = np.einsum("ek,ek->e", xd[rows], yd[a.indices])
     magnitude = np.einsum("ek,ek->e", np.abs(xd[rows]), np.abs(yd[a.indices]))
     assert_within_bound(out.cpu(), ref, magnitude, feat, dtype, "cuda sddmm")
+
+
+@gpu
+@pytest.mark.parametrize("length", ["1", "5", "128"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_gpu_spmm_over_row_segments(monkeypatch, length, dtype, idtype):
+    monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", length)
+    a = make_csr(300, 2000, density=0.01, seed=9, empty_rows=(0, 7), dense_rows=(3, 299))
+    rng = np.random.default_rng(5)
+    values = to_tensor(a.values, dtype)
+    b = to_tensor(rng.uniform(-1, 1, size=(a.n, 70)), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    for reduce in ("sum", "mean"):
+        out = ops.spmm(indptr.cuda(), indices.cuda(), values.cuda(), b.cuda(), reduce)
+        ref, magnitude = reference_spmm(a, values, b, reduce)
+        terms = np.maximum(np.diff(a.indptr), 1)[:, None] + (reduce == "mean")
+        assert_within_bound(out.cpu(), ref, magnitude, terms, dtype, f"cuda segmented spmm {reduce}")
 
 
 @gpu

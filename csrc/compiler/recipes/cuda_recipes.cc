@@ -11,6 +11,8 @@ constexpr int64_t kWarp = 32;
 constexpr int64_t kBlockThreads = 128;
 // Non-zeros of a row whose loads a thread issues together (csrmm).
 constexpr int64_t kNonZerosInFlight = 4;
+// Features a csrmm thread owns where the width allows (FeaturesPerThread).
+constexpr int64_t kDefaultFeaturesPerThread = 1;
 // Non-zeros per block of the fused sddmm loop.
 constexpr int64_t kSddmmBlock = 128;
 
@@ -28,26 +30,66 @@ void BindSplit(Schedule& sch, const std::string& loop, int64_t threads, const ch
   sch.Bind(parts[1], thread_axis);
 }
 
-// Loops of csrmm: i, j, k (init: i, k_init). Rows over blockIdx.x and
+// Rows (csrmm) or row segments (csrmm_segments) over blockIdx.x and
 // threadIdx.y, features over blockIdx.y and threadIdx.x, the non-zeros j
-// serial inside a thread.
-void Csrmm(Schedule& sch, int64_t feat) {
+// serial inside a thread. The iteration's loops are the row loop first and
+// the feature loop last; csrmm_segments has its one-slot row loop between the
+// segment loop and j. With `per_thread` > 1 a thread owns that many
+// consecutive features of a tile of 32 * per_thread: one index and value load
+// feeds per_thread products, and their gathers are in flight together.
+void RowGroups(Schedule& sch, const std::string& block, int64_t feat, int64_t per_thread) {
   const int64_t lanes = CudaRowLanes(feat);
-  auto loops = sch.GetLoops("csrmm");
+  auto loops = sch.GetLoops(block);
   BindSplit(sch, loops[0], kBlockThreads / lanes, "blockIdx.x", "threadIdx.y");
-  loops = sch.GetLoops("csrmm");  // i_0, i_1, j, k
-  sch.Reorder({loops[3], loops[2]});
-  loops = sch.GetLoops("csrmm");  // i_0, i_1, k, j
-  auto k = sch.Split(loops[2], {std::nullopt, lanes});
+  loops = sch.GetLoops(block);  // r_0, r_1, [i,] j, k
+  const size_t k_at = loops.size() - 1, j_at = loops.size() - 2;
+  sch.Reorder({loops[k_at], loops[j_at]});
+  loops = sch.GetLoops(block);  // r_0, r_1, [i,] k, j
+  std::vector<std::string> k;
+  if (per_thread > 1) {
+    k = sch.Split(loops[j_at], {std::nullopt, lanes, per_thread});  // tile, lane, feature of the lane
+    sch.Reorder({sch.GetLoops(block).back(), k[2]});                // j before the lane's features
+    sch.Unroll(k[2]);
+  } else {
+    k = sch.Split(loops[j_at], {std::nullopt, lanes});
+  }
   sch.Bind(k[0], "blockIdx.y");
   sch.Bind(k[1], "threadIdx.x");
   // A row's non-zeros in unrolled groups: the gathers of a group are in
   // flight together instead of one dependent load after another.
-  auto j = sch.Split(sch.GetLoops("csrmm").back(), {std::nullopt, kNonZerosInFlight});
+  auto j = sch.Split(sch.GetLoops(block)[j_at + 2], {std::nullopt, kNonZerosInFlight});  // after tile and lane
   sch.Unroll(j[1]);
-  auto init = sch.GetLoops("csrmm_init");  // i_0, i_1, k_init
-  BindSplit(sch, init[2], lanes, "blockIdx.y", "threadIdx.x");
+  // The output elements a thread owns sum in registers; a segment publishes
+  // them with one atomic add each.
   sch.CacheWrite(k[1], "C", "local");
+}
+
+// The features a thread of csrmm / csrmm_segments owns: `requested` (0: the
+// recipe's choice) where 32 x that many divide the width, else fewer.
+int64_t FeaturesPerThread(int64_t feat, int64_t requested) {
+  int64_t v = requested > 0 ? requested : kDefaultFeaturesPerThread;
+  while (v > 1 && feat % (kWarp * v) != 0) v /= 2;
+  return std::max<int64_t>(v, 1);
+}
+
+// Loops of csrmm: i, j, k (init: i, k_init, bound like k).
+void Csrmm(Schedule& sch, int64_t feat, int64_t per_thread) {
+  RowGroups(sch, "csrmm", feat, per_thread);
+  auto init = sch.GetLoops("csrmm_init");  // i_0, i_1, k_init
+  if (per_thread > 1) {
+    auto k = sch.Split(init[2], {std::nullopt, CudaRowLanes(feat), per_thread});
+    sch.Bind(k[0], "blockIdx.y");
+    sch.Bind(k[1], "threadIdx.x");
+    sch.Unroll(k[2]);
+  } else {
+    BindSplit(sch, init[2], CudaRowLanes(feat), "blockIdx.y", "threadIdx.x");
+  }
+}
+
+// Loops of csrmm_segments: s, i (one slot), j, k; no init: the output is
+// zeroed before the launch.
+void CsrmmSegments(Schedule& sch, int64_t feat, int64_t per_thread) {
+  RowGroups(sch, "csrmm_segments", feat, per_thread);
 }
 
 // sddmm_dot: the (i, j) pairs fused into one loop over the non-zeros.
@@ -67,16 +109,32 @@ int64_t CudaRowLanes(int64_t feat) {
   return lanes;
 }
 
-bool HasCudaRecipe(const std::string& recipe) { return recipe == "csrmm" || recipe == "sddmm"; }
+const char* const kFeaturesPerThread = "features_per_thread";
+
+bool HasCudaRecipe(const std::string& recipe) {
+  return recipe == "csrmm" || recipe == "csrmm_segments" || recipe == "sddmm";
+}
 
 Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes) {
   if (!HasCudaRecipe(recipe)) {
     throw UserError(UserErrorKind::kSchedule, "the '" + recipe + "' kernel has no cuda schedule yet");
   }
+  std::map<std::string, int64_t> script_sizes = sizes;
+  int64_t requested = 0;
+  if (auto found = script_sizes.find(kFeaturesPerThread); found != script_sizes.end()) {
+    requested = found->second;
+    script_sizes.erase(found);
+  }
   Schedule sch(f);
-  sch.Specialize(sizes);
-  if (recipe == "csrmm") {
-    Csrmm(sch, Size(sizes, "feat_size"));
+  sch.Specialize(script_sizes);
+  if (recipe == "csrmm" || recipe == "csrmm_segments") {
+    const int64_t feat = Size(sizes, "feat_size");
+    const int64_t per_thread = FeaturesPerThread(feat, requested);
+    if (recipe == "csrmm") {
+      Csrmm(sch, feat, per_thread);
+    } else {
+      CsrmmSegments(sch, feat, per_thread);
+    }
   } else {
     Sddmm(sch);
   }

@@ -7,12 +7,17 @@
 //    coalesced load per warp; rows of a block along threadIdx.y, feature
 //    tiles of 32 along blockIdx.y; the output element a thread owns is
 //    accumulated in a register (cache_write to local scope).
+//  - csrmm_segments (sum over row segments): the same mapping with a row
+//    segment in place of a row, so that a long row is the work of many
+//    thread groups; each group publishes its partial output row with one
+//    atomic add per element into an output zeroed before the launch.
 //  - sddmm (sddmm_dot): the non-zeros fused into one loop (the row found by
 //    binary search, sparse_fuse), one thread per non-zero with its dot product
 //    in a register.
-// Every thread owns the outputs it writes, so no kernel of these recipes
-// synchronizes threads. Recipes of this file are the one source of the cuda
-// schedules; st.explain(..., device="cuda") prints their traces.
+// No kernel of these recipes exchanges data between threads: each thread owns
+// the outputs it writes (or adds into them atomically), so none synchronizes.
+// Recipes of this file are the one source of the cuda schedules;
+// st.explain(..., device="cuda") prints their traces.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +28,14 @@
 
 namespace sparsetir {
 
-// Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "sddmm"), for
+// A recipe parameter that may ride in the sizes of ScheduleForCuda (it is no
+// size of the script): the features a csrmm / csrmm_segments thread owns,
+// consecutive ones in a tile of 32 x that many (fewer where 32 x that many do
+// not divide the feature width; 0 or absent: the recipe's choice).
+extern const char* const kFeaturesPerThread;
+
+// Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "csrmm_segments",
+// "sddmm"), for
 // the given sizes (specialized into the kernel). A recipe that has no cuda
 // schedule yet raises a UserError naming it.
 Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes);

@@ -1,14 +1,18 @@
 #include "schedule/cache.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "ir/equal.h"
 #include "ir/functor.h"
 #include "ir/substitute.h"
 #include "schedule/loop_utils.h"
 #include "schedule/schedule.h"
+#include "transforms/simplify.h"
 
 namespace sparsetir {
 namespace {
@@ -34,6 +38,98 @@ class BoundVars : public IRVisitor {
     IRVisitor::Visit(n);
   }
 };
+
+// The loops inside a cached body (variable -> constant extent, for loops from
+// 0) and the variables that conditions inside it read.
+class InnerLoops : public IRVisitor {
+ public:
+  std::map<const VarNode*, int64_t> extents;
+  std::vector<Expr> conditions;
+  std::vector<const VarNode*> lets;
+
+ protected:
+  void Visit(const ForNode* n) override {
+    const int64_t *min = AsConstInt(n->min), *extent = AsConstInt(n->extent);
+    if (min && *min == 0 && extent) extents[n->var.get()] = *extent;
+    IRVisitor::Visit(n);
+  }
+  void Visit(const LetNode* n) override {
+    lets.push_back(n->var.get());
+    IRVisitor::Visit(n);
+  }
+  void Visit(const IfThenElseNode* n) override {
+    conditions.push_back(n->cond);
+    IRVisitor::Visit(n);
+  }
+};
+
+// Splits a sum into its addends.
+void Addends(const Expr& e, std::vector<Expr>* out) {
+  if (const auto* add = e->as<BinaryNode>(); add && add->op == BinaryOp::kAdd) {
+    Addends(add->a, out);
+    Addends(add->b, out);
+    return;
+  }
+  out->push_back(e);
+}
+
+// A varying dimension the cache holds a window of: every access indexes it
+// with `offset + t`, `offset` the same loop-invariant expression in each, `t`
+// a sum of inner loop variables times positive constants, t in [0, extent).
+// (A thread's features k0 * 32 * V + lane * V + v: the V elements it owns,
+// not the whole row.)
+struct Tile {
+  Expr offset;
+  int64_t extent = 0;
+};
+
+// The window of `index` (offset, the part that varies), or nullopt.
+std::optional<std::pair<Expr, Expr>> SplitWindow(const Expr& index, const std::function<bool(const Expr&)>& varies) {
+  std::vector<Expr> addends;
+  Addends(index, &addends);
+  Expr offset, part;
+  for (const Expr& a : addends) {
+    Expr& into = varies(a) ? part : offset;
+    into = into ? Add(into, a) : a;
+  }
+  if (!offset || !part) return std::nullopt;
+  return std::make_pair(offset, part);
+}
+
+// The extent of t = sum of c * v (v an inner loop from 0, c > 0 constant), or
+// 0 when t has another form or a condition inside the body reads one of its
+// loops or a value bound inside the body (a guarded loop may stop early: the window would reach elements the
+// body never touches, perhaps past the buffer or another thread's).
+int64_t WindowExtent(const Expr& part, const InnerLoops& loops) {
+  std::vector<Expr> addends;
+  Addends(part, &addends);
+  int64_t last = 0;
+  for (const Expr& a : addends) {
+    const VarNode* var = a->as<VarNode>();
+    int64_t scale = 1;
+    if (const auto* mul = a->as<BinaryNode>(); mul && mul->op == BinaryOp::kMul) {
+      const int64_t* c = AsConstInt(mul->b);
+      var = mul->a->as<VarNode>();
+      if (!c) {
+        c = AsConstInt(mul->a);
+        var = mul->b->as<VarNode>();
+      }
+      if (!c || *c <= 0) return 0;
+      scale = *c;
+    }
+    if (!var) return 0;
+    auto found = loops.extents.find(var);
+    if (found == loops.extents.end()) return 0;
+    for (const Expr& cond : loops.conditions) {
+      if (Uses(cond, var)) return 0;
+      for (const VarNode* let : loops.lets) {
+        if (Uses(cond, let)) return 0;  // a value bound inside may stand for the loop
+      }
+    }
+    last += scale * (found->second - 1);
+  }
+  return last + 1;
+}
 
 // The widest vectorized loop of constant extent: the vectors the schedule
 // already chose for the body a cache serves.
@@ -78,8 +174,14 @@ class AccessCollector : public IRVisitor {
 // Redirects accesses to the cache, keeping only the varying dimensions.
 class Redirector : public IRMutator {
  public:
-  Redirector(const BufferNode* from, Buffer to, std::vector<bool> varying, bool stores)
-      : from_(from), to_(std::move(to)), varying_(std::move(varying)), stores_(stores) {}
+  Redirector(const BufferNode* from, Buffer to, std::vector<bool> varying, std::vector<Tile> tiles,
+             std::function<bool(const Expr&)> varies, bool stores)
+      : from_(from),
+        to_(std::move(to)),
+        varying_(std::move(varying)),
+        tiles_(std::move(tiles)),
+        varies_(std::move(varies)),
+        stores_(stores) {}
 
  protected:
   Expr Mutate(const BufferLoadNode* n, const Expr& self) override {
@@ -110,7 +212,14 @@ class Redirector : public IRMutator {
   std::vector<Expr> Keep(const std::vector<Expr>& indices) const {
     std::vector<Expr> out;
     for (size_t d = 0; d < indices.size(); ++d) {
-      if (varying_[d]) out.push_back(indices[d]);
+      if (!varying_[d]) continue;
+      if (!tiles_[d].offset) {
+        out.push_back(indices[d]);
+      } else if (auto window = SplitWindow(indices[d], varies_)) {
+        out.push_back(window->second);  // the part that varies: the offset of every access is the tile's
+      } else {
+        out.push_back(Simplify(Sub(indices[d], tiles_[d].offset)));
+      }
     }
     if (out.empty()) out.push_back(MakeInt(0));  // a one-element cache
     return out;
@@ -118,8 +227,18 @@ class Redirector : public IRMutator {
   const BufferNode* from_;
   Buffer to_;
   std::vector<bool> varying_;
+  std::vector<Tile> tiles_;  // per dimension; an offset where the cache holds a window
+  std::function<bool(const Expr&)> varies_;
   bool stores_;
 };
+
+// The buffer dimension of the cache's dimension t (the t-th varying one).
+size_t DimensionOf(const std::vector<bool>& varying, size_t t) {
+  for (size_t d = 0; d < varying.size(); ++d) {
+    if (varying[d] && t-- == 0) return d;
+  }
+  return varying.size();
+}
 
 // How a copy nest moves data between the cache and the buffer.
 enum class Copy {
@@ -133,7 +252,7 @@ enum class Copy {
 // vectorized in vectors of `lanes` (and the loop around its vectors unrolled)
 // when it divides evenly.
 Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, const std::vector<Expr>& fixed,
-              const std::vector<bool>& varying, Copy copy, int64_t lanes) {
+              const std::vector<bool>& varying, const std::vector<Tile>& tiles, Copy copy, int64_t lanes) {
   std::vector<Var> vars;
   std::vector<Expr> cache_index, buffer_index;
   size_t f_index = 0;
@@ -145,7 +264,7 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
     Var v = MakeVar(FreshName(f, "ax" + std::to_string(vars.size())), DataType::kInt32);
     vars.push_back(v);
     cache_index.push_back(v);
-    buffer_index.push_back(v);
+    buffer_index.push_back(tiles[d].offset ? Add(tiles[d].offset, v) : Expr(v));
   }
   if (cache_index.empty()) cache_index.push_back(MakeInt(0));  // a one-element cache
   Stmt body;
@@ -166,7 +285,10 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
       body = MakeFor(inner, MakeInt(0), MakeInt(lanes), ForKind::kVectorized, inner_body);
       body = MakeFor(outer, MakeInt(0), MakeInt(extent / lanes), ForKind::kUnrolled, body);
     } else {
-      body = MakeFor(vars[t], MakeInt(0), MakeInt(extent), ForKind::kSerial, body);
+      // A window is a few elements a thread owns: unrolled, they stay in
+      // registers (a loop over a local array would put it in memory).
+      const ForKind kind = tiles[DimensionOf(varying, t)].offset ? ForKind::kUnrolled : ForKind::kSerial;
+      body = MakeFor(vars[t], MakeInt(0), MakeInt(extent), kind, body);
     }
   }
   return body;
@@ -225,6 +347,33 @@ bool OverwritesFirst(const Stmt& body, const Buffer& cache) {
     if (!var || !extents.count(var) || extents[var] != *dim || !used.insert(var).second) return false;
   }
   return used.size() == extents.size();  // every loop of the nest indexes a dimension
+}
+
+// Per dimension of `buffer`, the window the cache holds of it (Tile), where
+// every access agrees on one narrower than the dimension; else no offset (the
+// cache keeps a varying dimension whole).
+std::vector<Tile> Windows(const std::vector<Access>& accesses, const std::vector<bool>& varying,
+                          const std::function<bool(const Expr&)>& varies, const Stmt& body, const Buffer& buffer) {
+  InnerLoops loops;
+  loops.VisitStmt(body);
+  std::vector<Tile> tiles(varying.size());
+  for (size_t d = 0; d < varying.size(); ++d) {
+    if (!varying[d]) continue;
+    Tile tile;
+    for (const Access& a : accesses) {
+      auto window = SplitWindow(a.indices[d], varies);
+      const int64_t extent = window ? WindowExtent(window->second, loops) : 0;
+      if (extent == 0 || (tile.offset && !StructuralEqual(tile.offset, window->first))) {
+        tile = Tile();
+        break;
+      }
+      tile.offset = window->first;
+      tile.extent = std::max(tile.extent, extent);
+    }
+    const int64_t* whole = AsConstInt(buffer->shape[d]);
+    if (tile.offset && (!whole || tile.extent < *whole)) tiles[d] = tile;
+  }
+  return tiles;
 }
 
 }  // namespace
@@ -313,6 +462,7 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
       }
     }
   }
+  std::vector<Tile> tiles = Windows(collector.accesses, varying, varies, inner, buffer);
   BufferNode node;
   node.name = FreshName(f, buffer_name + "_" + scope);
   node.kind = BufferKind::kAlloc;
@@ -320,6 +470,10 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   node.scope = scope;
   for (size_t d = 0; d < varying.size(); ++d) {
     if (!varying[d]) continue;
+    if (tiles[d].offset) {
+      node.shape.push_back(MakeInt(tiles[d].extent));
+      continue;
+    }
     if (!AsConstInt(buffer->shape[d])) {
       ThrowScheduleError(p + ": dimension " + std::to_string(d) + " of buffer '" + buffer_name +
                              "' does not have a constant extent; specialize it first (sch.specialize)",
@@ -330,7 +484,7 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   if (node.shape.empty()) node.shape.push_back(MakeInt(1));
   Buffer cache = MakeBuffer(std::move(node));
   *cache_name = cache->name;
-  Stmt body = Redirector(buffer.get(), cache, varying, direction == CacheDirection::kWrite).VisitStmt(inner);
+  Stmt body = Redirector(buffer.get(), cache, varying, tiles, varies, direction == CacheDirection::kWrite).VisitStmt(inner);
   // Atomic updates (other iterations may add into the same elements
   // meanwhile) are summed privately from zero and published with one atomic
   // add per element, not copied in and out.
@@ -342,13 +496,13 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
                                           : 64 / BytesOf(buffer->dtype);
   std::vector<Stmt> parts;
   if (atomics) {
-    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, Copy::kZero, lanes));
+    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, tiles, Copy::kZero, lanes));
   } else if (!(direction == CacheDirection::kWrite && OverwritesFirst(body, cache))) {
-    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, Copy::kIn, lanes));
+    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, tiles, Copy::kIn, lanes));
   }
   parts.push_back(body);
   if (direction == CacheDirection::kWrite) {
-    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, atomics ? Copy::kAtomicOut : Copy::kOut, lanes));
+    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, tiles, atomics ? Copy::kAtomicOut : Copy::kOut, lanes));
   }
   Stmt new_body = MakeAllocate(cache, MakeSeq(parts));
   for (auto w = wrappers.rbegin(); w != wrappers.rend(); ++w) {

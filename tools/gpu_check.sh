@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# On a machine with a CUDA GPU and torch's CUDA build: builds the extension in
+# place against that machine's torch, then runs the CUDA tests, the row segment
+# sweep (benchmarks/bench_cuda_segments.py) and the CUDA benchmark
+# (benchmarks/bench_cuda.py) against cuSPARSE. Every log and CSV goes into
+# DIR (default build/gpu-check), packed into DIR.tgz at the end unless PACK=0.
+# Each step has a time limit (BUILD_LIMIT, TEST_LIMIT, SWEEP_LIMIT,
+# BENCH_LIMIT seconds) so that one slow step leaves the others their time.
+#
+#     bash tools/gpu_check.sh [DIR]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-build/gpu-check}"
+mkdir -p "$out"
+PY="${PYTHON:-python3}"
+export PYTHONUNBUFFERED=1 SPARSETIR_CACHE_DIR="$PWD/build/gpu-kernel-cache"
+
+step() {  # step NAME SECONDS COMMAND...: runs COMMAND, its output into DIR/NAME.log, the end of it shown
+  local name="$1" limit="$2"
+  shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "==> $name: exit $rc after $((SECONDS - t0)) s"
+  tail -n "${TAIL:-25}" "$out/$name.log"
+  return $rc
+}
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nproc; "$PY" -c \
+  'import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda)'; } >"$out/device.txt" 2>&1
+cat "$out/device.txt"
+pack() { [ "${PACK:-1}" = 0 ] || tar czf "$out.tgz" -C "$out" .; }
+TAIL=5 step build "${BUILD_LIMIT:-300}" env MAX_JOBS="$(nproc)" "$PY" setup.py build_ext --inplace || { pack; exit 1; }
+step tests "${TEST_LIMIT:-180}" "$PY" -m pytest tests/python/test_cuda_backend.py tests/python/test_ops_errors.py \
+  -q -rs -p no:cacheprovider -k "gpu or mixed_device or nvrtc"
+TAIL=12 step segments "${SWEEP_LIMIT:-180}" "$PY" benchmarks/bench_cuda_segments.py --out "$out/segments"
+TAIL=60 step bench "${BENCH_LIMIT:-240}" "$PY" benchmarks/bench_cuda.py --ops spmm,sddmm --k 32 128 \
+  --time-limit "$(( ${BENCH_LIMIT:-240} - 40 ))" --out "$out/bench"
+pack
