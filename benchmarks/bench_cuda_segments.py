@@ -34,14 +34,15 @@ def parse_args():
     p.add_argument("--datasets", default=bc.default_datasets())
     p.add_argument("--settings", nargs="+", default=["0:1", "32:1", "64:1", "128:1", "256:1", "0:2", "0:4", "128:2",
                                                      "128:4", "64:4"],
-                   help="L:V pairs (row segment length, features per thread)")
+                   help="L:V pairs (row segment length, features per thread); L = auto: the operator's own choice, "
+                        "V = 0: the recipe's")
     p.add_argument("--k", type=int, nargs="+", default=[32, 128, 512])
     p.add_argument("--matrices", default=".", help="regex on matrix names")
     p.add_argument("--budget", type=float, default=0.1, help="seconds of timed calls per setting and case")
     p.add_argument("--out", default=None, help="output folder (default: a new benchmarks/results/cuda-segments-<time>)")
     args = p.parse_args()
     args.quick = False
-    args.settings = [tuple(int(x) for x in pair.split(":")) for pair in args.settings]
+    args.settings = [(pair.split(":")[0], int(pair.split(":")[1])) for pair in args.settings]
     return args
 
 
@@ -70,13 +71,16 @@ def main() -> int:
             for length, per_thread in args.settings:
                 if per_thread > 1 and K % (32 * per_thread):
                     continue
-                os.environ["SPARSETIR_CUDA_ROW_SEGMENT"] = str(length)
+                if length == "auto":
+                    os.environ.pop("SPARSETIR_CUDA_ROW_SEGMENT", None)
+                else:
+                    os.environ["SPARSETIR_CUDA_ROW_SEGMENT"] = length
                 os.environ["SPARSETIR_CUDA_FEATURES_PER_THREAD"] = str(per_thread)
                 fn = lambda: ops.spmm(G.indptr, G.indices, G.values, B)  # noqa: E731
                 bad = bc.compare(fn(), ref, mag, bc.TOL[torch.float32])
                 ms = None if bad else timer.measure(fn).ms
                 rows.append({"matrix": G.name, "rows": G.m, "nnz": G.nnz, "max_row": max_row, "K": K,
-                             "length": length, "per_thread": per_thread, "split": bool(length and max_row > length), "cusparse_ms": peer,
+                             "length": length, "per_thread": per_thread, "split": None if length == "auto" else max_row > int(length) > 0, "cusparse_ms": peer,
                              "ours_ms": ms, "ratio": peer / ms if ms else None, "note": bad or "", **env})
                 print(f"  {G.name} K={K} L={length} V={per_thread}: cuSPARSE {peer:.4f} ms, ours "
                       f"{'WRONG ' + bad if bad else f'{ms:.4f} ms, ratio {peer / ms:.2f}'}", flush=True)

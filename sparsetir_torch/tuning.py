@@ -405,11 +405,13 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
     """What `op` runs on A at feature width k (dense operand dtype: A's values'
     by default): the chosen format, the measured time (ms) of every candidate
     and, for CSR, the kernel's schedule parameters. With device="cuda": the
-    cuda recipe's schedule (a replayable trace) and its launch shape."""
+    cuda recipe's schedule (a replayable trace), the features a thread owns
+    and, for spmm on a given A, whether its rows are cut into segments (A may
+    be None there)."""
     from .sparse_matrix import as_sparse_matrix
 
     if device == "cuda":
-        return _explain_cuda(op, int(k))
+        return _explain_cuda(None if A is None else as_sparse_matrix(A, "st.explain: argument 'A'"), op, int(k))
     if device != "cpu":
         raise ValueError(f"st.explain: device must be 'cpu' or 'cuda', got {device!r}")
 
@@ -434,10 +436,24 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
 _CUDA_RECIPES = {"spmm": ("csrmm", "csrmm"), "sddmm": ("sddmm_dot", "sddmm")}
 
 
-def _explain_cuda(op: str, k: int) -> dict:
-    """The cuda schedule of `op` at feature width k, from the C++ recipe."""
+def _explain_cuda(A, op: str, k: int) -> dict:
+    """The cuda schedule of `op` at feature width k, from the C++ recipe; for
+    spmm (sum, mean) on A, the row segments the operator would cut A into on
+    A's device (a CPU A: on the device the emulator stands for)."""
     if op not in _CUDA_RECIPES:
         raise ValueError(f"st.explain: ops with a cuda recipe are {sorted(_CUDA_RECIPES)}, got {op!r}")
     script, recipe = _CUDA_RECIPES[op]
-    return {"op": op, "k": k, "device": "cuda", "format": "csr", "script": script,
-            "schedule": _C.cuda_recipe_trace(script, recipe, {"feat_size": k})}
+    out = {"op": op, "k": k, "device": "cuda", "format": "csr", "script": script}
+    sizes = {"feat_size": k}
+    if op == "spmm":
+        out["features_per_thread"] = _C.cuda_features_per_thread(k)
+        sizes["features_per_thread"] = out["features_per_thread"]
+        if A is not None and not A.is_block:
+            device = str(A.indptr.device) if A.indptr.is_cuda else "cpu"
+            segment = _C.spmm_cuda_row_segment(A.indptr, A.indices, A.shape[1], k, device)
+            out["row_segment"] = segment  # non-zeros per segment; 0: rows whole
+            if segment:
+                out["format"], script = "csr row segments", "csrmm_segments"
+                out["script"] = recipe = script
+    out["schedule"] = _C.cuda_recipe_trace(script, recipe, sizes)
+    return out

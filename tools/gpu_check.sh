@@ -33,7 +33,11 @@ pack() { [ "${PACK:-1}" = 0 ] || tar czf "$out.tgz" -C "$out" .; }
 TAIL=5 step build "${BUILD_LIMIT:-300}" env MAX_JOBS="$(nproc)" "$PY" setup.py build_ext --inplace || { pack; exit 1; }
 step tests "${TEST_LIMIT:-180}" "$PY" -m pytest tests/python/test_cuda_backend.py tests/python/test_ops_errors.py \
   -q -rs -p no:cacheprovider -k "gpu or mixed_device or nvrtc"
-TAIL=12 step segments "${SWEEP_LIMIT:-180}" "$PY" benchmarks/bench_cuda_segments.py --out "$out/segments"
-TAIL=60 step bench "${BENCH_LIMIT:-240}" "$PY" benchmarks/bench_cuda.py --ops spmm,sddmm --k 32 128 \
+# SWEEP_SETTINGS: bench_cuda_segments.py's L:V pairs; BENCH_ARGS: bench_cuda.py's selection.
+# shellcheck disable=SC2086
+TAIL=12 step segments "${SWEEP_LIMIT:-180}" "$PY" benchmarks/bench_cuda_segments.py --out "$out/segments" \
+  ${SWEEP_SETTINGS:+--settings $SWEEP_SETTINGS}
+# shellcheck disable=SC2086
+TAIL=60 step bench "${BENCH_LIMIT:-240}" "$PY" benchmarks/bench_cuda.py ${BENCH_ARGS:---ops spmm,sddmm --k 32 128} \
   --time-limit "$(( ${BENCH_LIMIT:-240} - 40 ))" --out "$out/bench"
 pack

@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "cuda_launch.h"
 #include "kernel_library.h"
 #include "recipes/cuda_recipes.h"
 #include "support/error.h"
@@ -22,9 +23,18 @@ constexpr double kPrefetchMinBytes = 1 << 20;
 constexpr double kLocalWindowBytes = 256 << 10;
 
 // Non-zeros of a row segment on the GPU (csrmm_segments): a segment is one
-// thread group's serial work, so a long row waits on length / 4 rounds of
-// gathers (kNonZerosInFlight) instead of its whole length.
-constexpr int64_t kCudaRowSegment = 128;
+// thread group's serial work.
+constexpr int64_t kCudaRowSegment = 64;
+// Rows are cut when the longest is this many times longer than the work each
+// resident warp gets on average (non-zeros x feature tiles / resident warps):
+// its one warp would still be busy when the others are done. Shorter rows
+// stay whole, which saves zeroing the output and the atomic adds (H100,
+// float32: cond-mat-2005, longest row 278, K = 512: 1.29x cuSPARSE whole,
+// 0.98x cut; email-Enron, longest row 1,383, K = 32: 0.27x whole, 2.0x cut).
+constexpr int64_t kLongRowFactor = 4;
+// The resident warps of the device the emulator stands for (an H100: 132
+// multiprocessors x 64 warps).
+constexpr int64_t kEmulatedResidentWarps = 132 * 64;
 
 // The value of the environment variable `name`, a whole number in
 // [0, `most`], or `fallback` when unset; anything else is a ValueError that
@@ -42,30 +52,36 @@ int64_t EnvSetting(const char* name, int64_t fallback, int64_t most, const char*
   return value;
 }
 
-int64_t RowSegmentSetting() {
-  return EnvSetting("SPARSETIR_CUDA_ROW_SEGMENT", kCudaRowSegment, 1LL << 30,
-                    "a non-negative number of non-zeros (0: rows stay whole)");
+// $SPARSETIR_CUDA_FEATURES_PER_THREAD: 1-8, or 0 (also when unset) for the
+// recipe's choice.
+int64_t FeaturesPerThreadSetting() {
+  return EnvSetting("SPARSETIR_CUDA_FEATURES_PER_THREAD", 0, 8,
+                    "a number of features from 1 to 8 (0: the recipe's choice)");
 }
 
 // The sizes of a csrmm kernel for `dense`: the feature width, and on a cuda
-// target the features per thread ($SPARSETIR_CUDA_FEATURES_PER_THREAD, 1-8;
-// unset or 0: the recipe's choice), part of the kernel's key.
+// target the features per thread asked for, part of the kernel's key.
 std::map<std::string, int64_t> CsrmmSizes(const at::Tensor& dense, const Target& target) {
   std::map<std::string, int64_t> sizes{{"feat_size", dense.size(1)}};
-  if (target.is_cuda()) {
-    sizes[kFeaturesPerThread] = EnvSetting("SPARSETIR_CUDA_FEATURES_PER_THREAD", 0, 8,
-                                           "a number of features from 1 to 8 (0: the recipe's choice)");
-  }
+  if (target.is_cuda()) sizes[kFeaturesPerThread] = FeaturesPerThreadSetting();
   return sizes;
 }
 
 }  // namespace
 
-int64_t CudaRowSegmentLength(const CsrSummary& structure, const at::Tensor& values) {
-  if (values.scalar_type() != at::kFloat && values.scalar_type() != at::kDouble) return 0;
+int64_t CudaFeaturesPerThreadFor(int64_t feat) { return CudaFeaturesPerThread(feat, FeaturesPerThreadSetting()); }
+
+int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, const c10::Device& device) {
   if (at::globalContext().deterministicAlgorithms()) return 0;
-  const int64_t length = RowSegmentSetting();
-  return length > 0 && structure.max_row_length > length ? length : 0;
+  const int64_t longest = structure.max_row_length;
+  const int64_t set = EnvSetting("SPARSETIR_CUDA_ROW_SEGMENT", -1, 1LL << 30,
+                                 "a non-negative number of non-zeros (0: rows stay whole)");
+  if (set >= 0) return set > 0 && longest > set ? set : 0;
+  const int64_t tile = CudaRowLanes(feat) * CudaFeaturesPerThreadFor(feat);
+  const int64_t work = structure.nnz * ((feat + tile - 1) / tile);
+  const int64_t warps = device.is_cuda() ? ResidentWarps(device.index()) : kEmulatedResidentWarps;
+  const bool cut = longest > kCudaRowSegment && longest > kLongRowFactor * (work / std::max<int64_t>(warps, 1));
+  return cut ? kCudaRowSegment : 0;
 }
 
 bool PrefetchPays(const CsrSummary& structure, int64_t dense_rows, int64_t row_bytes) {

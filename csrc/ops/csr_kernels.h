@@ -25,12 +25,18 @@ void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Ten
 void RunCsrmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
                       const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out);
 
-// The row segment length of the cuda spmm (sum, mean) on this structure, or 0
-// when its rows are kept whole: split when some row is longer than a segment,
-// the values are float32 / float64 (a 16-bit output would round at every
-// segment's addition), and torch's deterministic algorithms are off.
-// $SPARSETIR_CUDA_ROW_SEGMENT sets the length (0: never split).
-int64_t CudaRowSegmentLength(const CsrSummary& structure, const at::Tensor& values);
+// The row segment length of the cuda spmm (sum, mean) of this structure with
+// a dense operand of `feat` columns on `device` (a CPU device: under the
+// emulator), or 0 when its rows stay whole: rows are cut when the longest one
+// would outlast the work of the other warps; never under torch's
+// deterministic algorithms (the atomic additions of a row's partial sums
+// come in any order). $SPARSETIR_CUDA_ROW_SEGMENT sets the length and cuts
+// every row longer (0: never cut).
+int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, const c10::Device& device);
+
+// The features a thread of the cuda csrmm kernels owns at width `feat`, with
+// $SPARSETIR_CUDA_FEATURES_PER_THREAD applied.
+int64_t CudaFeaturesPerThreadFor(int64_t feat);
 
 // out (nnz,) = x[i, :] . y[j, :] for every non-zero (i, j).
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,

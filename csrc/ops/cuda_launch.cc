@@ -44,6 +44,15 @@ Loaded& ModuleFor(const Kernel& kernel, int device) {
 
 }  // namespace
 
+int ResidentWarps(int device) {
+  static std::mutex mutex;
+  static std::map<int, int> warps;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = warps.find(device);
+  if (found == warps.end()) found = warps.emplace(device, CudaDriver::Get().resident_warps(device)).first;
+  return found->second;
+}
+
 std::string CudaUnavailableReason() {
   std::string why;
   return CudaDriver::Available(&why) ? "" : why;

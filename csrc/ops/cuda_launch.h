@@ -17,6 +17,10 @@ namespace sparsetir::ops {
 // scalars), already validated by the caller.
 void LaunchOnDevice(const Kernel& kernel, const SparsetirArg* args, int device);
 
+// The warps `device` holds at once (multiprocessors x warps each), asked of
+// the driver once per device.
+int ResidentWarps(int device);
+
 // Why CUDA kernels cannot run here ("" if they can): no driver, no device.
 std::string CudaUnavailableReason();
 

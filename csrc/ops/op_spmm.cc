@@ -27,12 +27,23 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
                     csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(a.sizes()));
   at::Tensor out = EmptyOutput({csr.rows(), b.size(1)}, b.options());
   const std::string script = how == "max" ? "csrmm_max" : how == "min" ? "csrmm_min" : "csrmm";
-  const int64_t segment = script == "csrmm" && TargetFor(b, "csrmm").is_cuda()
-                              ? CudaRowSegmentLength(csr.info->summary(), a)
-                              : 0;
+  const int64_t segment =
+      script == "csrmm" && TargetFor(b, "csrmm").is_cuda() ? CudaRowSegmentLength(csr.info->summary(), b.size(1), b.device()) : 0;
+  const bool wide = a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble;
   if (segment > 0) {
     // Long rows on a GPU: many thread groups per row instead of one.
     const RowSegments segments = csr.info->Segments(csr.indptr, segment);
+    if (!wide) {
+      // 16-bit values: the partial sums of a row's segments meet in a float32
+      // output (an atomic add into a 16-bit one would round at every
+      // segment) and round once, as the whole-row kernel's float32
+      // accumulator does; the kernel reads widened operands.
+      at::Tensor sums = at::empty(out.sizes(), out.options().dtype(at::kFloat));
+      RunCsrmmSegments(segments.row, segments.ptr, csr.indices, a.to(at::kFloat), b.to(at::kFloat), sums);
+      if (how == "mean" && csr.rows() > 0) sums.div_(csr.info->MeanDivisors(at::kFloat));
+      out.copy_(sums);
+      return out;
+    }
     RunCsrmmSegments(segments.row, segments.ptr, csr.indices, a, b, out);
   } else {
     RunCsrmm(script, csr.indptr, csr.indices, a, b, out, PrefetchPays(csr.info->summary(), b));
@@ -41,7 +52,6 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
     // The row's sum divided by its length. 16-bit outputs divide in float32
     // (their 8- or 11-bit mantissa holds lengths exactly only up to 256 / 2048)
     // and round once.
-    const bool wide = a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble;
     out.div_(csr.info->MeanDivisors(wide ? a.scalar_type() : at::kFloat));
   }
   if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {
@@ -78,6 +88,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrToBsrOp(const at::Tensor& indp
 bool SpmmPrefetches(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t row_bytes) {
   CheckedCsr csr = CheckCsr("sparsetir.spmm_prefetches", indptr, indices, columns, "argument 'columns'");
   return PrefetchPays(csr.info->summary(), columns, row_bytes);
+}
+
+int64_t SpmmCudaRowSegment(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat,
+                           c10::Device device) {
+  CheckedCsr csr = CheckCsr("sparsetir.spmm_cuda_row_segment", indptr, indices, columns, "argument 'columns'");
+  return CudaRowSegmentLength(csr.info->summary(), feat, device);
 }
 
 int64_t BsrBlockCount(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,

@@ -13,6 +13,7 @@
 #include "graph_cache.h"
 #include "ir/equal.h"
 #include "kernel_library.h"
+#include "csr_kernels.h"
 #include "ops.h"
 #include "ir/printer.h"
 #include "launcher.h"
@@ -458,6 +459,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("bsr_block_count", &BsrBlockCount, "Blocks a CSR -> BSR(block_h, block_w) conversion would store.");
   m.def("spmm_prefetches", &SpmmPrefetches,
         "Whether spmm prefetches the gathered dense rows (columns rows of row_bytes bytes) on this structure.");
+  m.def(
+      "spmm_cuda_row_segment",
+      [](const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat, const std::string& device) {
+        return SpmmCudaRowSegment(indptr, indices, columns, feat, c10::Device(device));
+      },
+      "The row segment length of spmm's cuda kernel on this structure (0: rows whole); device 'cpu' = emulated.");
+  m.def("cuda_features_per_thread", &CudaFeaturesPerThreadFor,
+        "The features a thread of the cuda spmm kernels owns at this feature width.");
   m.def("set_graph_cache_capacity", &SetGraphCacheCapacity);
   m.def("validate_every_call", &ValidateEveryCall);
   m.def("set_validate_every_call", &SetValidateEveryCall);

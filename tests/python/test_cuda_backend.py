@@ -205,7 +205,8 @@ def test_emulated_spmm_gradients_match_the_cpu_kernels(emulate, monkeypatch):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("reduce", ["sum", "mean"])
-@pytest.mark.parametrize("dtype, idtype", [("float32", "int32"), ("float64", "int64"), ("float32", "int64")])
+@pytest.mark.parametrize("dtype, idtype", [("float32", "int32"), ("float64", "int64"), ("float32", "int64"),
+                                           ("float16", "int32"), ("bfloat16", "int64")])
 def test_emulated_spmm_over_row_segments_matches_float64(emulate, monkeypatch, case, reduce, dtype, idtype):
     # Segments of 3 non-zeros: every row longer than that is the work of
     # several thread groups adding into one output row.
@@ -275,6 +276,35 @@ def test_a_bad_features_per_thread_setting_is_named(emulate, monkeypatch):
         ops.spmm(indptr, indices, torch.ones(a.nnz), torch.ones(5, 4))
 
 
+def test_rows_are_cut_only_where_the_longest_would_outlast_the_others(emulate, monkeypatch):
+    # The emulator stands for an H100 (132 x 64 resident warps): a row is cut
+    # into segments of 64 when it is longer than 64 and than 4 x the average
+    # work of a warp (non-zeros x feature tiles / warps).
+    monkeypatch.delenv("SPARSETIR_CUDA_ROW_SEGMENT", raising=False)
+    monkeypatch.delenv("SPARSETIR_CUDA_FEATURES_PER_THREAD", raising=False)
+    def sparse(c):
+        return torch.sparse_csr_tensor(*c.torch_structure("int64"), torch.from_numpy(c.values), c.shape)
+
+    hub = sparse(make_csr(400, 3000, density=0.002, seed=12, dense_rows=(9,)))  # one row of 3,000
+    flat = sparse(make_csr(400, 60, density=0.5, seed=12))                      # rows of about 30
+    assert st.explain(hub, op="spmm", k=128, device="cuda")["row_segment"] == 64
+    assert st.explain(flat, op="spmm", k=128, device="cuda")["row_segment"] == 0
+    # Enough non-zeros that every warp has more work than the hub row: whole.
+    wide = sparse(make_csr(20000, 3000, density=0.07, seed=13, dense_rows=(9,)))
+    assert st.explain(wide, op="spmm", k=128, device="cuda")["row_segment"] == 0
+    explained = st.explain(hub, op="spmm", k=128, device="cuda")
+    assert explained["script"] == "csrmm_segments" and explained["features_per_thread"] == 2
+    assert 'sch.bind("k_1", "threadIdx.x")' in explained["schedule"]
+    monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", "0")
+    assert st.explain(hub, op="spmm", k=128, device="cuda")["row_segment"] == 0
+    torch.use_deterministic_algorithms(True)
+    try:
+        monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", "8")
+        assert st.explain(hub, op="spmm", k=128, device="cuda")["row_segment"] == 0  # atomics add in any order
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
 @pytest.mark.parametrize("value", ["-1", "12x", "4096000000"])
 def test_a_bad_row_segment_setting_is_named(emulate, monkeypatch, value):
     monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", value)
@@ -285,13 +315,14 @@ def test_a_bad_row_segment_setting_is_named(emulate, monkeypatch, value):
 
 
 RACE_CHILD = r"""
-import sys, torch
+import os, sys, torch
 import sparsetir_torch as st
 torch.manual_seed(0)
-A = (torch.rand(300, 200) < 0.05).float() * torch.randn(300, 200)
-A[7] = torch.randn(200)
+draw = (lambda *s: torch.randint(-3, 4, s).float()) if os.environ["RACE_INTEGERS"] == "1" else torch.randn
+A = (torch.rand(300, 200) < 0.05).float() * draw(300, 200)
+A[7] = draw(200)
 csr = A.to_sparse_csr()
-B = torch.randn(200, 70)
+B = draw(200, 70)
 outs = [torch.ops.sparsetir.spmm(csr.crow_indices(), csr.col_indices(), csr.values(), B, r) for r in
         ("sum", "mean", "max", "min")]
 outs.append(torch.ops.sparsetir.sddmm(csr.crow_indices(), csr.col_indices(), None, torch.randn(300, 70), B))
@@ -299,11 +330,16 @@ torch.save(outs, sys.argv[1])
 """
 
 
-def test_race_check_threads_in_reverse_order_give_the_same_bits(tmp_path):
+@pytest.mark.parametrize("segments", ["0", "16"])
+def test_race_check_threads_in_reverse_order_give_the_same_bits(tmp_path, segments):
+    # With rows cut into segments, a row's partial sums are added atomically
+    # in any order: the child's data are then small integers, whose sums are
+    # exact in any order, so the bits must still agree.
     results = []
     for order in ("forward", "reverse"):
         path = tmp_path / f"{order}.pt"
-        env = dict(os.environ, SPARSETIR_EMULATE_CUDA="1", SPARSETIR_EMULATE_ORDER=order)
+        env = dict(os.environ, SPARSETIR_EMULATE_CUDA="1", SPARSETIR_EMULATE_ORDER=order,
+                   SPARSETIR_CUDA_ROW_SEGMENT=segments, RACE_INTEGERS="1" if segments != "0" else "0")
         proc = subprocess.run([sys.executable, "-c", RACE_CHILD, str(path)], env=env, cwd=REPO_ROOT,
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
@@ -383,8 +419,8 @@ def test_gpu_sddmm_matches_float64(dtype, idtype, feat):
 
 
 @gpu
-@pytest.mark.parametrize("length", ["1", "5", "128"])
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("length", ["1", "5", "128", ""])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 @pytest.mark.parametrize("idtype", IDTYPES)
 def test_gpu_spmm_over_row_segments(monkeypatch, length, dtype, idtype):
     monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", length)

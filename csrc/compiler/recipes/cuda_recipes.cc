@@ -11,8 +11,12 @@ constexpr int64_t kWarp = 32;
 constexpr int64_t kBlockThreads = 128;
 // Non-zeros of a row whose loads a thread issues together (csrmm).
 constexpr int64_t kNonZerosInFlight = 4;
-// Features a csrmm thread owns where the width allows (FeaturesPerThread).
-constexpr int64_t kDefaultFeaturesPerThread = 1;
+// Features a csrmm thread owns where the width allows (CudaFeaturesPerThread).
+// Two: one index and value load feeds two products and two gathers are in
+// flight (H100, float32, K = 128: cuSPARSE time / ours 1.10 -> 1.21 by
+// geometric mean over the benchmark matrices); four gave 1.05, the lanes'
+// loads then 16 bytes apart (benchmarks/bench_cuda_segments.py).
+constexpr int64_t kDefaultFeaturesPerThread = 2;
 // Non-zeros per block of the fused sddmm loop.
 constexpr int64_t kSddmmBlock = 128;
 
@@ -64,14 +68,6 @@ void RowGroups(Schedule& sch, const std::string& block, int64_t feat, int64_t pe
   sch.CacheWrite(k[1], "C", "local");
 }
 
-// The features a thread of csrmm / csrmm_segments owns: `requested` (0: the
-// recipe's choice) where 32 x that many divide the width, else fewer.
-int64_t FeaturesPerThread(int64_t feat, int64_t requested) {
-  int64_t v = requested > 0 ? requested : kDefaultFeaturesPerThread;
-  while (v > 1 && feat % (kWarp * v) != 0) v /= 2;
-  return std::max<int64_t>(v, 1);
-}
-
 // Loops of csrmm: i, j, k (init: i, k_init, bound like k).
 void Csrmm(Schedule& sch, int64_t feat, int64_t per_thread) {
   RowGroups(sch, "csrmm", feat, per_thread);
@@ -111,6 +107,12 @@ int64_t CudaRowLanes(int64_t feat) {
 
 const char* const kFeaturesPerThread = "features_per_thread";
 
+int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested) {
+  int64_t v = requested > 0 ? requested : kDefaultFeaturesPerThread;
+  while (v > 1 && feat % (kWarp * v) != 0) v /= 2;
+  return std::max<int64_t>(v, 1);
+}
+
 bool HasCudaRecipe(const std::string& recipe) {
   return recipe == "csrmm" || recipe == "csrmm_segments" || recipe == "sddmm";
 }
@@ -129,7 +131,7 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   sch.Specialize(script_sizes);
   if (recipe == "csrmm" || recipe == "csrmm_segments") {
     const int64_t feat = Size(sizes, "feat_size");
-    const int64_t per_thread = FeaturesPerThread(feat, requested);
+    const int64_t per_thread = CudaFeaturesPerThread(feat, requested);
     if (recipe == "csrmm") {
       Csrmm(sch, feat, per_thread);
     } else {

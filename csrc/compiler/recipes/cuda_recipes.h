@@ -43,6 +43,11 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
 // True if `recipe` has a cuda schedule.
 bool HasCudaRecipe(const std::string& recipe);
 
+// The features a csrmm / csrmm_segments thread owns for a feature width of
+// `feat`: `requested` (0: the recipe's choice), halved until 32 x that many
+// divide the width.
+int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested);
+
 // Threads of a csrmm row group: the feature width rounded up to a power of
 // two, at most a warp (32).
 int64_t CudaRowLanes(int64_t feat);

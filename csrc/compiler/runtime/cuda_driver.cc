@@ -16,6 +16,8 @@ typedef struct CUstream_st* CUstream;
 // CUdevice_attribute and CUfunction_attribute values used here (cuda.h).
 constexpr int kComputeCapabilityMajor = 75;
 constexpr int kComputeCapabilityMinor = 76;
+constexpr int kMultiprocessorCount = 16;           // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+constexpr int kMaxThreadsPerMultiprocessor = 39;   // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
 constexpr int kFuncMaxThreadsPerBlock = 0;
 constexpr int kFuncNumRegs = 4;
 
@@ -145,6 +147,15 @@ std::pair<int, int> CudaDriver::compute_capability(int device) const {
   Check(api_->DeviceGetAttribute(&major, kComputeCapabilityMajor, d), "cuDeviceGetAttribute");
   Check(api_->DeviceGetAttribute(&minor, kComputeCapabilityMinor, d), "cuDeviceGetAttribute");
   return {major, minor};
+}
+
+int CudaDriver::resident_warps(int device) const {
+  CUdevice d;
+  Check(api_->DeviceGet(&d, device), "cuDeviceGet");
+  int sms = 0, threads = 0;
+  Check(api_->DeviceGetAttribute(&sms, kMultiprocessorCount, d), "cuDeviceGetAttribute");
+  Check(api_->DeviceGetAttribute(&threads, kMaxThreadsPerMultiprocessor, d), "cuDeviceGetAttribute");
+  return sms * (threads / 32);
 }
 
 std::pair<int, int> CudaDriver::driver_version() const {

@@ -32,6 +32,8 @@ class CudaDriver {
   // The driver's CUDA version, e.g. {13, 0} (cuDriverGetVersion).
   std::pair<int, int> driver_version() const;
   std::pair<int, int> compute_capability(int device) const;
+  // The warps the device holds at once: multiprocessors x warps each.
+  int resident_warps(int device) const;
   // Makes `device`'s primary context current on this thread, unless the
   // current context already belongs to it. Each primary context is retained
   // once and kept for the life of the process.

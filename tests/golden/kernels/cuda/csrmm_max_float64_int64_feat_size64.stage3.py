@@ -21,20 +21,30 @@ def csrmm_max(
     for i_0 in T.thread_binding((m + 3) // 4, thread="blockIdx.x"):
         for i_1 in T.thread_binding(4, thread="threadIdx.y"):
             if i_0 * 4 + i_1 < m:
-                v1: T.int32 = i_0 * 4 + i_1
-                for k_init_0 in T.thread_binding(2, thread="blockIdx.y"):
+                v3: T.int32 = i_0 * 4 + i_1
+                for k_init_0 in T.thread_binding(1, thread="blockIdx.y"):
                     for k_init_1 in T.thread_binding(32, thread="threadIdx.x"):
-                        with T.block("csrmm_init"):
-                            C[v1, k_init_0 * 32 + k_init_1] = T.float64(-T.inf)
-                v4: T.int32 = i_0 * 4 + i_1
-                v5: T.int64 = (J_indptr[v4 + 1] - J_indptr[v4] + T.int64(3)) // T.int64(4)
-                for k_0 in T.thread_binding(2, thread="blockIdx.y"):
+                        v1: T.int32 = (k_init_0 * 32 + k_init_1) * 2
+                        for k_init_2 in T.unroll(2):
+                            with T.block("csrmm_init"):
+                                C[v3, v1 + k_init_2] = T.float64(-T.inf)
+                v13: T.int32 = i_0 * 4 + i_1
+                v14: T.int64 = (J_indptr[v13 + 1] - J_indptr[v13] + T.int64(3)) // T.int64(4)
+                for k_0 in T.thread_binding(1, thread="blockIdx.y"):
                     for k_1 in T.thread_binding(32, thread="threadIdx.x"):
-                        C_local = T.alloc_buffer((1,), "float64", scope="local")
-                        C_local[0] = C[v4, k_0 * 32 + k_1]
-                        for j_0 in T.serial(v5):
+                        C_local = T.alloc_buffer((2,), "float64", scope="local")
+                        v5: T.int32 = (k_0 * 32 + k_1) * 2
+                        for ax0 in T.unroll(2):
+                            C_local[ax0] = C[v13, v5 + ax0]
+                        for j_0 in T.serial(v14):
                             for j_1 in T.unroll(T.int64(4)):
                                 if j_0 * T.int64(4) + j_1 < J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1]:
-                                    with T.block("csrmm"):
-                                        C_local[0] = T.max(C_local[0], A[J_indptr[i_0 * 4 + i_1] + (j_0 * T.int64(4) + j_1)] * B[J_indices[J_indptr[i_0 * 4 + i_1] + (j_0 * T.int64(4) + j_1)], k_0 * 32 + k_1])
-                        C[v4, k_0 * 32 + k_1] = C_local[0]
+                                    v6: T.int64 = J_indptr[i_0 * 4 + i_1] + (j_0 * T.int64(4) + j_1)
+                                    v7: T.int64 = J_indices[v6]
+                                    v8: T.int32 = (k_0 * 32 + k_1) * 2
+                                    for k_2 in T.unroll(2):
+                                        with T.block("csrmm"):
+                                            C_local[k_2] = T.max(C_local[k_2], A[v6] * B[v7, v8 + k_2])
+                        v10: T.int32 = (k_0 * 32 + k_1) * 2
+                        for ax0 in T.unroll(2):
+                            C[v13, v10 + ax0] = C_local[ax0]

@@ -25,17 +25,24 @@ def csrmm_segments(
     for s_0 in T.thread_binding((segs + 3) // 4, thread="blockIdx.x"):
         for s_1 in T.thread_binding(4, thread="threadIdx.y"):
             if s_0 * 4 + s_1 < segs:
-                v4: T.int64 = T.Cast("int64", s_0 * 4 + s_1)
+                v9: T.int64 = T.Cast("int64", s_0 * 4 + s_1)
                 for i in T.serial(T.int64(1)):
-                    v2: T.int64 = (J_seg_indptr[v4 + (i + T.int64(1))] - J_seg_indptr[v4 + i] + T.int64(3)) // T.int64(4)
-                    v3: T.int64 = I_seg_indices[v4 + i]
-                    for k_0 in T.thread_binding(2, thread="blockIdx.y"):
+                    v7: T.int64 = (J_seg_indptr[v9 + (i + T.int64(1))] - J_seg_indptr[v9 + i] + T.int64(3)) // T.int64(4)
+                    v8: T.int64 = I_seg_indices[v9 + i]
+                    for k_0 in T.thread_binding(1, thread="blockIdx.y"):
                         for k_1 in T.thread_binding(32, thread="threadIdx.x"):
-                            C_local = T.alloc_buffer((1,), "float64", scope="local")
-                            C_local[0] = T.float64(0.0)
-                            for j_0 in T.serial(v2):
+                            C_local = T.alloc_buffer((2,), "float64", scope="local")
+                            for ax0 in T.unroll(2):
+                                C_local[ax0] = T.float64(0.0)
+                            for j_0 in T.serial(v7):
                                 for j_1 in T.unroll(T.int64(4)):
                                     if j_0 * T.int64(4) + j_1 < J_seg_indptr[T.Cast("int64", s_0 * 4 + s_1) + (i + T.int64(1))] - J_seg_indptr[T.Cast("int64", s_0 * 4 + s_1) + i]:
-                                        with T.block("csrmm_segments"):
-                                            C_local[0] = C_local[0] + A[J_seg_indptr[T.Cast("int64", s_0 * 4 + s_1) + i] + (j_0 * T.int64(4) + j_1)] * B[J_seg_indices[J_seg_indptr[T.Cast("int64", s_0 * 4 + s_1) + i] + (j_0 * T.int64(4) + j_1)], k_0 * 32 + k_1]
-                            T.atomic_add(C[v3, k_0 * 32 + k_1], C_local[0])
+                                        v0: T.int64 = J_seg_indptr[T.Cast("int64", s_0 * 4 + s_1) + i] + (j_0 * T.int64(4) + j_1)
+                                        v1: T.int64 = J_seg_indices[v0]
+                                        v2: T.int32 = (k_0 * 32 + k_1) * 2
+                                        for k_2 in T.unroll(2):
+                                            with T.block("csrmm_segments"):
+                                                C_local[k_2] = C_local[k_2] + A[v0] * B[v1, v2 + k_2]
+                            v4: T.int32 = (k_0 * 32 + k_1) * 2
+                            for ax0 in T.unroll(2):
+                                T.atomic_add(C[v8, v4 + ax0], C_local[ax0])
