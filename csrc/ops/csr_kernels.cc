@@ -25,13 +25,18 @@ constexpr double kLocalWindowBytes = 256 << 10;
 // Non-zeros of a row segment on the GPU (csrmm_segments): a segment is one
 // thread group's serial work.
 constexpr int64_t kCudaRowSegment = 64;
-// Rows are cut when the longest is this many times longer than the work each
-// resident warp gets on average (non-zeros x feature tiles / resident warps):
-// its one warp would still be busy when the others are done. Shorter rows
-// stay whole, which saves zeroing the output and the atomic adds (H100,
-// float32: cond-mat-2005, longest row 278, K = 512: 1.29x cuSPARSE whole,
-// 0.98x cut; email-Enron, longest row 1,383, K = 32: 0.27x whole, 2.0x cut).
-constexpr int64_t kLongRowFactor = 4;
+// Rows are cut when the longest is longer than two segments and than this
+// many times the work each resident warp gets on average (non-zeros x
+// feature tiles / resident warps): its one warp, waiting on one gather after
+// another, would still be busy when the others are done. Other structures
+// keep their rows whole, which saves zeroing the output and the atomic adds.
+// H100, float32 (benchmarks/bench_cuda_segments.py), longest row / average
+// work and cuSPARSE time / ours, whole -> cut: R-MAT 2^20 at K = 512 2.6,
+// 0.50 -> 1.03; email-Enron at K = 512 4.0, 0.45 -> 0.96; cond-mat-2005 at
+// K = 32 6.7, 1.63 -> 2.10, at K = 128 3.3, 1.24 -> 1.14 (the one case that
+// loses), at K = 512 0.8, 1.29 whole; bcsstk16 (longest row 81) 2.46 whole,
+// 2.13 cut at K = 32.
+constexpr int64_t kLongRowFactor = 2;
 // The resident warps of the device the emulator stands for (an H100: 132
 // multiprocessors x 64 warps).
 constexpr int64_t kEmulatedResidentWarps = 132 * 64;
@@ -80,7 +85,7 @@ int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, const c1
   const int64_t tile = CudaRowLanes(feat) * CudaFeaturesPerThreadFor(feat);
   const int64_t work = structure.nnz * ((feat + tile - 1) / tile);
   const int64_t warps = device.is_cuda() ? ResidentWarps(device.index()) : kEmulatedResidentWarps;
-  const bool cut = longest > kCudaRowSegment && longest > kLongRowFactor * (work / std::max<int64_t>(warps, 1));
+  const bool cut = longest > 2 * kCudaRowSegment && longest > kLongRowFactor * (work / std::max<int64_t>(warps, 1));
   return cut ? kCudaRowSegment : 0;
 }
 

@@ -277,9 +277,9 @@ def test_a_bad_features_per_thread_setting_is_named(emulate, monkeypatch):
 
 
 def test_rows_are_cut_only_where_the_longest_would_outlast_the_others(emulate, monkeypatch):
-    # The emulator stands for an H100 (132 x 64 resident warps): a row is cut
-    # into segments of 64 when it is longer than 64 and than 4 x the average
-    # work of a warp (non-zeros x feature tiles / warps).
+    # The emulator stands for an H100 (132 x 64 resident warps): rows are cut
+    # into segments of 64 when the longest is longer than 128 and than 2 x
+    # the average work of a warp (non-zeros x feature tiles / warps).
     monkeypatch.delenv("SPARSETIR_CUDA_ROW_SEGMENT", raising=False)
     monkeypatch.delenv("SPARSETIR_CUDA_FEATURES_PER_THREAD", raising=False)
     def sparse(c):
@@ -289,8 +289,10 @@ def test_rows_are_cut_only_where_the_longest_would_outlast_the_others(emulate, m
     flat = sparse(make_csr(400, 60, density=0.5, seed=12))                      # rows of about 30
     assert st.explain(hub, op="spmm", k=128, device="cuda")["row_segment"] == 64
     assert st.explain(flat, op="spmm", k=128, device="cuda")["row_segment"] == 0
+    two_segments = sparse(make_csr(400, 128, density=0.01, seed=12, dense_rows=(9,)))  # longest row 128
+    assert st.explain(two_segments, op="spmm", k=32, device="cuda")["row_segment"] == 0
     # Enough non-zeros that every warp has more work than the hub row: whole.
-    wide = sparse(make_csr(20000, 3000, density=0.07, seed=13, dense_rows=(9,)))
+    wide = sparse(make_csr(20000, 1000, density=0.2, seed=13, dense_rows=(9,)))  # 4M non-zeros, one row of 1,000
     assert st.explain(wide, op="spmm", k=128, device="cuda")["row_segment"] == 0
     explained = st.explain(hub, op="spmm", k=128, device="cuda")
     assert explained["script"] == "csrmm_segments" and explained["features_per_thread"] == 2
