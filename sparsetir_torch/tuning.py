@@ -411,7 +411,7 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
     from .sparse_matrix import as_sparse_matrix
 
     if device == "cuda":
-        return _explain_cuda(None if A is None else as_sparse_matrix(A, "st.explain: argument 'A'"), op, int(k))
+        return _explain_cuda(None if A is None else as_sparse_matrix(A, "st.explain: argument 'A'"), op, int(k), dtype)
     if device != "cpu":
         raise ValueError(f"st.explain: device must be 'cpu' or 'cuda', got {device!r}")
 
@@ -436,7 +436,7 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
 _CUDA_RECIPES = {"spmm": ("csrmm", "csrmm"), "sddmm": ("sddmm_dot", "sddmm")}
 
 
-def _explain_cuda(A, op: str, k: int) -> dict:
+def _explain_cuda(A, op: str, k: int, dtype) -> dict:
     """The cuda schedule of `op` at feature width k, from the C++ recipe; for
     spmm (sum, mean) on A, the row segments the operator would cut A into on
     A's device (a CPU A: on the device the emulator stands for)."""
@@ -450,7 +450,8 @@ def _explain_cuda(A, op: str, k: int) -> dict:
         sizes["features_per_thread"] = out["features_per_thread"]
         if A is not None and not A.is_block:
             device = str(A.indptr.device) if A.indptr.is_cuda else "cpu"
-            segment = _C.spmm_cuda_row_segment(A.indptr, A.indices, A.shape[1], k, device)
+            like = torch.empty(0, dtype=A.values.dtype if dtype is None else dtype)
+            segment = _C.spmm_cuda_row_segment(A.indptr, A.indices, A.shape[1], k, like, device)
             out["row_segment"] = segment  # non-zeros per segment; 0: rows whole
             if segment:
                 out["format"], script = "csr row segments", "csrmm_segments"

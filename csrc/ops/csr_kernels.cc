@@ -37,6 +37,11 @@ constexpr int64_t kCudaRowSegment = 64;
 // loses), at K = 512 0.8, 1.29 whole; bcsstk16 (longest row 81) 2.46 whole,
 // 2.13 cut at K = 32.
 constexpr int64_t kLongRowFactor = 2;
+// The same for 16-bit values, which a cut widens to float32 first (three more
+// passes over the operands): cond-mat-2005 at K = 128, float16, 1.26 whole
+// and 0.65 cut; R-MAT 2^20 and email-Enron at K = 512 (2.6 and 4.0) gain
+// less than that (0.51 -> 0.62, 0.40 -> 0.53).
+constexpr int64_t kLongRowFactor16 = 4;
 // The resident warps of the device the emulator stands for (an H100: 132
 // multiprocessors x 64 warps).
 constexpr int64_t kEmulatedResidentWarps = 132 * 64;
@@ -76,7 +81,8 @@ std::map<std::string, int64_t> CsrmmSizes(const at::Tensor& dense, const Target&
 
 int64_t CudaFeaturesPerThreadFor(int64_t feat) { return CudaFeaturesPerThread(feat, FeaturesPerThreadSetting()); }
 
-int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, const c10::Device& device) {
+int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::ScalarType dtype,
+                             const c10::Device& device) {
   if (at::globalContext().deterministicAlgorithms()) return 0;
   const int64_t longest = structure.max_row_length;
   const int64_t set = EnvSetting("SPARSETIR_CUDA_ROW_SEGMENT", -1, 1LL << 30,
@@ -85,7 +91,8 @@ int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, const c1
   const int64_t tile = CudaRowLanes(feat) * CudaFeaturesPerThreadFor(feat);
   const int64_t work = structure.nnz * ((feat + tile - 1) / tile);
   const int64_t warps = device.is_cuda() ? ResidentWarps(device.index()) : kEmulatedResidentWarps;
-  const bool cut = longest > 2 * kCudaRowSegment && longest > kLongRowFactor * (work / std::max<int64_t>(warps, 1));
+  const int64_t factor = dtype == at::kFloat || dtype == at::kDouble ? kLongRowFactor : kLongRowFactor16;
+  const bool cut = longest > 2 * kCudaRowSegment && longest > factor * (work / std::max<int64_t>(warps, 1));
   return cut ? kCudaRowSegment : 0;
 }
 

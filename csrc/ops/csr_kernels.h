@@ -26,13 +26,14 @@ void RunCsrmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
                       const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out);
 
 // The row segment length of the cuda spmm (sum, mean) of this structure with
-// a dense operand of `feat` columns on `device` (a CPU device: under the
-// emulator), or 0 when its rows stay whole: rows are cut when the longest one
+// a dense operand of `feat` columns of `dtype` on `device` (a CPU device:
+// under the emulator), or 0 when its rows stay whole: rows are cut when the longest one
 // would outlast the work of the other warps; never under torch's
 // deterministic algorithms (the atomic additions of a row's partial sums
 // come in any order). $SPARSETIR_CUDA_ROW_SEGMENT sets the length and cuts
 // every row longer (0: never cut).
-int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, const c10::Device& device);
+int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::ScalarType dtype,
+                             const c10::Device& device);
 
 // The features a thread of the cuda csrmm kernels owns at width `feat`, with
 // $SPARSETIR_CUDA_FEATURES_PER_THREAD applied.

@@ -28,7 +28,8 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
   at::Tensor out = EmptyOutput({csr.rows(), b.size(1)}, b.options());
   const std::string script = how == "max" ? "csrmm_max" : how == "min" ? "csrmm_min" : "csrmm";
   const int64_t segment =
-      script == "csrmm" && TargetFor(b, "csrmm").is_cuda() ? CudaRowSegmentLength(csr.info->summary(), b.size(1), b.device()) : 0;
+      script == "csrmm" && TargetFor(b, "csrmm").is_cuda() ? CudaRowSegmentLength(csr.info->summary(), b.size(1), b.scalar_type(), b.device())
+                                                         : 0;
   const bool wide = a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble;
   if (segment > 0) {
     // Long rows on a GPU: many thread groups per row instead of one.
@@ -91,9 +92,9 @@ bool SpmmPrefetches(const at::Tensor& indptr, const at::Tensor& indices, int64_t
 }
 
 int64_t SpmmCudaRowSegment(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat,
-                           c10::Device device) {
+                           at::ScalarType dtype, c10::Device device) {
   CheckedCsr csr = CheckCsr("sparsetir.spmm_cuda_row_segment", indptr, indices, columns, "argument 'columns'");
-  return CudaRowSegmentLength(csr.info->summary(), feat, device);
+  return CudaRowSegmentLength(csr.info->summary(), feat, dtype, device);
 }
 
 int64_t BsrBlockCount(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,

@@ -95,10 +95,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrRcmOp(const at::Te
 bool SpmmPrefetches(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t row_bytes);
 
 // The row segment length spmm's cuda kernel uses on this structure with a
-// dense operand of `columns` rows and `feat` columns on `device` (0: rows
-// whole; CudaRowSegmentLength).
+// dense operand of `columns` rows and `feat` columns of `dtype` on `device`
+// (0: rows whole; CudaRowSegmentLength).
 int64_t SpmmCudaRowSegment(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat,
-                           c10::Device device);
+                           at::ScalarType dtype, c10::Device device);
 
 // How many blocks CsrToBsrOp would store (for choosing a block size).
 int64_t BsrBlockCount(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,

@@ -461,10 +461,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         "Whether spmm prefetches the gathered dense rows (columns rows of row_bytes bytes) on this structure.");
   m.def(
       "spmm_cuda_row_segment",
-      [](const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat, const std::string& device) {
-        return SpmmCudaRowSegment(indptr, indices, columns, feat, c10::Device(device));
+      [](const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat, const at::Tensor& like,
+         const std::string& device) {
+        return SpmmCudaRowSegment(indptr, indices, columns, feat, like.scalar_type(), c10::Device(device));
       },
-      "The row segment length of spmm's cuda kernel on this structure (0: rows whole); device 'cpu' = emulated.");
+      "The row segment length of spmm's cuda kernel on this structure with a dense operand of feat columns of "
+      "like's dtype (0: rows whole); device 'cpu' = emulated.");
   m.def("cuda_features_per_thread", &CudaFeaturesPerThreadFor,
         "The features a thread of the cuda spmm kernels owns at this feature width.");
   m.def("set_graph_cache_capacity", &SetGraphCacheCapacity);
