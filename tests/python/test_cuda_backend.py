@@ -160,18 +160,23 @@ def reference_spmm(a, values, b, reduce):
 @pytest.mark.parametrize("dtype, idtype", [("float32", "int32"), ("float64", "int64"), ("float16", "int64"),
                                            ("bfloat16", "int32")])
 def test_emulated_spmm_matches_float64(emulate, case, reduce, dtype, idtype):
-    a = make_csr(seed=3, **CSR_CASES[case])
-    rng = np.random.default_rng(1)
+    check_emulated_spmm(case, reduce, dtype, idtype, seed=3)
+
+
+def check_emulated_spmm(case, reduce, dtype, idtype, seed, segmented=False):
+    """One emulated spmm call on a CSR edge case against the float64 reference."""
+    a = make_csr(seed=seed, **CSR_CASES[case])
+    rng = np.random.default_rng(seed)
     values = to_tensor(a.values, dtype)
     b = to_tensor(rng.uniform(-1, 1, size=(a.n, 37)), dtype)
     indptr, indices = a.torch_structure(idtype)
     before = _C.emulated_runs()
     out = ops.spmm(indptr, indices, values, b, reduce)
-    if a.m:
+    if a.nnz if segmented else a.m:  # segments: none without non-zeros (the output is only zeroed)
         assert _C.emulated_runs() > before, "the CUDA path did not run"
     ref, magnitude = reference_spmm(a, values, b, reduce)
     terms = np.maximum(np.diff(a.indptr), 1)[:, None] + (reduce == "mean")
-    assert_within_bound(out, ref, magnitude, terms, dtype, f"emulated spmm {reduce}")
+    assert_within_bound(out, ref, magnitude, terms, dtype, f"emulated {'segmented ' * segmented}spmm {reduce}")
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -211,18 +216,7 @@ def test_emulated_spmm_over_row_segments_matches_float64(emulate, monkeypatch, c
     # Segments of 3 non-zeros: every row longer than that is the work of
     # several thread groups adding into one output row.
     monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", "3")
-    a = make_csr(seed=6, **CSR_CASES[case])
-    rng = np.random.default_rng(4)
-    values = to_tensor(a.values, dtype)
-    b = to_tensor(rng.uniform(-1, 1, size=(a.n, 37)), dtype)
-    indptr, indices = a.torch_structure(idtype)
-    before = _C.emulated_runs()
-    out = ops.spmm(indptr, indices, values, b, reduce)
-    if a.nnz:
-        assert _C.emulated_runs() > before, "the CUDA path did not run"
-    ref, magnitude = reference_spmm(a, values, b, reduce)
-    terms = np.maximum(np.diff(a.indptr), 1)[:, None] + (reduce == "mean")
-    assert_within_bound(out, ref, magnitude, terms, dtype, f"emulated segmented spmm {reduce}")
+    check_emulated_spmm(case, reduce, dtype, idtype, seed=6, segmented=True)
 
 
 def test_emulated_segments_of_a_long_row_and_their_gradients(emulate, monkeypatch):

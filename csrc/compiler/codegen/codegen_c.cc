@@ -424,16 +424,6 @@ const BufferNode* CodegenC::BalancingIndptr(const ForNode* loop) {
 
 namespace {
 
-// Splits a sum into its addends.
-void Addends(const Expr& e, std::vector<Expr>* out) {
-  if (const auto* add = e->as<BinaryNode>(); add && add->op == BinaryOp::kAdd) {
-    Addends(add->a, out);
-    Addends(add->b, out);
-    return;
-  }
-  out->push_back(e);
-}
-
 enum class Access { kInvariant, kContiguous, kOther };
 
 // How an access moves with the lane variable: not at all, one element per lane

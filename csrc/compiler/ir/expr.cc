@@ -59,6 +59,15 @@ Var MakeVar(const std::string& name, DataType dtype) {
   return std::make_shared<VarNode>(dtype, name);
 }
 
+void Addends(const Expr& e, std::vector<Expr>* out) {
+  if (const auto* add = e->as<BinaryNode>(); add && add->op == BinaryOp::kAdd) {
+    Addends(add->a, out);
+    Addends(add->b, out);
+    return;
+  }
+  out->push_back(e);
+}
+
 Expr MakeBinary(BinaryOp op, Expr a, Expr b) {
   ICHECK(a && b) << "null operand of " << ToString(op);
   if (IsInteger(a->dtype) && IsInteger(b->dtype)) UnifyIntegers(&a, &b);

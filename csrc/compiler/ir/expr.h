@@ -142,6 +142,9 @@ inline Expr Add(Expr a, Expr b) { return MakeBinary(BinaryOp::kAdd, std::move(a)
 inline Expr Sub(Expr a, Expr b) { return MakeBinary(BinaryOp::kSub, std::move(a), std::move(b)); }
 inline Expr Mul(Expr a, Expr b) { return MakeBinary(BinaryOp::kMul, std::move(a), std::move(b)); }
 
+// Appends the addends of a sum (`e` itself when it is no addition) to `out`.
+void Addends(const Expr& e, std::vector<Expr>* out);
+
 // Integer constant of the same dtype as `like` (int32 or int64).
 Expr IntLike(int64_t value, const Expr& like);
 // Widens a or b so both integer operands have the same width (int32 -> int64).

@@ -63,16 +63,6 @@ class InnerLoops : public IRVisitor {
   }
 };
 
-// Splits a sum into its addends.
-void Addends(const Expr& e, std::vector<Expr>* out) {
-  if (const auto* add = e->as<BinaryNode>(); add && add->op == BinaryOp::kAdd) {
-    Addends(add->a, out);
-    Addends(add->b, out);
-    return;
-  }
-  out->push_back(e);
-}
-
 // A varying dimension the cache holds a window of: every access indexes it
 // with `offset + t`, `offset` the same loop-invariant expression in each, `t`
 // a sum of inner loop variables times positive constants, t in [0, extent).
