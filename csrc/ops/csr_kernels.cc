@@ -2,9 +2,8 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <string>
-
 #include <map>
+#include <string>
 
 #include "cuda_launch.h"
 #include "kernel_library.h"

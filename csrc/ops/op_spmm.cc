@@ -27,9 +27,9 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
                     csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(a.sizes()));
   at::Tensor out = EmptyOutput({csr.rows(), b.size(1)}, b.options());
   const std::string script = how == "max" ? "csrmm_max" : how == "min" ? "csrmm_min" : "csrmm";
+  const bool on_gpu = script == "csrmm" && TargetFor(b, "csrmm").is_cuda();
   const int64_t segment =
-      script == "csrmm" && TargetFor(b, "csrmm").is_cuda() ? CudaRowSegmentLength(csr.info->summary(), b.size(1), b.scalar_type(), b.device())
-                                                         : 0;
+      on_gpu ? CudaRowSegmentLength(csr.info->summary(), b.size(1), b.scalar_type(), b.device()) : 0;
   const bool wide = a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble;
   if (segment > 0) {
     // Long rows on a GPU: many thread groups per row instead of one.

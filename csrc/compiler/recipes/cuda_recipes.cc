@@ -1,5 +1,7 @@
 #include "recipes/cuda_recipes.h"
 
+#include <vector>
+
 #include "support/error.h"
 
 namespace sparsetir {
@@ -34,13 +36,24 @@ void BindSplit(Schedule& sch, const std::string& loop, int64_t threads, const ch
   sch.Bind(parts[1], thread_axis);
 }
 
+// Splits the feature loop `k` into a tile over blockIdx.y, the lanes over
+// threadIdx.x and, with `per_thread` > 1, the lane's consecutive features of
+// a tile of lanes * per_thread (unrolled). Returns the parts.
+std::vector<std::string> BindFeatures(Schedule& sch, const std::string& k, int64_t lanes, int64_t per_thread) {
+  auto parts = per_thread > 1 ? sch.Split(k, {std::nullopt, lanes, per_thread}) : sch.Split(k, {std::nullopt, lanes});
+  sch.Bind(parts[0], "blockIdx.y");
+  sch.Bind(parts[1], "threadIdx.x");
+  if (per_thread > 1) sch.Unroll(parts[2]);
+  return parts;
+}
+
 // Rows (csrmm) or row segments (csrmm_segments) over blockIdx.x and
 // threadIdx.y, features over blockIdx.y and threadIdx.x, the non-zeros j
 // serial inside a thread. The iteration's loops are the row loop first and
 // the feature loop last; csrmm_segments has its one-slot row loop between the
 // segment loop and j. With `per_thread` > 1 a thread owns that many
-// consecutive features of a tile of 32 * per_thread: one index and value load
-// feeds per_thread products, and their gathers are in flight together.
+// consecutive features: one index and value load feeds per_thread products,
+// and their gathers are in flight together.
 void RowGroups(Schedule& sch, const std::string& block, int64_t feat, int64_t per_thread) {
   const int64_t lanes = CudaRowLanes(feat);
   auto loops = sch.GetLoops(block);
@@ -49,16 +62,8 @@ void RowGroups(Schedule& sch, const std::string& block, int64_t feat, int64_t pe
   const size_t k_at = loops.size() - 1, j_at = loops.size() - 2;
   sch.Reorder({loops[k_at], loops[j_at]});
   loops = sch.GetLoops(block);  // r_0, r_1, [i,] k, j
-  std::vector<std::string> k;
-  if (per_thread > 1) {
-    k = sch.Split(loops[j_at], {std::nullopt, lanes, per_thread});  // tile, lane, feature of the lane
-    sch.Reorder({sch.GetLoops(block).back(), k[2]});                // j before the lane's features
-    sch.Unroll(k[2]);
-  } else {
-    k = sch.Split(loops[j_at], {std::nullopt, lanes});
-  }
-  sch.Bind(k[0], "blockIdx.y");
-  sch.Bind(k[1], "threadIdx.x");
+  auto k = BindFeatures(sch, loops[j_at], lanes, per_thread);
+  if (per_thread > 1) sch.Reorder({sch.GetLoops(block).back(), k[2]});  // j before the lane's features
   // A row's non-zeros in unrolled groups: the gathers of a group are in
   // flight together instead of one dependent load after another.
   auto j = sch.Split(sch.GetLoops(block)[j_at + 2], {std::nullopt, kNonZerosInFlight});  // after tile and lane
@@ -71,15 +76,7 @@ void RowGroups(Schedule& sch, const std::string& block, int64_t feat, int64_t pe
 // Loops of csrmm: i, j, k (init: i, k_init, bound like k).
 void Csrmm(Schedule& sch, int64_t feat, int64_t per_thread) {
   RowGroups(sch, "csrmm", feat, per_thread);
-  auto init = sch.GetLoops("csrmm_init");  // i_0, i_1, k_init
-  if (per_thread > 1) {
-    auto k = sch.Split(init[2], {std::nullopt, CudaRowLanes(feat), per_thread});
-    sch.Bind(k[0], "blockIdx.y");
-    sch.Bind(k[1], "threadIdx.x");
-    sch.Unroll(k[2]);
-  } else {
-    BindSplit(sch, init[2], CudaRowLanes(feat), "blockIdx.y", "threadIdx.x");
-  }
+  BindFeatures(sch, sch.GetLoops("csrmm_init")[2], CudaRowLanes(feat), per_thread);  // i_0, i_1, k_init
 }
 
 // Loops of csrmm_segments: s, i (one slot), j, k; no init: the output is

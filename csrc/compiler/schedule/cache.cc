@@ -12,7 +12,7 @@
 #include "ir/substitute.h"
 #include "schedule/loop_utils.h"
 #include "schedule/schedule.h"
-#include "transforms/simplify.h"
+#include "support/error.h"
 
 namespace sparsetir {
 namespace {
@@ -23,37 +23,24 @@ struct Access {
   bool is_atomic = false;  // a T.atomic_add into the buffer
 };
 
-// Variables bound inside a statement (loops, lets).
-class BoundVars : public IRVisitor {
- public:
-  std::vector<const VarNode*> vars;
-
- protected:
-  void Visit(const ForNode* n) override {
-    vars.push_back(n->var.get());
-    IRVisitor::Visit(n);
-  }
-  void Visit(const LetNode* n) override {
-    vars.push_back(n->var.get());
-    IRVisitor::Visit(n);
-  }
-};
-
-// The loops inside a cached body (variable -> constant extent, for loops from
-// 0) and the variables that conditions inside it read.
+// The variables bound inside a cached body (loops, lets), the constant
+// extents of its loops from 0, and the conditions inside it.
 class InnerLoops : public IRVisitor {
  public:
+  std::vector<const VarNode*> vars;  // every loop and let variable
   std::map<const VarNode*, int64_t> extents;
-  std::vector<Expr> conditions;
   std::vector<const VarNode*> lets;
+  std::vector<Expr> conditions;
 
  protected:
   void Visit(const ForNode* n) override {
+    vars.push_back(n->var.get());
     const int64_t *min = AsConstInt(n->min), *extent = AsConstInt(n->extent);
     if (min && *min == 0 && extent) extents[n->var.get()] = *extent;
     IRVisitor::Visit(n);
   }
   void Visit(const LetNode* n) override {
+    vars.push_back(n->var.get());
     lets.push_back(n->var.get());
     IRVisitor::Visit(n);
   }
@@ -86,10 +73,22 @@ std::optional<std::pair<Expr, Expr>> SplitWindow(const Expr& index, const std::f
   return std::make_pair(offset, part);
 }
 
+// True if a condition inside the body may stop `var`'s loop early: it reads
+// the variable, or a value bound inside the body (which may stand for it).
+bool Guarded(const VarNode* var, const InnerLoops& loops) {
+  for (const Expr& cond : loops.conditions) {
+    if (Uses(cond, var)) return true;
+    for (const VarNode* let : loops.lets) {
+      if (Uses(cond, let)) return true;
+    }
+  }
+  return false;
+}
+
 // The extent of t = sum of c * v (v an inner loop from 0, c > 0 constant), or
-// 0 when t has another form or a condition inside the body reads one of its
-// loops or a value bound inside the body (a guarded loop may stop early: the window would reach elements the
-// body never touches, perhaps past the buffer or another thread's).
+// 0 when t has another form or one of its loops is guarded: the window would
+// reach elements the body never touches, perhaps past the buffer or another
+// thread's.
 int64_t WindowExtent(const Expr& part, const InnerLoops& loops) {
   std::vector<Expr> addends;
   Addends(part, &addends);
@@ -109,13 +108,7 @@ int64_t WindowExtent(const Expr& part, const InnerLoops& loops) {
     }
     if (!var) return 0;
     auto found = loops.extents.find(var);
-    if (found == loops.extents.end()) return 0;
-    for (const Expr& cond : loops.conditions) {
-      if (Uses(cond, var)) return 0;
-      for (const VarNode* let : loops.lets) {
-        if (Uses(cond, let)) return 0;  // a value bound inside may stand for the loop
-      }
-    }
+    if (found == loops.extents.end() || Guarded(var, loops)) return 0;
     last += scale * (found->second - 1);
   }
   return last + 1;
@@ -205,11 +198,12 @@ class Redirector : public IRMutator {
       if (!varying_[d]) continue;
       if (!tiles_[d].offset) {
         out.push_back(indices[d]);
-      } else if (auto window = SplitWindow(indices[d], varies_)) {
-        out.push_back(window->second);  // the part that varies: the offset of every access is the tile's
-      } else {
-        out.push_back(Simplify(Sub(indices[d], tiles_[d].offset)));
+        continue;
       }
+      // The part that varies: Windows found every access in the tile's form.
+      auto window = SplitWindow(indices[d], varies_);
+      ICHECK(window) << "an access outside the window of dimension " << d;
+      out.push_back(window->second);
     }
     if (out.empty()) out.push_back(MakeInt(0));  // a one-element cache
     return out;
@@ -343,9 +337,8 @@ bool OverwritesFirst(const Stmt& body, const Buffer& cache) {
 // every access agrees on one narrower than the dimension; else no offset (the
 // cache keeps a varying dimension whole).
 std::vector<Tile> Windows(const std::vector<Access>& accesses, const std::vector<bool>& varying,
-                          const std::function<bool(const Expr&)>& varies, const Stmt& body, const Buffer& buffer) {
-  InnerLoops loops;
-  loops.VisitStmt(body);
+                          const std::function<bool(const Expr&)>& varies, const InnerLoops& loops,
+                          const Buffer& buffer) {
   std::vector<Tile> tiles(varying.size());
   for (size_t d = 0; d < varying.size(); ++d) {
     if (!varying[d]) continue;
@@ -424,7 +417,7 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   if (direction == CacheDirection::kWrite && !stores) {
     ThrowScheduleError(p + ": loop '" + loop_name + "' only reads buffer '" + buffer_name + "'; use cache_read", context);
   }
-  BoundVars bound;
+  InnerLoops bound;
   bound.VisitStmt(inner);
   auto varies = [&](const Expr& e) {
     for (const VarNode* v : bound.vars) {
@@ -452,7 +445,7 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
       }
     }
   }
-  std::vector<Tile> tiles = Windows(collector.accesses, varying, varies, inner, buffer);
+  std::vector<Tile> tiles = Windows(collector.accesses, varying, varies, bound, buffer);
   BufferNode node;
   node.name = FreshName(f, buffer_name + "_" + scope);
   node.kind = BufferKind::kAlloc;
