@@ -38,10 +38,17 @@ REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 SCRIPTS_DIR = os.path.join(REPO_ROOT, "tests", "scripts")
 GOLDEN_DIR = os.path.join(REPO_ROOT, "tests", "golden")
 
-# The pipeline of a stage-I function, in order (csrc/compiler/lower.cc,
-# PipelineFrom). The tool checks the dump against this list, so a pass added to
-# or removed from the pipeline is reported here rather than silently ignored.
-PASSES = ("lower_atomic", "lower_sparse_iter", "lower_sparse_buffer", "simplify", "hoist_invariants")
+
+def _pipeline_passes() -> Tuple[str, ...]:
+    """The pipeline of a stage-I function, in order, as the compiler declares
+    it (csrc/compiler/lower.cc, Pipeline): a pass added to or removed from the
+    pipeline shows as goldens missing or stale."""
+    from sparsetir_torch import _C
+
+    return tuple(_C.pipeline_passes())
+
+
+PASSES = _pipeline_passes()
 INPUT_STEP = "input"
 SIDES = ("before", "after")
 
@@ -115,7 +122,7 @@ def pipeline_steps(path: str) -> List[Tuple[str, str]]:
     if list(dumped) != (expected_order if complete else expected_order[: len(dumped)]):
         raise GoldenError(
             f"{path}: the pipeline dumped steps {list(dumped)}, but tools/update_goldens.py expects "
-            f"{expected_order}; update PASSES there (and the goldens) to match csrc/compiler/lower.cc"
+            f"{expected_order}: the dump does not follow the compiler's own pipeline order"
         )
 
     # Fallback for a failed compile: recompute what the dump lacks.

@@ -1,12 +1,8 @@
 #include "lower.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-
-#include "ir/printer.h"
 #include "ir/verifier.h"
+#include "ir_dump.h"
+#include "support/error.h"
 #include "transforms/hoist_invariants.h"
 #include "transforms/lower_atomic.h"
 #include "transforms/lower_sparse_buffer.h"
@@ -15,37 +11,47 @@
 
 namespace sparsetir {
 
-std::vector<Pass> PipelineFrom(Stage stage) {
-  std::vector<Pass> passes;
-  if (stage == Stage::kI) passes.push_back({"lower_atomic", LowerAtomic});
-  if (stage == Stage::kI) passes.push_back({"lower_sparse_iter", LowerSparseIter});
-  if (stage != Stage::kIII) passes.push_back({"lower_sparse_buffer", LowerSparseBuffer});
-  passes.push_back({"simplify", [](const PrimFunc& f) { return Simplify(f); }});
-  passes.push_back({"hoist_invariants", HoistInvariants});
+const std::vector<Pass>& Pipeline() {
+  static const std::vector<Pass> passes = {
+      {"lower_atomic", Stage::kI, LowerAtomic},
+      {"lower_sparse_iter", Stage::kI, LowerSparseIter},
+      {"lower_sparse_buffer", Stage::kII, LowerSparseBuffer},
+      {"simplify", Stage::kIII, [](const PrimFunc& f) { return Simplify(f); }},
+      {"hoist_invariants", Stage::kIII, HoistInvariants},
+  };
   return passes;
 }
 
-namespace {
-void Dump(const char* dir, int step, const std::string& name, const PrimFunc& f) {
-  std::filesystem::create_directories(dir);
-  char prefix[16];
-  std::snprintf(prefix, sizeof(prefix), "%02d_", step);
-  std::ofstream(std::filesystem::path(dir) / (f->name + "." + prefix + name + ".py")) << Print(f);
+std::vector<Pass> PipelineFrom(Stage stage) {
+  std::vector<Pass> passes;
+  for (const Pass& pass : Pipeline()) {
+    if (pass.from >= stage) passes.push_back(pass);
+  }
+  return passes;
 }
-}  // namespace
 
-PrimFunc LowerToStageIII(const PrimFunc& f) {
-  const char* dump = std::getenv("SPARSETIR_DUMP_IR");
-  if (dump && *dump) Dump(dump, 0, "input", f);
+PrimFunc RunPipeline(const PrimFunc& f, const std::string& last) {
+  bool known = last.empty();
+  for (const Pass& pass : Pipeline()) known = known || pass.name == last;
+  ICHECK(known) << "the pipeline has no pass named " << last;
   PrimFunc current = f;
-  int step = 1;
-  for (const Pass& pass : PipelineFrom(f->stage)) {
-    current = pass.run(current);
-    VerifyWellFormed(current);
-    if (dump && *dump) Dump(dump, step, pass.name, current);
-    ++step;
+  for (const Pass& pass : Pipeline()) {
+    if (current->stage == pass.from) {
+      current = pass.run(current);
+      VerifyWellFormed(current);
+      DumpStep(current, pass.name);
+    }
+    if (pass.name == last) break;
   }
   return current;
+}
+
+PrimFunc LowerToStageIII(const PrimFunc& f) {
+  // A build that dumps its earlier steps (an operator kernel's recipe) has
+  // opened the scope already; otherwise this run starts the numbering.
+  IrDumpScope scope;
+  DumpFirstStep(f, "input");
+  return RunPipeline(f);
 }
 
 }  // namespace sparsetir

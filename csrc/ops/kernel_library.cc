@@ -6,6 +6,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "ir_dump.h"
 #include "launcher.h"
 #include "parser/parser.h"
 #include "cuda_launch.h"
@@ -73,6 +74,7 @@ PrimFunc Scheduled(const KernelRequest& r) {
 }
 
 std::shared_ptr<const OpKernel> Build(const KernelRequest& r) {
+  IrDumpScope scope;  // one numbered dump: the script, the recipe's steps, the passes
   return std::make_shared<OpKernel>(Kernel::Build(Scheduled(r), r.target));
 }
 

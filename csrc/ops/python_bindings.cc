@@ -12,6 +12,7 @@
 #include "lower.h"
 #include "graph_cache.h"
 #include "ir/equal.h"
+#include "ir_dump.h"
 #include "kernel_library.h"
 #include "csr_kernels.h"
 #include "ops.h"
@@ -30,9 +31,6 @@
 #include "support/error.h"
 #include "tensor_args.h"
 #include "transforms/format_decompose.h"
-#include "transforms/lower_atomic.h"
-#include "transforms/lower_sparse_buffer.h"
-#include "transforms/lower_sparse_iter.h"
 #include "transforms/specialize.h"
 #include "validated_calls.h"
 
@@ -253,14 +251,28 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("text"), py::arg("source_name") = "<script>");
   m.def("lower_sparse_iter",
         [](const PyPrimFunc& f) {
-          return Lower(f, Stage::kI, "lower_sparse_iter", [](const PrimFunc& g) { return LowerSparseIter(LowerAtomic(g)); });
+          return Lower(f, Stage::kI, "lower_sparse_iter",
+                       [](const PrimFunc& g) { return RunPipeline(g, "lower_sparse_iter"); });
         });
-  m.def("lower_atomic", [](const PyPrimFunc& f) { return Lower(f, Stage::kI, "lower_atomic", LowerAtomic); });
+  m.def(
+      "pipeline_passes",
+      [] {
+        std::vector<std::string> names;
+        for (const Pass& pass : Pipeline()) names.push_back(pass.name);
+        return names;
+      },
+      "The compiler's passes from stage I to stage III, in the order they run.");
+  m.def("lower_atomic", [](const PyPrimFunc& f) {
+    return Lower(f, Stage::kI, "lower_atomic", [](const PrimFunc& g) { return RunPipeline(g, "lower_atomic"); });
+  });
   m.def("specialize", [](const PyPrimFunc& f, const std::map<std::string, int64_t>& values) {
     return PyPrimFunc{Specialize(f.func, values)};
   });
   m.def("lower_sparse_buffer",
-        [](const PyPrimFunc& f) { return Lower(f, Stage::kII, "lower_sparse_buffer", LowerSparseBuffer); });
+        [](const PyPrimFunc& f) {
+          return Lower(f, Stage::kII, "lower_sparse_buffer",
+                       [](const PrimFunc& g) { return RunPipeline(g, "lower_sparse_buffer"); });
+        });
   m.def(
       "format_decompose",
       [](const PyPrimFunc& f, const std::vector<std::pair<std::string, PyPrimFunc>>& rules, bool disjoint) {
@@ -373,6 +385,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       [](const std::string& script, const std::string& recipe, const std::string& value_dtype,
          const std::string& index_dtype, const std::map<std::string, int64_t>& sizes, const std::string& target) {
         const KernelRequest request = OpRequest(script, recipe, value_dtype, index_dtype, sizes, target);
+        IrDumpScope scope;  // numbered as the kernel library's build numbers it
         PrimFunc lowered = LowerToStageIII(ScheduledOpFunction(request));
         return request.target.is_cpu() ? CodegenCpu(lowered) : CodegenCuda(lowered).source;
       },

@@ -1,13 +1,12 @@
 #include "schedule/schedule.h"
 
 #include "ir/printer.h"
+#include "ir_dump.h"
+#include "lower.h"
 #include "ir/verifier.h"
 #include "schedule/loop_utils.h"
 #include "schedule/trace_format.h"
 #include "support/error.h"
-#include "transforms/lower_atomic.h"
-#include "transforms/lower_sparse_buffer.h"
-#include "transforms/lower_sparse_iter.h"
 #include "transforms/specialize.h"
 
 namespace sparsetir {
@@ -20,6 +19,23 @@ void ThrowScheduleError(const std::string& message, const std::string& context) 
 
 Schedule::Schedule(PrimFunc f) : func_(std::move(f)) {
   if (!func_->body) ThrowScheduleError("function '" + func_->name + "' has no body to schedule", "");
+  DumpFirstStep(func_, "input");
+}
+
+namespace {
+// "split" from "i0, i1 = sch.split('i', factors=[None, 4])".
+std::string PrimitiveOf(const std::string& line) {
+  const size_t start = line.find("sch.") + 4;
+  return line.substr(start, line.find('(', start) - start);
+}
+}  // namespace
+
+void Schedule::Record(const std::string& line) {
+  trace_.push_back(line);
+  const std::string primitive = PrimitiveOf(line);
+  // Queries change nothing, and a stage change was dumped pass by pass.
+  if (primitive.rfind("get_", 0) == 0 || primitive.rfind("lower_", 0) == 0) return;
+  DumpStep(func_, "sch_" + primitive);
 }
 
 std::string Schedule::TraceText() const {
@@ -32,8 +48,7 @@ void Schedule::LowerSparseIter() {
   if (func_->stage != Stage::kI) {
     ThrowScheduleError("lower_sparse_iter: function '" + func_->name + "' is already at " + ToString(func_->stage), "");
   }
-  func_ = sparsetir::LowerSparseIter(LowerAtomic(func_));
-  VerifyWellFormed(func_);
+  func_ = RunPipeline(func_, "lower_sparse_iter");
   Record("sch.lower_sparse_iter()");
 }
 
@@ -42,8 +57,7 @@ void Schedule::LowerSparseBuffer() {
   if (func_->stage != Stage::kII) {
     ThrowScheduleError("lower_sparse_buffer: function '" + func_->name + "' is already at " + ToString(func_->stage), "");
   }
-  func_ = sparsetir::LowerSparseBuffer(func_);
-  VerifyWellFormed(func_);
+  func_ = RunPipeline(func_, "lower_sparse_buffer");
   Record("sch.lower_sparse_buffer()");
 }
 

@@ -22,6 +22,7 @@ namespace sparsetir {
 
 class Schedule {
  public:
+  // Dumps `f` as the input step when it starts a dump scope's build.
   explicit Schedule(PrimFunc f);
 
   const PrimFunc& mod() const { return func_; }
@@ -66,7 +67,9 @@ class Schedule {
   void LowerSparseBuffer();  // explicit; stage-III primitives call it when needed
 
  private:
-  void Record(const std::string& line) { trace_.push_back(line); }
+  // Adds `line` to the trace and dumps the IR as a step of the open dump
+  // scope (ir_dump.h), named sch_<primitive>.
+  void Record(const std::string& line);
   void EnsureStageII(const char* primitive);
   void EnsureStageIII(const char* primitive);
 
