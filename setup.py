@@ -2,13 +2,16 @@
 
     pip install --no-build-isolation -e .
 
-The compiler core (csrc/compiler) is torch-free C++17 and is compiled into the same
-extension module together with the torch glue (csrc/ops); torch's headers need
-C++20, so the extension is built as C++20.
+One build of the compiler core: the torch-free core (csrc/compiler) is the
+CMake target `sparsetir_core` that the GoogleTest suite tests, built here by
+CMake with the same standard (C++20, which torch's headers need too), warnings
+and optimization, and linked whole into the extension with the torch glue
+(csrc/ops).
 """
 import glob
 import os
 import shutil
+import subprocess
 import sys
 
 import setuptools
@@ -33,6 +36,9 @@ def require_build_tools() -> None:
         import torch  # noqa: F401
     except ImportError:
         missing.append("torch (the extension compiles against the installed torch)")
+    for tool in ("cmake", "ninja"):
+        if shutil.which(tool) is None:
+            missing.append(f"{tool} (the compiler core is built with CMake and ninja)")
     if missing:
         sys.exit("sparsetir_torch: the build needs " + ", ".join(missing) + " in this environment.\n"
                  "Install them first:  python3 -m pip install 'setuptools>=70.1' wheel torch\n"
@@ -64,9 +70,39 @@ SANITIZE_COMPILE, SANITIZE_LINK = sanitizer_flags()
 
 
 def sources():
-    core = sorted(glob.glob(os.path.join("csrc", "compiler", "**", "*.cc"), recursive=True))
-    ops = sorted(glob.glob(os.path.join("csrc", "ops", "*.cc")))
-    return core + ops
+    return sorted(glob.glob(os.path.join("csrc", "ops", "*.cc")))
+
+
+def build_core(build_dir: str, jobs: str) -> str:
+    """Configures and builds the CMake target sparsetir_core (Release, without
+    the tests) in `build_dir`; returns the static library. The sanitizers of
+    SPARSETIR_SANITIZE apply to the core as to the glue."""
+    import torch
+
+    flags = [f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}", "-g0"]
+    release = "-O3 -DNDEBUG"
+    if SANITIZE_COMPILE:
+        flags, release = flags[:1], " ".join(SANITIZE_COMPILE)
+    configure = ["cmake", "-S", ROOT, "-B", build_dir, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                 "-DSPARSETIR_BUILD_TESTS=OFF", f"-DCMAKE_CXX_FLAGS={' '.join(flags)}",
+                 f"-DCMAKE_CXX_FLAGS_RELEASE={release}"]
+    subprocess.run(configure, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", build_dir, "--target", "sparsetir_core", "-j", jobs], check=True)
+    return os.path.join(build_dir, "libsparsetir_core.a")
+
+
+class BuildExtensionWithCore(BuildExtension):
+    """Builds the core with CMake first, then the glue against it."""
+
+    def build_extensions(self):
+        jobs = os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)
+        core = build_core(os.path.join(os.path.abspath(self.build_temp), "core"), jobs)
+        for ext in self.extensions:
+            # Whole: nothing of the core may be dropped for being unreferenced
+            # by the glue at link time.
+            ext.extra_link_args = ["-Wl,--whole-archive", core, "-Wl,--no-whole-archive"] + ext.extra_link_args
+            ext.depends = list(ext.depends) + [core]  # a rebuilt core relinks the module
+        super().build_extensions()
 
 
 class BuildPyWithKernels(build_py):
@@ -101,6 +137,6 @@ setup(
             extra_link_args=["-fopenmp"] + SANITIZE_LINK,
         )
     ],
-    cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True), "build_py": BuildPyWithKernels},
+    cmdclass={"build_ext": BuildExtensionWithCore.with_options(use_ninja=True), "build_py": BuildPyWithKernels},
     python_requires=">=3.9",
 )
