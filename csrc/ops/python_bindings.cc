@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "codegen/codegen_c.h"
+#include "codegen/codegen_cpu.h"
 #include "codegen/codegen_cuda.h"
 #include "cuda_launch.h"
 #include "lower.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "codegen/codegen_c.h"
+#include "codegen/codegen_cpu.h"
 #include "codegen/codegen_cuda.h"
 #include "ir/verifier.h"
 #include "lower.h"

@@ -5,7 +5,6 @@
 
 #include "codegen/abi.h"
 #include "codegen/identifiers.h"
-#include "codegen/prelude_cpu.h"
 #include "ir/functor.h"
 #include "ir/printer.h"
 #include "ir/substitute.h"
@@ -97,80 +96,6 @@ std::string CodegenC::Generate(const PrimFunc& f) {
   return unit.str();
 }
 
-void CodegenC::EmitPrelude() {
-  out_ << kCpuPrelude << "\n" << kAbiText << "\n";
-}
-
-std::string CodegenC::ParamList(const std::vector<ScopeEntry>& scope) const {
-  std::string out;
-  for (const ScopeEntry& e : scope) out += (out.empty() ? "" : ", ") + e.type + " " + e.name;
-  return out;
-}
-
-std::string CodegenC::ArgList(const std::vector<ScopeEntry>& scope) const {
-  std::string out;
-  for (const ScopeEntry& e : scope) out += (out.empty() ? "" : ", ") + e.name;
-  return out;
-}
-
-// The body runs in a function whose pointers are restrict-qualified parameters:
-// GCC relies on restrict only for parameters, and it is what lets it keep
-// accumulators in registers across a reduction loop.
-void CodegenC::EmitEntry(const PrimFunc& f) {
-  std::map<const VarNode*, size_t> param_index;
-  for (size_t i = 0; i < f->params.size(); ++i) param_index[f->params[i].get()] = i;
-  std::vector<std::string> unpack;
-  scope_.push_back({"const SparsetirLauncher*", "launcher"});
-  taken_.insert("launcher");
-  for (size_t i = 0; i < f->params.size(); ++i) {
-    const Var& p = f->params[i];
-    if (p->dtype == DataType::kHandle) continue;
-    std::string type = StorageType(p->dtype);
-    std::string name = Name(p.get(), p->name);
-    scope_.push_back({"const " + type, name});
-    unpack.push_back("(" + type + ")args[" + std::to_string(i) + "].i64");
-  }
-  std::vector<const BufferNode*> allocated;
-  for (const Buffer& b : f->buffers) {
-    std::string type = BufferStorage(b.get());
-    std::string name = Name(b.get(), b->name);
-    if (b->kind == BufferKind::kMatch) {
-      names_[b->data.get()] = name;  // the handle names its buffer (T.sp.lower_bound)
-      scope_.push_back({type + "* __restrict__", name});
-      unpack.push_back("(" + type + "*)args[" + std::to_string(param_index.at(b->data.get())) + "].ptr");
-    } else {
-      allocated.push_back(b.get());
-    }
-  }
-  // The kernel function.
-  std::ostringstream kernel;
-  out_.swap(kernel);
-  out_ << "static void sparsetir_kernel(" << ParamList(scope_) << ") {\n";
-  indent_ = 1;
-  std::vector<ScopeEntry> outer = scope_;
-  for (const BufferNode* b : allocated) {
-    std::string type = BufferStorage(b);
-    std::string size = "(int64_t)1";
-    for (const Expr& dim : b->shape) size += " * (int64_t)(" + Expr2C(dim) + ")";
-    Line(type + "* __restrict__ " + names_.at(b) + " = (" + type + "*)calloc(" + size + ", sizeof(" + type + "));");
-    scope_.push_back({type + "* __restrict__", names_.at(b)});
-  }
-  if (f->body) EmitStmt(f->body);
-  for (const BufferNode* b : allocated) Line("free(" + names_.at(b) + ");");
-  out_ << "}\n";
-  out_.swap(kernel);
-  functions_.push_back(kernel.str());
-  scope_ = outer;
-  // The entry point: unpacks the arguments.
-  std::ostringstream entry;
-  entry << "extern \"C\" int32_t " << kEntrySymbol
-        << "(const SparsetirArg* __restrict__ args, const SparsetirLauncher* launcher) {\n";
-  entry << "  sparsetir_kernel(launcher";
-  for (const std::string& value : unpack) entry << ",\n      " << value;
-  entry << ");\n  return 0;\n}\n";
-  functions_.push_back(entry.str());
-}
-
 void CodegenC::EmitStmt(const Stmt& s) {
   if (!s) return;
   switch (s->kind) {
@@ -229,39 +154,9 @@ void CodegenC::EmitStmt(const Stmt& s) {
     case StmtKind::kPrefetch:
       EmitPrefetch(s->as<PrefetchNode>());
       return;
-    case StmtKind::kAllocate: {
-      const auto* n = s->as<AllocateNode>();
-      std::string size = "1";
-      for (const Expr& dim : n->buffer->shape) {
-        const int64_t* c = AsConstInt(dim);
-        if (!c) {
-          throw UserError(UserErrorKind::kSchedule, "buffer '" + n->buffer->name + "' in " + n->buffer->scope +
-                                                        " scope needs a constant size; specialize its extents");
-        }
-        size = std::to_string(std::stoll(size) * *c);
-      }
-      std::string type = BufferStorage(n->buffer.get());
-      // Local and shared caches live on the stack of the thread that runs
-      // the loop (a worker's may be small): past kMaxLocalCacheBytes the
-      // schedule is refused here rather than crash the kernel.
-      const int64_t bytes = std::stoll(size) * (Widened(n->buffer.get()) ? 4 : BytesOf(n->buffer->dtype));
-      if (bytes > kMaxLocalCacheBytes) {
-        throw UserError(UserErrorKind::kSchedule,
-                        "buffer '" + n->buffer->name + "' in " + n->buffer->scope + " scope takes " +
-                            std::to_string(bytes) + " bytes, more than the " + std::to_string(kMaxLocalCacheBytes) +
-                            " a cache may hold; cache a smaller loop (split it first) or leave it uncached");
-      }
-      std::string name = Name(n->buffer.get(), n->buffer->name);
-      Line("{");
-      ++indent_;
-      Line(type + " " + name + "[" + size + "];  // " + CommentText(n->buffer->scope) + " scope");
-      scope_.push_back({type + "* __restrict__", name});
-      EmitStmt(n->body);
-      scope_.pop_back();
-      --indent_;
-      Line("}");
+    case StmtKind::kAllocate:
+      EmitAllocate(s->as<AllocateNode>());
       return;
-    }
     case StmtKind::kBlock:
       Line("// block " + CommentText(s->as<BlockNode>()->name));
       EmitStmt(s->as<BlockNode>()->body);
@@ -271,54 +166,45 @@ void CodegenC::EmitStmt(const Stmt& s) {
   }
 }
 
-void CodegenC::EmitAtomicAdd(const AtomicAddNode* n) {
-  const auto* load = n->target->as<BufferLoadNode>();
-  std::string address = "&" + Name(load->buffer.get(), load->buffer->name) + "[" + Index(load->buffer, load->indices) + "]";
-  std::string add = "sparsetir_atomic_add";
-  if (!Widened(load->buffer.get()) && load->buffer->dtype == DataType::kFloat16) add = "sparsetir_atomic_add_half";
-  if (!Widened(load->buffer.get()) && load->buffer->dtype == DataType::kBFloat16) add = "sparsetir_atomic_add_bf16";
-  Line(add + "(" + address + ", " + Expr2C(n->value) + ");");
-}
-
-void CodegenC::EmitPrefetch(const PrefetchNode* n) {
-  // One prefetch per 64-byte line of the span (for read, into all cache
-  // levels). A span that starts mid-line may leave its last line out; the
-  // rows prefetched in practice (dense operand rows) start on a line.
-  const auto* load = n->address->as<BufferLoadNode>();
-  const int64_t bytes = n->extent * (Widened(load->buffer.get()) ? 4 : BytesOf(load->buffer->dtype));
-  std::string base = "(const char*)&" + Name(load->buffer.get(), load->buffer->name) + "[" +
-                     Index(load->buffer, load->indices) + "]";
-  if (bytes <= 64) {
-    Line("__builtin_prefetch(" + base + ", 0, 3);");
-    return;
+void CodegenC::EmitAllocate(const AllocateNode* n) {
+  std::string size = "1";
+  for (const Expr& dim : n->buffer->shape) {
+    const int64_t* c = AsConstInt(dim);
+    if (!c) {
+      throw UserError(UserErrorKind::kSchedule, "buffer '" + n->buffer->name + "' in " + n->buffer->scope +
+                                                    " scope needs a constant size; specialize its extents");
+    }
+    size = std::to_string(std::stoll(size) * *c);
   }
+  std::string type = BufferStorage(n->buffer.get());
+  // Local and shared caches live on the stack of the thread that runs
+  // the loop (a worker's may be small): past kMaxLocalCacheBytes the
+  // schedule is refused here rather than crash the kernel.
+  const int64_t bytes = std::stoll(size) * (Widened(n->buffer.get()) ? 4 : BytesOf(n->buffer->dtype));
+  if (bytes > kMaxLocalCacheBytes) {
+    throw UserError(UserErrorKind::kSchedule,
+                    "buffer '" + n->buffer->name + "' in " + n->buffer->scope + " scope takes " +
+                        std::to_string(bytes) + " bytes, more than the " + std::to_string(kMaxLocalCacheBytes) +
+                        " a cache may hold; cache a smaller loop (split it first) or leave it uncached");
+  }
+  std::string name = Name(n->buffer.get(), n->buffer->name);
   Line("{");
   ++indent_;
-  Line("const char* sparsetir_line = " + base + ";");
-  Line("#pragma GCC unroll 16");
-  Line("for (int64_t sparsetir_off = 0; sparsetir_off < " + std::to_string(bytes) +
-       "; sparsetir_off += 64) __builtin_prefetch(sparsetir_line + sparsetir_off, 0, 3);");
+  Line(type + " " + name + "[" + size + "];  // " + CommentText(n->buffer->scope) + " scope");
+  scope_.push_back({type + "* __restrict__", name});
+  EmitStmt(n->body);
+  scope_.pop_back();
   --indent_;
   Line("}");
 }
 
-void CodegenC::EmitFor(const ForNode* loop) {
+void CodegenC::EmitSerialFor(const ForNode* loop, const std::string& pragma) {
   std::string type = StorageType(loop->var->dtype);
   std::string var = Name(loop->var.get(), loop->var->name);
   std::string begin = Expr2C(loop->min);
   std::string end = "(" + begin + " + " + Expr2C(loop->extent) + ")";
   if (const int64_t* zero = AsConstInt(loop->min); zero && *zero == 0) end = Expr2C(loop->extent);
-  if (loop->for_kind == ForKind::kThreadBinding) {
-    throw UserError(UserErrorKind::kSchedule, "loop '" + loop->var->name + "' is bound to " + loop->thread_tag +
-                                                  ", which only a GPU target has; the cpu target cannot run it");
-  }
-  if (loop->for_kind == ForKind::kParallel) {
-    EmitParallelFor(loop);
-    return;
-  }
-  if (loop->for_kind == ForKind::kVectorized && TryEmitVectorLoop(loop)) return;
-  if (loop->for_kind == ForKind::kVectorized) Line("#pragma GCC ivdep");
-  if (loop->for_kind == ForKind::kUnrolled) Line("#pragma GCC unroll 16");
+  if (!pragma.empty()) Line(pragma);
   const std::string var_end = Fresh(var + "_end");
   Line("for (" + type + " " + var + " = " + begin + ", " + var_end + " = " + end + "; " + var + " < " + var_end +
        "; ++" + var + ") {");
@@ -330,198 +216,13 @@ void CodegenC::EmitFor(const ForNode* loop) {
   Line("}");
 }
 
-// The loop body becomes a function over a sub-range of iterations that takes
-// everything in scope as (restrict) parameters; the host's launcher calls it
-// through a small lambda.
-void CodegenC::EmitParallelFor(const ForNode* loop) {
-  std::string type = StorageType(loop->var->dtype);
-  std::string var = Name(loop->var.get(), loop->var->name);
-  std::string begin = Expr2C(loop->min);
-  std::string end = "(" + begin + " + " + Expr2C(loop->extent) + ")";
-  std::string task = "sparsetir_task" + std::to_string(task_count_++);
-  std::vector<ScopeEntry> captured = scope_;
-  std::ostringstream function;
-  out_.swap(function);
-  int saved_indent = indent_;
-  out_ << "static void " << task << "(int64_t sparsetir_begin, int64_t sparsetir_end"
-       << (captured.empty() ? "" : ", " + ParamList(captured)) << ") {\n";
-  indent_ = 1;
-  Line("for (" + type + " " + var + " = (" + type + ")sparsetir_begin; " + var + " < (" + type + ")sparsetir_end; ++" +
-       var + ") {");
-  ++indent_;
-  scope_.push_back({"const " + type, var});
-  EmitStmt(loop->body);
-  scope_ = captured;
-  --indent_;
-  Line("}");
-  out_ << "}\n";
-  out_.swap(function);
-  functions_.push_back(function.str());
-  indent_ = saved_indent;
-  std::string call = task + "(sparsetir_begin, sparsetir_end" + (captured.empty() ? "" : ", " + ArgList(captured)) + ");";
-  Line("{");
-  ++indent_;
-  if (const BufferNode* indptr = BalancingIndptr(loop)) {
-    // Rows differ in work: one task per thread, each with an equal share of
-    // the non-zeros (sparsetir_balanced_row).
-    std::string p = names_.at(indptr);
-    Line("const int64_t sparsetir_rows_begin = " + begin + ", sparsetir_rows_end = " + end + ";");
-    Line("const int64_t sparsetir_tasks = launcher->num_threads > 1 ? launcher->num_threads : 1;");
-    Line("auto sparsetir_body = [&](int64_t sparsetir_t_begin, int64_t sparsetir_t_end) {");
-    Line("  for (int64_t sparsetir_t = sparsetir_t_begin; sparsetir_t < sparsetir_t_end; ++sparsetir_t) {");
-    Line("    const int64_t sparsetir_begin = sparsetir_balanced_row(" + p +
-         ", sparsetir_rows_begin, sparsetir_rows_end, sparsetir_t, sparsetir_tasks);");
-    Line("    const int64_t sparsetir_end = sparsetir_balanced_row(" + p +
-         ", sparsetir_rows_begin, sparsetir_rows_end, sparsetir_t + 1, sparsetir_tasks);");
-    Line("    if (sparsetir_begin < sparsetir_end) " + call);
-    Line("  }");
-    Line("};");
-    Line("launcher->parallel_for(launcher->ctx, 0, sparsetir_tasks, 1, sparsetir_task<decltype(sparsetir_body)>, "
-         "&sparsetir_body);");
-  } else {
-    Line("auto sparsetir_body = [&](int64_t sparsetir_begin, int64_t sparsetir_end) { " + call + " };");
-    Line("launcher->parallel_for(launcher->ctx, " + begin + ", " + end +
-         ", 1, sparsetir_task<decltype(sparsetir_body)>, &sparsetir_body);");
-  }
-  --indent_;
-  Line("}");
-}
-
-// The indptr array whose rows a parallel loop walks, when its body holds a
-// loop whose extent involves P[v + 1] - P[v] of the parallel variable v (the
-// row length itself, or a function of it such as a split's ceil(len / 2)):
-// then work per iteration follows P and the split balances it.
-const BufferNode* CodegenC::BalancingIndptr(const ForNode* loop) {
-  struct Finder : IRVisitor {
-    const VarNode* var;
-    const BufferNode* found = nullptr;
-    const BufferNode* RowLength(const Expr& e) const {
-      const auto* n = e->as<BinaryNode>();
-      if (!n) return nullptr;
-      if (n->op == BinaryOp::kSub) {
-        const auto* hi = n->a->as<BufferLoadNode>();
-        const auto* lo = n->b->as<BufferLoadNode>();
-        if (hi && lo && hi->buffer == lo->buffer && lo->indices.size() == 1 && hi->indices.size() == 1 &&
-            lo->indices[0].get() == var) {
-          const auto* next = hi->indices[0]->as<BinaryNode>();
-          const int64_t* one = next ? AsConstInt(next->b) : nullptr;
-          if (next && next->op == BinaryOp::kAdd && next->a.get() == var && one && *one == 1) return lo->buffer.get();
-        }
-      }
-      if (const BufferNode* b = RowLength(n->a)) return b;
-      return RowLength(n->b);
-    }
-    void Visit(const ForNode* n) override {
-      if (!found) found = RowLength(n->extent);
-      IRVisitor::Visit(n);
-    }
-  } finder;
-  finder.var = loop->var.get();
-  finder.VisitStmt(loop->body);
-  if (finder.found && !names_.count(finder.found)) return nullptr;
-  return finder.found;
-}
-
-namespace {
-
-enum class Access { kInvariant, kContiguous, kOther };
-
-// How an access moves with the lane variable: not at all, one element per lane
-// (the last index is `lane + something invariant`), or otherwise.
-Access Classify(const std::vector<Expr>& indices, const VarNode* lane) {
-  for (size_t k = 0; k + 1 < indices.size(); ++k) {
-    if (Uses(indices[k], lane)) return Access::kOther;
-  }
-  if (indices.empty() || !Uses(indices.back(), lane)) return Access::kInvariant;
-  std::vector<Expr> addends;
-  Addends(indices.back(), &addends);
-  int lanes = 0;
-  for (const Expr& a : addends) {
-    if (a.get() == lane) {
-      ++lanes;
-    } else if (Uses(a, lane)) {
-      return Access::kOther;
-    }
-  }
-  return lanes == 1 ? Access::kContiguous : Access::kOther;
-}
-
-}  // namespace
-
-bool CodegenC::TryEmitVectorLoop(const ForNode* loop) {
-  const int64_t* lanes = AsConstInt(loop->extent);
-  const int64_t* min = AsConstInt(loop->min);
-  if (!lanes || !min || *min != 0 || *lanes < 2 || (*lanes & (*lanes - 1)) != 0) return false;
-  Stmt body = loop->body;
-  while (const auto* block = body->as<BlockNode>()) body = block->body;
-  const auto* store = body->as<BufferStoreNode>();
-  if (!store) return false;
-  DataType dtype = Widened(store->buffer.get()) ? DataType::kFloat32 : store->buffer->dtype;
-  if (dtype != DataType::kFloat32 && dtype != DataType::kFloat64 && dtype != DataType::kInt32 &&
-      dtype != DataType::kInt64) {
-    return false;
-  }
-  const VarNode* lane = loop->var.get();
-  if (Classify(store->indices, lane) != Access::kContiguous) return false;
-  int64_t bytes = *lanes * BytesOf(dtype);
-  std::string type = std::string("sparsetir_") + StorageType(dtype) + "x" + std::to_string(*lanes);
-  // Lanes are bound to 0 so that every contiguous access names its first element.
-  Name(lane, lane->name);
-  bool ok = true;
-  std::string value = VectorExpr(store->value, lane, type, &ok);
-  if (!ok) return false;
-  std::vector<Expr> base;
-  for (const Expr& index : store->indices) base.push_back(Simplify(Substitute(index, {{lane, IntLike(0, index)}})));
-  std::string target = "*(" + type + "*)&" + Name(store->buffer.get(), store->buffer->name) + "[" +
-                       Index(store->buffer, base) + "]";
-  Line("{  // " + CommentText(loop->var->name) + ": " + std::to_string(*lanes) + " lanes");
-  ++indent_;
-  // aligned(alignof(element)): the accesses need not be vector aligned. GCC
-  // vector types alias their element type, so restrict still separates buffers.
-  Line(std::string("typedef ") + StorageType(dtype) + " " + type + " __attribute__((vector_size(" +
-       std::to_string(bytes) + "), aligned(" + std::to_string(BytesOf(dtype)) + ")));");
-  Line(target + " = " + value + ";");
-  --indent_;
-  Line("}");
-  return true;
-}
-
-std::string CodegenC::VectorExpr(const Expr& e, const VarNode* lane, const std::string& vector_type, bool* ok) {
-  if (!Uses(e, lane)) return "sparsetir_broadcast<" + vector_type + ">(" + Expr2C(e) + ")";
-  switch (e->kind) {
-    case ExprKind::kBufferLoad: {
-      const auto* n = e->as<BufferLoadNode>();
-      if (n->dtype != e->dtype || Classify(n->indices, lane) != Access::kContiguous ||
-          BufferStorage(n->buffer.get()) != std::string(ValueType(n->buffer->dtype))) {
-        *ok = false;
-        return "";
-      }
-      std::vector<Expr> base;
-      for (const Expr& index : n->indices) base.push_back(Simplify(Substitute(index, {{lane, IntLike(0, index)}})));
-      return "(*(" + vector_type + "*)&" + Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, base) + "])";
-    }
-    case ExprKind::kBinary: {
-      const auto* n = e->as<BinaryNode>();
-      std::string a = VectorExpr(n->a, lane, vector_type, ok), b = VectorExpr(n->b, lane, vector_type, ok);
-      switch (n->op) {
-        case BinaryOp::kAdd:
-        case BinaryOp::kSub:
-        case BinaryOp::kMul:
-        case BinaryOp::kDiv: return "(" + a + " " + ToString(n->op) + " " + b + ")";
-        case BinaryOp::kMin: return "sparsetir_vmin(" + a + ", " + b + ")";
-        case BinaryOp::kMax: return "sparsetir_vmax(" + a + ", " + b + ")";
-        default: break;
-      }
-      break;
-    }
-    case ExprKind::kUnary:
-      if (e->as<UnaryNode>()->op == UnaryOp::kNeg) return "(-" + VectorExpr(e->as<UnaryNode>()->a, lane, vector_type, ok) + ")";
-      break;
-    default:
-      break;
-  }
-  *ok = false;
-  return "";
+void CodegenC::EmitAtomicAdd(const AtomicAddNode* n) {
+  const auto* load = n->target->as<BufferLoadNode>();
+  std::string address = "&" + Name(load->buffer.get(), load->buffer->name) + "[" + Index(load->buffer, load->indices) + "]";
+  std::string add = "sparsetir_atomic_add";
+  if (!Widened(load->buffer.get()) && load->buffer->dtype == DataType::kFloat16) add = "sparsetir_atomic_add_half";
+  if (!Widened(load->buffer.get()) && load->buffer->dtype == DataType::kBFloat16) add = "sparsetir_atomic_add_bf16";
+  Line(add + "(" + address + ", " + Expr2C(n->value) + ");");
 }
 
 std::string CodegenC::Index(const Buffer& b, const std::vector<Expr>& indices) {
@@ -609,7 +310,5 @@ std::string CodegenC::Expr2C(const Expr& e) {
   }
   return "";
 }
-
-std::string CodegenCpu(const PrimFunc& f) { return CodegenC().Generate(f); }
 
 }  // namespace sparsetir

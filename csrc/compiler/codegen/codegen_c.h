@@ -1,15 +1,21 @@
-// CPU code generation: a stage-III PrimFunc -> one C++ translation unit with an
-// `extern "C"` entry over raw pointers and integers (codegen/abi.h). The code
-// includes no torch header and links nothing: parallel loops go through the
-// launcher that the host passes in. The CUDA backend (codegen_cuda.h) derives
-// from CodegenC and overrides what differs: prelude, entry, loops (thread
-// binding, no parallel or GCC vector loops), atomics and prefetch.
+// The C-like printer both backends share: a stage-III PrimFunc -> one C++
+// translation unit. It prints what every target writes the same way (names,
+// expressions, buffer accesses, stores, branches, lets, local arrays, 16-bit
+// conversions, atomics through the prelude's functions) and leaves a hook per
+// statement kind whose code differs by target:
+//  - the prelude and the entry point (EmitPrelude, EmitEntry);
+//  - loops (EmitFor): the CPU backend outlines parallel loops for the host's
+//    launcher and writes explicit SIMD (codegen_cpu.h); the CUDA backend binds
+//    loops to the hardware indices (codegen_cuda.h);
+//  - prefetch hints (EmitPrefetch): nothing unless a backend has them.
+// A backend derives from CodegenC and overrides only these.
 #pragma once
 
 #include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "ir/function.h"
 
@@ -31,23 +37,24 @@ const char* BufferStorage(const BufferNode* b);
 class CodegenC {
  public:
   virtual ~CodegenC() = default;
-  // The whole translation unit.
-  std::string Generate(const PrimFunc& f);
 
  protected:
-  virtual void EmitPrelude();
-  virtual void EmitEntry(const PrimFunc& f);
+  // The whole translation unit: a banner, the prelude, then the functions
+  // EmitEntry (and the statements it emits) put in functions_.
+  std::string Generate(const PrimFunc& f);
+
+  // ---- the hooks of a backend
+  virtual void EmitPrelude() = 0;
+  virtual void EmitEntry(const PrimFunc& f) = 0;
+  virtual void EmitFor(const ForNode* loop) = 0;
+  virtual void EmitPrefetch(const PrefetchNode* n) {}
+
+  // ---- shared printing
   void EmitStmt(const Stmt& s);
-  // The statements whose code differs by target.
-  virtual void EmitFor(const ForNode* loop);
-  virtual void EmitAtomicAdd(const AtomicAddNode* n);
-  virtual void EmitPrefetch(const PrefetchNode* n);
-  // A vectorized loop with a power-of-two constant trip count whose body is one
-  // store of contiguous or loop-invariant operands becomes a single statement
-  // on GCC vector types (explicit SIMD). Returns false to fall back to a scalar
-  // loop the C++ compiler may vectorize.
-  bool TryEmitVectorLoop(const ForNode* loop);
-  std::string VectorExpr(const Expr& e, const VarNode* lane, const std::string& vector_type, bool* ok);
+  // A sequential loop, preceded by `pragma` unless empty.
+  void EmitSerialFor(const ForNode* loop, const std::string& pragma);
+  void EmitAtomicAdd(const AtomicAddNode* n);
+  void EmitAllocate(const AllocateNode* n);
   std::string Expr2C(const Expr& e);
   std::string Index(const Buffer& b, const std::vector<Expr>& indices);
   // The C identifier of an IR object: `wanted` when safe (codegen/identifiers.h),
@@ -56,26 +63,19 @@ class CodegenC {
   std::string Fresh(const std::string& wanted);
   void Line(const std::string& text);
 
-  // C declarations visible at the current point: they become the parameters of
-  // an outlined function (a parallel task), restrict-qualified for pointers.
+  // C declarations visible at the current point (a backend that outlines a
+  // loop body passes them to the outlined function).
   struct ScopeEntry {
     std::string type;  // "float* __restrict__", "const int32_t", ...
     std::string name;
   };
-  std::string ParamList(const std::vector<ScopeEntry>& scope) const;
-  std::string ArgList(const std::vector<ScopeEntry>& scope) const;
-  void EmitParallelFor(const ForNode* loop);
-  const BufferNode* BalancingIndptr(const ForNode* loop);
 
   std::ostringstream out_;
-  std::vector<std::string> functions_;  // outlined functions, in definition order
+  std::vector<std::string> functions_;  // the unit's functions, in definition order
   std::vector<ScopeEntry> scope_;
   int indent_ = 0;
-  int task_count_ = 0;
   std::map<const void*, std::string> names_;  // IR object -> C identifier
   std::set<std::string> taken_;
 };
-
-std::string CodegenCpu(const PrimFunc& f);
 
 }  // namespace sparsetir

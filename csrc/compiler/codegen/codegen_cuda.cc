@@ -113,21 +113,12 @@ class CodegenCudaImpl : public CodegenC {
       Line("}");
       return;
     }
-    std::string end = "(" + begin + " + " + Expr2C(loop->extent) + ")";
-    if (const int64_t* zero = AsConstInt(loop->min); zero && *zero == 0) end = Expr2C(loop->extent);
-    if (loop->for_kind == ForKind::kVectorized || loop->for_kind == ForKind::kUnrolled) Line("#pragma unroll");
-    const std::string var_end = Fresh(var + "_end");
-    Line("for (" + type + " " + var + " = " + begin + ", " + var_end + " = " + end + "; " + var + " < " + var_end +
-         "; ++" + var + ") {");
-    ++indent_;
-    EmitStmt(loop->body);
-    --indent_;
-    Line("}");
+    const bool unrolled = loop->for_kind == ForKind::kVectorized || loop->for_kind == ForKind::kUnrolled;
+    EmitSerialFor(loop, unrolled ? "#pragma unroll" : "");
   }
 
-  // Cache hints have no CUDA counterpart worth emitting: other warps hide the
-  // latency of a gather.
-  void EmitPrefetch(const PrefetchNode*) override {}
+  // No EmitPrefetch: cache hints have no CUDA counterpart worth emitting, as
+  // other warps hide the latency of a gather.
 
  private:
   // sparsetir_main(args, launcher) for the emulator: args holds the kernel's

@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "codegen/codegen_c.h"
+#include "codegen/codegen_cpu.h"
 #include "codegen/codegen_cuda.h"
 #include "codegen/simt_emulator.h"
 #include "ir/functor.h"
