@@ -4,6 +4,7 @@
 #include "ir_dump.h"
 #include "support/error.h"
 #include "transforms/hoist_invariants.h"
+#include "transforms/lift_workspaces.h"
 #include "transforms/lower_atomic.h"
 #include "transforms/lower_sparse_buffer.h"
 #include "transforms/lower_sparse_iter.h"
@@ -18,6 +19,7 @@ const std::vector<Pass>& Pipeline() {
       {"lower_sparse_buffer", Stage::kII, LowerSparseBuffer},
       {"simplify", Stage::kIII, [](const PrimFunc& f) { return Simplify(f); }},
       {"hoist_invariants", Stage::kIII, HoistInvariants},
+      {"lift_workspaces", Stage::kIII, LiftWorkspaces},
   };
   return passes;
 }

@@ -30,7 +30,7 @@ def dumped_steps(directory, func):
 
 def test_the_pipeline_order_is_the_compilers():
     assert _C.pipeline_passes() == ["lower_atomic", "lower_sparse_iter", "lower_sparse_buffer", "simplify",
-                                    "hoist_invariants"]
+                                    "hoist_invariants", "lift_workspaces"]
 
 
 def op_kernel_dump(tmp_path, monkeypatch, script, recipe, sizes, target="cpu:avx512"):
@@ -57,7 +57,7 @@ def test_every_step_of_an_operator_kernel_is_dumped(tmp_path, monkeypatch, targe
     assert len(primitives) >= 3, names
     assert all(name.startswith("sch_") or name in _C.pipeline_passes() or name == "input" for name in names)
     # The stage-III passes close the build, in pipeline order.
-    assert names[-2:] == ["simplify", "hoist_invariants"]
+    assert names[-3:] == ["simplify", "hoist_invariants", "lift_workspaces"]
     assert names.count("lower_sparse_buffer") == 1
     assert names.index("lower_sparse_buffer") < names.index("simplify")
 
@@ -101,7 +101,7 @@ def test_a_real_operator_call_dumps_its_kernel_build(tmp_path):
     assert funcs, "nothing dumped"
     for func in funcs:
         names = [name for _, name, _ in dumped_steps(tmp_path / "dump", func)]
-        assert names[0] == "input" and names[-1] == "hoist_invariants", (func, names)
+        assert names[0] == "input" and names[-1] == "lift_workspaces", (func, names)
 
 
 def test_python_single_passes_follow_the_pipeline():

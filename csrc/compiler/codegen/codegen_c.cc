@@ -8,6 +8,7 @@
 #include "ir/functor.h"
 #include "ir/printer.h"
 #include "ir/substitute.h"
+#include "transforms/lift_workspaces.h"
 #include "transforms/simplify.h"
 #include "support/error.h"
 
@@ -33,11 +34,13 @@ const char* ValueType(DataType dtype) {
   return StorageType(dtype);
 }
 
-// Buffers the kernel allocates itself (workspaces, local caches, rfactor
-// partials) hold 16-bit floats as float32: accumulators keep float32
-// precision, and nothing outside the kernel sees their storage.
+// Buffers the kernel allocates itself (local caches, rfactor partials) and the
+// workspaces the host allocates for it hold 16-bit floats as float32:
+// accumulators keep float32 precision, and nothing outside the kernel sees
+// their storage.
 bool Widened(const BufferNode* b) {
-  return b->kind == BufferKind::kAlloc && (b->dtype == DataType::kFloat16 || b->dtype == DataType::kBFloat16);
+  return (b->kind == BufferKind::kAlloc || IsWorkspace(b)) &&
+         (b->dtype == DataType::kFloat16 || b->dtype == DataType::kBFloat16);
 }
 
 const char* BufferStorage(const BufferNode* b) { return Widened(b) ? "float" : StorageType(b->dtype); }

@@ -75,17 +75,15 @@ void CodegenCpuImpl::EmitEntry(const PrimFunc& f) {
     scope_.push_back({"const " + type, name});
     unpack.push_back("(" + type + ")args[" + std::to_string(i) + "].i64");
   }
-  std::vector<const BufferNode*> allocated;
   for (const Buffer& b : f->buffers) {
+    // Workspaces are parameters by now (transforms/lift_workspaces.h): the
+    // kernel allocates nothing but its stack arrays.
+    ICHECK(b->kind == BufferKind::kMatch) << "buffer " << b->name << " is allocated by the kernel";
     std::string type = BufferStorage(b.get());
     std::string name = Name(b.get(), b->name);
-    if (b->kind == BufferKind::kMatch) {
-      names_[b->data.get()] = name;  // the handle names its buffer (T.sp.lower_bound)
-      scope_.push_back({type + "* __restrict__", name});
-      unpack.push_back("(" + type + "*)args[" + std::to_string(param_index.at(b->data.get())) + "].ptr");
-    } else {
-      allocated.push_back(b.get());
-    }
+    names_[b->data.get()] = name;  // the handle names its buffer (T.sp.lower_bound)
+    scope_.push_back({type + "* __restrict__", name});
+    unpack.push_back("(" + type + "*)args[" + std::to_string(param_index.at(b->data.get())) + "].ptr");
   }
   // The kernel function.
   std::ostringstream kernel;
@@ -93,15 +91,7 @@ void CodegenCpuImpl::EmitEntry(const PrimFunc& f) {
   out_ << "static void sparsetir_kernel(" << ParamList(scope_) << ") {\n";
   indent_ = 1;
   std::vector<ScopeEntry> outer = scope_;
-  for (const BufferNode* b : allocated) {
-    std::string type = BufferStorage(b);
-    std::string size = "(int64_t)1";
-    for (const Expr& dim : b->shape) size += " * (int64_t)(" + Expr2C(dim) + ")";
-    Line(type + "* __restrict__ " + names_.at(b) + " = (" + type + "*)calloc(" + size + ", sizeof(" + type + "));");
-    scope_.push_back({type + "* __restrict__", names_.at(b)});
-  }
   if (f->body) EmitStmt(f->body);
-  for (const BufferNode* b : allocated) Line("free(" + names_.at(b) + ");");
   out_ << "}\n";
   out_.swap(kernel);
   functions_.push_back(kernel.str());

@@ -5,6 +5,7 @@
 #include "codegen/prelude_cuda.h"
 #include "ir/functor.h"
 #include "support/error.h"
+#include "transforms/lift_workspaces.h"
 
 namespace sparsetir {
 namespace {
@@ -61,7 +62,7 @@ class CodegenCudaImpl : public CodegenC {
       params += std::string(BufferStorage(bound)) + "* __restrict__ " + name;
     }
     for (const Buffer& b : f->buffers) {
-      if (b->kind != BufferKind::kMatch) {
+      if (b->kind != BufferKind::kMatch || IsWorkspace(b.get())) {
         throw UserError(UserErrorKind::kSchedule,
                         "buffer '" + b->name + "' is allocated by the kernel (a workspace); the cuda target does "
                         "not allocate workspaces yet: cache it in local scope or leave the reduction unfactored");

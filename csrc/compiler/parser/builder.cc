@@ -12,6 +12,7 @@
 #include "ir/verifier.h"
 #include "parser/ast.h"
 #include "parser/parser.h"
+#include "transforms/lift_workspaces.h"
 #include "support/error.h"
 
 namespace sparsetir {
@@ -471,8 +472,13 @@ class Builder {
     if (AstExprPtr scope = args.Get("scope")) {
       if (scope->kind != Kind::kString) ThrowScriptError("scope must be a string", scope->span);
       b.scope = scope->text;
-      if (b.scope != "global" && b.scope != "shared" && b.scope != "local") {
-        ThrowScriptError(where + ": unknown scope \"" + b.scope + "\" (expected global, shared or local)", scope->span);
+      // "workspace": a stage-III parameter the host allocates, zeroed, at
+      // each call (transforms/lift_workspaces.h).
+      const bool workspace = b.scope == kWorkspaceScope && match && !sparse;
+      if (b.scope != "global" && b.scope != "shared" && b.scope != "local" && !workspace) {
+        ThrowScriptError(where + ": unknown scope \"" + b.scope + "\" (expected global, shared or local" +
+                             (match && !sparse ? ", or workspace" : "") + ")",
+                         scope->span);
       }
     }
     if (AstExprPtr extra = args.Get("extra_storage")) {

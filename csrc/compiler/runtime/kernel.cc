@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "codegen/codegen_c.h"
 #include "codegen/codegen_cpu.h"
 #include "codegen/codegen_cuda.h"
 #include "codegen/simt_emulator.h"
@@ -13,6 +14,7 @@
 #include "lower.h"
 #include "runtime/kernel_cache.h"
 #include "support/error.h"
+#include "transforms/lift_workspaces.h"
 #include "transforms/specialize.h"
 
 namespace sparsetir {
@@ -118,13 +120,30 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const Target& target) {
   kernel->shape_read_ = kernel->ShapeReadBuffers();
   kernel->structure_params_ = kernel->StructureParams();
   kernel->written_params_ = kernel->WrittenParams();
+  kernel->workspaces_ = kernel->Workspaces();
+  kernel->call_params_ = kernel->lowered_->params.size() - kernel->workspaces_.size();
   return kernel;
 }
 
 std::vector<std::string> Kernel::param_names() const {
   std::vector<std::string> names;
-  for (const Var& p : lowered_->params) names.push_back(p->name);
+  for (size_t i = 0; i < call_params_; ++i) names.push_back(lowered_->params[i]->name);
   return names;
+}
+
+// lift_workspaces appends the workspace parameters after the function's own.
+std::vector<Kernel::Workspace> Kernel::Workspaces() const {
+  std::vector<Workspace> out;
+  const auto& params = lowered_->params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    for (const Buffer& b : lowered_->buffers) {
+      if (b->data == params[i] && IsWorkspace(b.get())) out.push_back({i, b});
+    }
+  }
+  for (size_t k = 0; k < out.size(); ++k) {
+    ICHECK(out[k].param == params.size() - out.size() + k) << "workspace parameters must come last";
+  }
+  return out;
 }
 
 std::map<const BufferNode*, std::pair<Expr, Expr>> Kernel::DomainFacts() const {
@@ -169,7 +188,7 @@ std::vector<size_t> Kernel::StructureParams() const {
   const auto& params = lowered_->params;
   for (size_t i = 0; i < params.size(); ++i) {
     for (const Buffer& b : lowered_->buffers) {
-      if (b->kind == BufferKind::kMatch && b->data == params[i] && IsStructure(b)) {
+      if (b->kind == BufferKind::kMatch && !IsWorkspace(b.get()) && b->data == params[i] && IsStructure(b)) {
         out.push_back(i);
         break;
       }
@@ -196,7 +215,8 @@ std::vector<size_t> Kernel::WrittenParams() const {
   const auto& params = lowered_->params;
   for (size_t i = 0; i < params.size(); ++i) {
     for (const Buffer& b : lowered_->buffers) {
-      if (b->kind == BufferKind::kMatch && b->data == params[i] && finder.written.count(b.get()) > 0) {
+      if (b->kind == BufferKind::kMatch && !IsWorkspace(b.get()) && b->data == params[i] &&
+          finder.written.count(b.get()) > 0) {
         out.push_back(i);
         break;
       }
@@ -206,14 +226,14 @@ std::vector<size_t> Kernel::WrittenParams() const {
 }
 
 void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
-  const auto& params = lowered_->params;
-  if (args.size() != params.size()) {
-    ThrowArgumentError(name_ + "() takes " + std::to_string(params.size()) + " arguments but got " +
-                       std::to_string(args.size()));
+  const auto& params = lowered_->params;  // the call's, then the workspaces
+  const size_t n = call_params_;
+  if (args.size() != n) {
+    ThrowArgumentError(name_ + "() takes " + std::to_string(n) + " arguments but got " + std::to_string(args.size()));
   }
   ContractEvaluator eval;
   // 1. Kinds and scalars.
-  for (size_t i = 0; i < params.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const Var& p = params[i];
     const KernelArg& a = args[i];
     const std::string where = name_ + "(): argument '" + p->name + "'";
@@ -229,7 +249,7 @@ void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
     eval.scalars[p.get()] = a.int_value;
   }
   for (const auto& [name, value] : SpecializedValues(lowered_)) {
-    for (size_t i = 0; i < params.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
       if (params[i]->name == name && args[i].int_value != value) {
         ThrowArgumentError(name_ + "(): argument '" + name + "' must be " + std::to_string(value) +
                            ": the kernel was specialized for it (got " + std::to_string(args[i].int_value) + ")");
@@ -243,7 +263,7 @@ void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
   std::vector<HandleBinding> bindings;
   std::string device, device_param;
   for (const Buffer& b : lowered_->buffers) {
-    if (b->kind != BufferKind::kMatch) continue;
+    if (b->kind != BufferKind::kMatch || IsWorkspace(b.get())) continue;  // workspaces: the host's
     size_t i = index_of.at(b->data.get());
     const KernelArg& a = args[i];
     const std::string where = name_ + "(): argument '" + params[i]->name + "'";
@@ -282,7 +302,7 @@ void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
       for (int64_t d : expected) {
         if (d >= 0) continue;
         std::string negative;
-        for (size_t i = 0; i < params.size(); ++i) {
+        for (size_t i = 0; i < n; ++i) {
           if (params[i]->dtype != DataType::kHandle && args[i].int_value < 0) {
             negative += (negative.empty() ? "" : ", ") + std::string("'") + params[i]->name + "' = " +
                         std::to_string(args[i].int_value);
@@ -337,7 +357,8 @@ void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
 
 void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* launcher, bool check) const {
   if (check) Check(args);
-  std::vector<SparsetirArg> packed(args.size());
+  ICHECK(args.size() == call_params_) << name_ << ": run with " << args.size() << " arguments";
+  std::vector<SparsetirArg> packed(lowered_->params.size());
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].kind == KernelArg::Kind::kTensor) {
       packed[i].ptr = args[i].data;
@@ -345,7 +366,39 @@ void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* la
       packed[i].i64 = args[i].int_value;
     }
   }
+  std::vector<std::vector<uint64_t>> workspaces = AllocateWorkspaces(args);
+  for (size_t k = 0; k < workspaces.size(); ++k) packed[workspaces_[k].param].ptr = workspaces[k].data();
   RunUnchecked(packed.data(), launcher);
+}
+
+// Zeroed host memory for each workspace (8-byte aligned: every element type
+// is at most that), sized from the scalar arguments and the structure arrays
+// as the contract sizes the other buffers.
+std::vector<std::vector<uint64_t>> Kernel::AllocateWorkspaces(const std::vector<KernelArg>& args) const {
+  std::vector<std::vector<uint64_t>> out;
+  if (workspaces_.empty()) return out;
+  ContractEvaluator eval;
+  const auto& params = lowered_->params;
+  for (size_t i = 0; i < call_params_; ++i) {
+    if (params[i]->dtype != DataType::kHandle) eval.scalars[params[i].get()] = args[i].int_value;
+  }
+  for (const Buffer& b : lowered_->buffers) {
+    if (b->kind != BufferKind::kMatch || IsWorkspace(b.get())) continue;
+    for (size_t i = 0; i < call_params_; ++i) {
+      if (b->data == params[i]) eval.arrays[b.get()] = &args[i];
+    }
+  }
+  for (const Workspace& w : workspaces_) {
+    int64_t elements = 1;
+    for (const Expr& dim : w.buffer->shape) {
+      const int64_t d = eval.Eval(dim);
+      if (d < 0) ThrowArgumentError(name_ + "(): the arguments give workspace '" + w.buffer->name + "' a negative size");
+      elements *= d;
+    }
+    const int64_t bytes = elements * (Widened(w.buffer.get()) ? 4 : BytesOf(w.buffer->dtype));
+    out.emplace_back(static_cast<size_t>((bytes + 7) / 8), 0);
+  }
+  return out;
 }
 
 std::array<int64_t, 6> Kernel::LaunchDims(const SparsetirArg* args) const {

@@ -62,6 +62,8 @@ class Kernel {
   // what per-kernel tables elsewhere key on.
   uint64_t id() const { return id_; }
   const PrimFunc& lowered() const { return lowered_; }
+  // The parameters a call passes, in order (the workspaces, which the host
+  // allocates, are not among them).
   std::vector<std::string> param_names() const;
 
   // Throws an ArgumentError (ValueError in Python) naming the parameter.
@@ -84,7 +86,8 @@ class Kernel {
   // Checks (unless `check` is false: the caller just called Check), then
   // runs. `launcher` runs parallel loops.
   void Run(const std::vector<KernelArg>& args, const SparsetirLauncher* launcher, bool check = true) const;
-  // Runs packed arguments (parameter order) without the checks: for callers
+  // Runs packed arguments (every parameter of lowered(), workspaces
+  // included, in order) without the checks: for callers
   // that validated the same contract themselves, such as the operators, which
   // validate a structure once per graph rather than on every call.
   // cuda kernels run under the SIMT emulator here (host memory).
@@ -98,6 +101,14 @@ class Kernel {
   std::set<const BufferNode*> ShapeReadBuffers() const;
   bool IsStructure(const Buffer& b) const;
   std::vector<size_t> WrittenParams() const;
+  // A host-allocated workspace (transforms/lift_workspaces.h): its parameter
+  // and buffer.
+  struct Workspace {
+    size_t param;
+    Buffer buffer;
+  };
+  std::vector<Workspace> Workspaces() const;
+  std::vector<std::vector<uint64_t>> AllocateWorkspaces(const std::vector<KernelArg>& args) const;
 
   struct IndptrRule {
     Var handle;
@@ -108,6 +119,8 @@ class Kernel {
   PrimFunc lowered_;                 // stage III
   std::vector<IndptrRule> indptr_rules_;
   std::vector<size_t> written_params_;
+  std::vector<Workspace> workspaces_;  // the last parameters of lowered_
+  size_t call_params_ = 0;             // the parameters a caller passes: all but the workspaces
   // The assume_buffer_domain facts of lowered_, found once at build (Check
   // runs on every call).
   std::map<const BufferNode*, std::pair<Expr, Expr>> domain_;
