@@ -18,14 +18,14 @@ def _kernels_dir() -> str:
 KERNELS_DIR = _kernels_dir()
 
 
-def kernel_script(name: str, **replacements: str) -> str:
-    """The text of kernels/<name>.py, with dtype strings replaced as asked,
-    e.g. kernel_script("csrmm", float32="float64", int32="int64")."""
+def kernel_script(name: str, float32: str = "float32", int32: str = "int32") -> str:
+    """The text of kernels/<name>.py with the value dtype put in for its
+    "float32" and the index dtype for its "int32", as the operators build it
+    (C++: KernelScriptFor), e.g. kernel_script("csrmm", float32="float64",
+    int32="int64")."""
+    from . import _C
+
     path = os.path.join(KERNELS_DIR, name + ".py")
     if not os.path.isfile(path):
         raise ValueError(f"no built-in kernel named {name!r} (looked for {path})")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    for old, new in replacements.items():
-        text = text.replace(f'"{old}"', f'"{new}"')
-    return text
+    return _C.kernel_script(name, float32, int32)

@@ -61,29 +61,17 @@ def vectorize_features(sch: Schedule, loop: str, feat_size: int, element_bytes: 
     return lanes
 
 
-def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True,
-             prefetch: int | None = PREFETCH_DISTANCE, isa: str | None = None) -> Schedule:
+def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True, prefetch: bool = True,
+             isa: str | None = None) -> Schedule:
     """The CSR SpMM (kernels/csrmm.py, or `script` with the same loop names)
-    scheduled for a feature width known at the first call and the CPU level
-    `isa` (this CPU's by default), with the C++ recipe's plan (csrmm_plan)."""
-    sch = Schedule(parse(script if script is not None else kernel_script("csrmm")))
-    sch.specialize(feat_size=feat_size)
-    plan = csrmm_plan(feat_size, 4, isa)
-    i, j, k = sch.get_loops("csrmm")
-    vectorize_features(sch, k, feat_size, 4, isa)
-    if plan["output_row_in_registers"]:
-        sch.cache_write(i, "C", "local")
-        if plan["accumulator_sets"] == 2:
-            # Two accumulator sets (every other non-zero): hides the FMA
-            # latency a single dependent chain per vector leaves exposed.
-            _, j_1 = sch.split(j, factors=[None, 2])
-            sch.rfactor(j_1)
-            sch.unroll(j_1)
-            j = j_1
-    if prefetch:
-        # The B rows of the non-zeros `prefetch` ahead: a gather that no
-        # hardware prefetcher predicts, and on a B beyond L2 the bottleneck.
-        sch.prefetch(j, "B", prefetch)
-    if parallel:
-        sch.parallel(i)
-    return sch
+    scheduled exactly as the operators' C++ recipe schedules it for a feature
+    width known at the first call and the CPU level `isa` (this CPU's by
+    default): the recipe's trace (_C.recipe_trace) replayed. `prefetch=False`
+    asks the recipe for its variant without software prefetch;
+    `parallel=False` leaves out its parallel step (a serial kernel to compare
+    with)."""
+    target = "cpu" if isa is None else f"cpu:{isa}"
+    trace = _C.recipe_trace("csrmm", "csrmm", "float32", "int32", {"feat_size": int(feat_size)}, target, bool(prefetch))
+    if not parallel:
+        trace = "\n".join(line for line in trace.splitlines() if not line.startswith("sch.parallel("))
+    return Schedule.replay(trace, parse(script if script is not None else kernel_script("csrmm")))

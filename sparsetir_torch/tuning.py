@@ -391,14 +391,22 @@ def csr_schedule(A, K: int, dtype) -> dict:
     row_bytes = K * element_size
     target = cpu_target()
     plan = csrmm_plan(K, 8 if element_size == 8 else 4)  # 16-bit values accumulate in float32
+    prefetch = bool(A.nnz) and _C.spmm_prefetches(A.indptr, A.indices, A.shape[1], row_bytes)
     return {
         "isa": target["target"],
         "compiler_flags": " ".join(target["compiler_flags"]),
         **plan,
-        "prefetch": bool(A.nnz) and _C.spmm_prefetches(A.indptr, A.indices, A.shape[1], row_bytes),
+        "prefetch": prefetch,
         "tasks": f"{torch.get_num_threads()} (one per thread, equal non-zeros)",
         "feature_tile": K,
+        # The C++ recipe's steps for this kernel, replayable with st.Schedule.replay.
+        "trace": _C.recipe_trace("csrmm", "csrmm", _dtype_name(dtype), _dtype_name(A.indices.dtype), {"feat_size": K},
+                                 "cpu", prefetch),
     }
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")  # torch.float32 -> "float32", as scripts spell it
 
 
 def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") -> dict:
@@ -456,5 +464,7 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
             if segment:
                 out["format"], script = "csr row segments", "csrmm_segments"
                 out["script"] = recipe = script
-    out["schedule"] = _C.cuda_recipe_trace(script, recipe, sizes)
+    value_dtype = _dtype_name(dtype if dtype is not None else A.values.dtype if A is not None else torch.float32)
+    index_dtype = _dtype_name(A.indices.dtype) if A is not None else "int32"
+    out["schedule"] = _C.recipe_trace(script, recipe, value_dtype, index_dtype, sizes, "cuda")
     return out

@@ -61,17 +61,7 @@ std::string KeyOf(const KernelRequest& r) {
   return key + (r.prefetch ? "|prefetch" : "") + "|" + r.target.str();
 }
 
-PrimFunc Scheduled(const KernelRequest& r) {
-  std::string text = ReadScript(r.script);
-  ReplaceQuoted(&text, "float32", ToString(FromTorch(r.value_dtype)));
-  ReplaceQuoted(&text, "int32", ToString(FromTorch(r.index_dtype)));
-  PrimFunc f = Parse(text, r.script + ".py");
-  if (r.target.is_cuda()) return ScheduleForCuda(f, r.recipe, r.sizes).mod();
-  RecipeOptions options;
-  options.prefetch = r.prefetch;
-  options.target = r.target;
-  return ScheduleForCpu(f, r.recipe, r.sizes, options).mod();
-}
+PrimFunc Scheduled(const KernelRequest& r) { return ScheduleOpKernel(r).mod(); }
 
 std::shared_ptr<const OpKernel> Build(const KernelRequest& r) {
   IrDumpScope scope;  // one numbered dump: the script, the recipe's steps, the passes
@@ -98,6 +88,22 @@ Target TargetFor(const at::Tensor& t, const std::string& recipe) {
 }
 
 std::string ReadKernelScript(const std::string& name) { return ReadScript(name); }
+
+std::string KernelScriptFor(const std::string& name, DataType value_dtype, DataType index_dtype) {
+  std::string text = ReadScript(name);
+  ReplaceQuoted(&text, "float32", ToString(value_dtype));
+  ReplaceQuoted(&text, "int32", ToString(index_dtype));
+  return text;
+}
+
+Schedule ScheduleOpKernel(const KernelRequest& r) {
+  PrimFunc f = Parse(KernelScriptFor(r.script, FromTorch(r.value_dtype), FromTorch(r.index_dtype)), r.script + ".py");
+  if (r.target.is_cuda()) return ScheduleForCuda(f, r.recipe, r.sizes);
+  RecipeOptions options;
+  options.prefetch = r.prefetch;
+  options.target = r.target;
+  return ScheduleForCpu(f, r.recipe, r.sizes, options);
+}
 
 PrimFunc ScheduledOpFunction(const KernelRequest& request) { return Scheduled(request); }
 

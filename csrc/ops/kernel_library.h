@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/kernel.h"
+#include "schedule/schedule.h"
 
 namespace sparsetir::ops {
 
@@ -21,6 +22,10 @@ namespace sparsetir::ops {
 void SetKernelDirectory(const std::string& directory);
 // The text of kernels/<name>.py.
 std::string ReadKernelScript(const std::string& name);
+// kernels/<name>.py with the value and index dtypes put in for the script's
+// "float32" and "int32": the one place a dtype is substituted into a
+// built-in script (Python's kernel_script asks for this).
+std::string KernelScriptFor(const std::string& name, DataType value_dtype, DataType index_dtype);
 
 // What to build: kernels/<script>.py with "float32" -> value dtype and
 // "int32" -> index dtype, scheduled by `recipe` with `sizes` specialized.
@@ -63,6 +68,9 @@ class OpKernel {
 // The scheduled function of `request` (before lowering): what GetOpKernel
 // compiles, for callers that only generate code (cross-compile checks).
 PrimFunc ScheduledOpFunction(const KernelRequest& request);
+// The recipe's schedule of a request: its function is what the kernel is
+// built from, its trace what st.explain prints and Python replays.
+Schedule ScheduleOpKernel(const KernelRequest& request);
 
 // The kernel for `request`, compiled on first use (once, even when several
 // threads ask at the same time).

@@ -5,6 +5,7 @@
 #include <torch/extension.h>
 
 #include <cstring>
+#include <optional>
 
 #include "codegen/codegen_cpu.h"
 #include "codegen/codegen_cuda.h"
@@ -392,11 +393,30 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "The generated source of a built-in operator kernel for any target, without compiling it.");
 
   m.def(
-      "cuda_recipe_trace",
-      [](const std::string& script, const std::string& recipe, const std::map<std::string, int64_t>& sizes) {
-        return ScheduleForCuda(Parse(ReadKernelScript(script), script + ".py"), recipe, sizes).TraceText();
+      "recipe_trace",
+      [](const std::string& script, const std::string& recipe, const std::string& value_dtype,
+         const std::string& index_dtype, const std::map<std::string, int64_t>& sizes, const std::string& target,
+         bool prefetch) {
+        KernelRequest request = OpRequest(script, recipe, value_dtype, index_dtype, sizes, target);
+        request.prefetch = prefetch;
+        return ScheduleOpKernel(request).TraceText();
       },
-      "The cuda schedule of a built-in kernel, as a replayable trace.");
+      py::arg("script"), py::arg("recipe"), py::arg("value_dtype"), py::arg("index_dtype"), py::arg("sizes"),
+      py::arg("target"), py::arg("prefetch") = true,
+      "The schedule a built-in kernel's recipe applies for a request, as a replayable trace (from the stage-I "
+      "script with the dtypes put in).");
+  m.def(
+      "kernel_script",
+      [](const std::string& name, const std::string& value_dtype, const std::string& index_dtype) {
+        auto parse = [](const std::string& dtype) {
+          std::optional<DataType> parsed = ParseDataType(dtype);
+          if (!parsed || !IsNumeric(*parsed)) throw UserError(UserErrorKind::kArgument, "unknown dtype '" + dtype + "'");
+          return *parsed;
+        };
+        return KernelScriptFor(name, parse(value_dtype), parse(index_dtype));
+      },
+      py::arg("name"), py::arg("value_dtype") = "float32", py::arg("index_dtype") = "int32",
+      "kernels/<name>.py with the value and index dtypes put in for its \"float32\" and \"int32\".");
 
   m.def(
       "generate",

@@ -38,3 +38,57 @@ def test_spmm_recipe_rejects_another_width():
     with pytest.raises(ValueError, match="feat_size"):
         kernel(a=A.values(), b=torch.randn(4, 16), c=torch.empty(5, 16), indptr=A.crow_indices().int(),
                indices=A.col_indices().int(), m=5, n=4, feat_size=16, nnz=A.values().numel())
+
+
+# ---- one source of scheduling knowledge: Python replays the C++ recipe
+
+
+@pytest.mark.parametrize("feat", [1, 3, 20, 64, 256, 600, 10000])
+def test_spmm_cpu_is_the_operators_kernel(feat):
+    """spmm_cpu replays the C++ recipe's trace: the kernel it compiles is, byte
+    for byte, the one the operators build for the same request."""
+    from sparsetir_torch import _C
+
+    ours = st.compile(spmm_cpu(feat)).source
+    assert ours == _C.op_kernel_source("csrmm", "csrmm", "float32", "int32", {"feat_size": feat}, "cpu")
+
+
+def test_spmm_cpu_without_prefetch_or_parallel_asks_the_recipe():
+    from sparsetir_torch import _C
+
+    plain = spmm_cpu(64, prefetch=False, parallel=False).trace
+    assert "sch.prefetch(" not in plain and "sch.parallel(" not in plain
+    full = _C.recipe_trace("csrmm", "csrmm", "float32", "int32", {"feat_size": 64}, "cpu", True)
+    assert "sch.prefetch(" in full and "sch.parallel(" in full
+
+
+def test_explain_prints_the_recipe_trace_and_it_replays(monkeypatch):
+    from sparsetir_torch import _C
+    from sparsetir_torch.kernels import kernel_script
+
+    monkeypatch.setenv("SPARSETIR_TUNE", "0")  # CSR: the kernel whose schedule explain prints
+    dense = random_csr(40, 30, seed=3)
+    A = dense.to_sparse_csr()
+    schedule = st.explain(A, k=48)["schedule"]
+    trace = schedule["trace"]
+    assert trace == _C.recipe_trace("csrmm", "csrmm", "float64", "int64", {"feat_size": 48}, "cpu",
+                                    schedule["prefetch"])
+    script = kernel_script("csrmm", float32="float64", int32="int64")
+    kernel = st.compile(st.Schedule.replay(trace, st.parse(script)))
+    B = torch.randn(30, 48, dtype=torch.float64)
+    C = torch.full((40, 48), float("nan"), dtype=torch.float64)
+    kernel(a=A.values(), b=B, c=C, indptr=A.crow_indices(), indices=A.col_indices(), m=40, n=30, feat_size=48,
+           nnz=A.values().numel())
+    torch.testing.assert_close(C, dense @ B)
+
+
+def test_kernel_script_puts_in_the_dtypes_once():
+    from sparsetir_torch.kernels import kernel_script
+
+    text = kernel_script("csrmm", float32="float64", int32="int64")
+    assert '"float32"' not in text and '"int32"' not in text
+    assert '"float64"' in text and '"int64"' in text
+    with pytest.raises(ValueError, match="unknown dtype 'float8'"):
+        kernel_script("csrmm", float32="float8")
+    with pytest.raises(ValueError, match="no built-in kernel named 'nope'"):
+        kernel_script("nope")

@@ -1,111 +1,30 @@
 #include "runtime/kernel.h"
 
 #include <algorithm>
-#include <atomic>
-#include <map>
-#include <set>
-#include <sstream>
 
-#include "codegen/codegen_c.h"
 #include "codegen/codegen_cpu.h"
 #include "codegen/codegen_cuda.h"
 #include "codegen/simt_emulator.h"
-#include "ir/functor.h"
 #include "lower.h"
 #include "runtime/kernel_cache.h"
 #include "support/error.h"
-#include "transforms/lift_workspaces.h"
-#include "transforms/specialize.h"
 
 namespace sparsetir {
-namespace {
-
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::ostringstream s;
-  s << "(";
-  for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
-  s << (shape.size() == 1 ? ",)" : ")");
-  return s.str();
-}
-
-// Evaluates the integer expressions of a kernel's contract: scalar parameters
-// and loads from structure arrays that were already validated.
-class ContractEvaluator {
- public:
-  std::map<const VarNode*, int64_t> scalars;
-  std::map<const BufferNode*, const KernelArg*> arrays;
-
-  int64_t Eval(const Expr& e) const {
-    switch (e->kind) {
-      case ExprKind::kIntImm: return e->as<IntImmNode>()->value;
-      case ExprKind::kVar: {
-        auto found = scalars.find(e->as<VarNode>());
-        ICHECK(found != scalars.end()) << "contract mentions unbound " << e->as<VarNode>()->name;
-        return found->second;
-      }
-      case ExprKind::kCast: return Eval(e->as<CastNode>()->value);
-      case ExprKind::kBinary: {
-        const auto* n = e->as<BinaryNode>();
-        int64_t a = Eval(n->a), b = Eval(n->b);
-        switch (n->op) {
-          case BinaryOp::kAdd: return a + b;
-          case BinaryOp::kSub: return a - b;
-          case BinaryOp::kMul: return a * b;
-          case BinaryOp::kMin: return a < b ? a : b;
-          case BinaryOp::kMax: return a > b ? a : b;
-          case BinaryOp::kDiv:
-          case BinaryOp::kFloorDiv:
-            if (b == 0) ThrowArgumentError("a size in the kernel's contract divides by zero");
-            return n->op == BinaryOp::kDiv ? a / b : (a / b - ((a % b != 0) && ((a < 0) != (b < 0))));
-          case BinaryOp::kFloorMod:
-            if (b == 0) ThrowArgumentError("a size in the kernel's contract divides by zero");
-            return ((a % b) + b) % b;
-          default: break;
-        }
-        break;
-      }
-      case ExprKind::kBufferLoad: {
-        const auto* n = e->as<BufferLoadNode>();
-        auto found = arrays.find(n->buffer.get());
-        ICHECK(found != arrays.end() && n->indices.size() == 1) << "contract reads unchecked " << n->buffer->name;
-        int64_t index = Eval(n->indices[0]);
-        const KernelArg& arg = *found->second;
-        if (index < 0 || arg.shape.empty() || index >= arg.shape[0]) {
-          ThrowArgumentError("structure array of '" + n->buffer->name + "' is too short");
-        }
-        return Element(arg, index);
-      }
-      default: break;
-    }
-    ICHECK(false) << "cannot evaluate contract expression";
-    return 0;
-  }
-
-  static int64_t Element(const KernelArg& arg, int64_t index) {
-    if (arg.dtype == DataType::kInt64) return static_cast<const int64_t*>(arg.data)[index];
-    return static_cast<const int32_t*>(arg.data)[index];
-  }
-};
-
-struct HandleBinding {
-  size_t param;
-  Buffer buffer;
-};
-
-}  // namespace
 
 std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const Target& target) {
   auto kernel = std::shared_ptr<Kernel>(new Kernel());
   kernel->name_ = f->name;
   // Stage-I and stage-II functions list their iterators (stage III has none,
   // and then only the assume_buffer_domain facts are checked).
+  std::vector<IndptrRule> rules;
   for (const SparseIterator& it : f->iterators) {
-    if (IsVaried(it->kind)) kernel->indptr_rules_.push_back({it->indptr, it->nnz});
+    if (IsVaried(it->kind)) rules.push_back({it->indptr, it->nnz});
   }
   static std::atomic<uint64_t> next_id{1};
   kernel->id_ = next_id++;
   kernel->target_ = target;
   kernel->lowered_ = LowerToStageIII(f);
+  kernel->contract_ = Contract(f->name, kernel->lowered_, std::move(rules), target);
   if (target.is_cpu()) {
     kernel->source_ = CodegenCpu(kernel->lowered_);
     kernel->module_ = GetOrBuildCpuModule(kernel->source_, target);
@@ -113,251 +32,23 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const Target& target) {
     CudaSource cuda = CodegenCuda(kernel->lowered_);
     kernel->source_ = cuda.source;
     kernel->launch_ = cuda.launch;
-    kernel->emulated_source_ =
-        std::string(kSimtEmulatorHeader) + "\n" + cuda.source + "\n" + cuda.emulator_entry;
+    const Kernel* self = kernel.get();  // the module lives no longer than its kernel
+    kernel->module_ = std::make_shared<EmulatedCudaModule>(
+        std::string(kSimtEmulatorHeader) + "\n" + cuda.source + "\n" + cuda.emulator_entry,
+        kernel->lowered_->params.size(), [self](const SparsetirArg* args) { return self->LaunchDims(args); });
   }
-  kernel->domain_ = kernel->DomainFacts();
-  kernel->shape_read_ = kernel->ShapeReadBuffers();
-  kernel->structure_params_ = kernel->StructureParams();
-  kernel->written_params_ = kernel->WrittenParams();
-  kernel->workspaces_ = kernel->Workspaces();
-  kernel->call_params_ = kernel->lowered_->params.size() - kernel->workspaces_.size();
   return kernel;
 }
 
 std::vector<std::string> Kernel::param_names() const {
   std::vector<std::string> names;
-  for (size_t i = 0; i < call_params_; ++i) names.push_back(lowered_->params[i]->name);
+  for (size_t i = 0; i < contract_.call_params(); ++i) names.push_back(lowered_->params[i]->name);
   return names;
-}
-
-// lift_workspaces appends the workspace parameters after the function's own.
-std::vector<Kernel::Workspace> Kernel::Workspaces() const {
-  std::vector<Workspace> out;
-  const auto& params = lowered_->params;
-  for (size_t i = 0; i < params.size(); ++i) {
-    for (const Buffer& b : lowered_->buffers) {
-      if (b->data == params[i] && IsWorkspace(b.get())) out.push_back({i, b});
-    }
-  }
-  for (size_t k = 0; k < out.size(); ++k) {
-    ICHECK(out[k].param == params.size() - out.size() + k) << "workspace parameters must come last";
-  }
-  return out;
-}
-
-std::map<const BufferNode*, std::pair<Expr, Expr>> Kernel::DomainFacts() const {
-  std::map<const BufferNode*, std::pair<Expr, Expr>> domain;
-  if (lowered_->body) {
-    struct Facts : IRVisitor {
-      std::map<const BufferNode*, std::pair<Expr, Expr>>* out;
-      void Visit(const AssumeNode* n) override { (*out)[n->buffer.get()] = {n->lo, n->hi}; }
-    } facts;
-    facts.out = &domain;
-    facts.VisitStmt(lowered_->body);
-  }
-  return domain;
-}
-
-std::set<const BufferNode*> Kernel::ShapeReadBuffers() const {
-  struct Reads : IRVisitor {
-    std::set<const BufferNode*> buffers;
-    void Visit(const BufferLoadNode* n) override {
-      buffers.insert(n->buffer.get());
-      IRVisitor::Visit(n);
-    }
-  } reads;
-  for (const Buffer& b : lowered_->buffers) {
-    for (const Expr& dim : b->shape) {
-      if (dim) reads.VisitExpr(dim);
-    }
-  }
-  return reads.buffers;
-}
-
-bool Kernel::IsStructure(const Buffer& b) const {
-  if (domain_.count(b.get()) > 0 || shape_read_.count(b.get()) > 0) return true;
-  for (const IndptrRule& rule : indptr_rules_) {
-    if (rule.handle == b->data) return true;
-  }
-  return false;
-}
-
-std::vector<size_t> Kernel::StructureParams() const {
-  std::vector<size_t> out;
-  const auto& params = lowered_->params;
-  for (size_t i = 0; i < params.size(); ++i) {
-    for (const Buffer& b : lowered_->buffers) {
-      if (b->kind == BufferKind::kMatch && !IsWorkspace(b.get()) && b->data == params[i] && IsStructure(b)) {
-        out.push_back(i);
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-// Handle parameters whose buffer the kernel stores into (plain or atomic).
-std::vector<size_t> Kernel::WrittenParams() const {
-  struct Finder : IRVisitor {
-    std::set<const BufferNode*> written;
-    void Visit(const BufferStoreNode* n) override {
-      written.insert(n->buffer.get());
-      IRVisitor::Visit(n);
-    }
-    void Visit(const AtomicAddNode* n) override {
-      if (const auto* load = n->target->as<BufferLoadNode>()) written.insert(load->buffer.get());
-      IRVisitor::Visit(n);
-    }
-  } finder;
-  if (lowered_->body) finder.VisitStmt(lowered_->body);
-  std::vector<size_t> out;
-  const auto& params = lowered_->params;
-  for (size_t i = 0; i < params.size(); ++i) {
-    for (const Buffer& b : lowered_->buffers) {
-      if (b->kind == BufferKind::kMatch && !IsWorkspace(b.get()) && b->data == params[i] &&
-          finder.written.count(b.get()) > 0) {
-        out.push_back(i);
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
-  const auto& params = lowered_->params;  // the call's, then the workspaces
-  const size_t n = call_params_;
-  if (args.size() != n) {
-    ThrowArgumentError(name_ + "() takes " + std::to_string(n) + " arguments but got " + std::to_string(args.size()));
-  }
-  ContractEvaluator eval;
-  // 1. Kinds and scalars.
-  for (size_t i = 0; i < n; ++i) {
-    const Var& p = params[i];
-    const KernelArg& a = args[i];
-    const std::string where = name_ + "(): argument '" + p->name + "'";
-    if (a.kind == KernelArg::Kind::kMissing) ThrowArgumentError(name_ + "(): missing argument '" + p->name + "'");
-    if (p->dtype == DataType::kHandle) {
-      if (a.kind != KernelArg::Kind::kTensor) ThrowArgumentError(where + " must be a tensor, got " + a.type_name);
-      continue;
-    }
-    if (a.kind != KernelArg::Kind::kInt) ThrowArgumentError(where + " must be an int, got " + a.type_name);
-    if (p->dtype == DataType::kInt32 && (a.int_value > INT32_MAX || a.int_value < INT32_MIN)) {
-      ThrowArgumentError(where + " = " + std::to_string(a.int_value) + " does not fit its type int32");
-    }
-    eval.scalars[p.get()] = a.int_value;
-  }
-  for (const auto& [name, value] : SpecializedValues(lowered_)) {
-    for (size_t i = 0; i < n; ++i) {
-      if (params[i]->name == name && args[i].int_value != value) {
-        ThrowArgumentError(name_ + "(): argument '" + name + "' must be " + std::to_string(value) +
-                           ": the kernel was specialized for it (got " + std::to_string(args[i].int_value) + ")");
-      }
-    }
-  }
-  // 2. Tensors: device, dtype, layout; then shapes and contents, structure arrays
-  // first (other shapes may read them).
-  std::map<const VarNode*, size_t> index_of;
-  for (size_t i = 0; i < params.size(); ++i) index_of[params[i].get()] = i;
-  std::vector<HandleBinding> bindings;
-  std::string device, device_param;
-  for (const Buffer& b : lowered_->buffers) {
-    if (b->kind != BufferKind::kMatch || IsWorkspace(b.get())) continue;  // workspaces: the host's
-    size_t i = index_of.at(b->data.get());
-    const KernelArg& a = args[i];
-    const std::string where = name_ + "(): argument '" + params[i]->name + "'";
-    if (target_.is_cpu() && a.device != "cpu") {
-      ThrowArgumentError(where + " is on " + a.device + " but the kernel was compiled for cpu");
-    }
-    if (target_.is_cuda() && a.device != "cpu" && a.device.rfind("cuda", 0) != 0) {
-      ThrowArgumentError(where + " is on " + a.device + "; a cuda kernel takes CUDA tensors (or CPU tensors, run "
-                         "under the SIMT emulator)");
-    }
-    if (!device.empty() && a.device != device) {
-      ThrowArgumentError(where + " is on " + a.device + " but argument '" + device_param + "' is on " + device +
-                         "; all tensors must be on one device");
-    }
-    if (device.empty()) {
-      device = a.device;
-      device_param = params[i]->name;
-    }
-    if (a.dtype != b->dtype) {
-      ThrowArgumentError(where + " must have dtype " + ToString(b->dtype) + " (buffer '" + b->name + "'), got " +
-                         a.type_name);
-    }
-    if (!a.contiguous) ThrowArgumentError(where + " must be contiguous (call .contiguous() on it)");
-    bindings.push_back({i, b});
-  }
-  std::map<const VarNode*, const IndptrRule*> indptr_of;
-  for (const IndptrRule& rule : indptr_rules_) indptr_of[rule.handle.get()] = &rule;
-  const auto& domain = domain_;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (const HandleBinding& h : bindings) {
-      if (IsStructure(h.buffer) != (pass == 0)) continue;
-      const KernelArg& a = args[h.param];
-      const std::string where = name_ + "(): argument '" + params[h.param]->name + "'";
-      std::vector<int64_t> expected;
-      for (const Expr& dim : h.buffer->shape) expected.push_back(eval.Eval(dim));
-      for (int64_t d : expected) {
-        if (d >= 0) continue;
-        std::string negative;
-        for (size_t i = 0; i < n; ++i) {
-          if (params[i]->dtype != DataType::kHandle && args[i].int_value < 0) {
-            negative += (negative.empty() ? "" : ", ") + std::string("'") + params[i]->name + "' = " +
-                        std::to_string(args[i].int_value);
-          }
-        }
-        ThrowArgumentError(name_ + "(): argument" + (negative.empty() ? "s" : " " + negative) +
-                           " give argument '" + params[h.param]->name + "' the negative shape " + ShapeText(expected) +
-                           "; sizes must be non-negative");
-      }
-      if (a.shape != expected) {
-        ThrowArgumentError(where + " must have shape " + ShapeText(expected) + " (buffer '" + h.buffer->name +
-                           "', from the scalar arguments), got " + ShapeText(a.shape));
-      }
-      if (pass != 0) continue;
-      eval.arrays[h.buffer.get()] = &a;
-      if (!contents) continue;
-      int64_t length = expected.empty() ? 1 : expected[0];
-      auto rule = indptr_of.find(h.buffer->data.get());
-      if (rule != indptr_of.end() && length > 0) {
-        if (ContractEvaluator::Element(a, 0) != 0) ThrowArgumentError(where + " (indptr) must start at 0, got " + std::to_string(ContractEvaluator::Element(a, 0)));
-        for (int64_t k = 1; k < length; ++k) {
-          if (ContractEvaluator::Element(a, k) < ContractEvaluator::Element(a, k - 1)) {
-            ThrowArgumentError(where + " (indptr) must be non-decreasing, but element " + std::to_string(k) + " (" +
-                               std::to_string(ContractEvaluator::Element(a, k)) + ") is smaller than element " +
-                               std::to_string(k - 1) + " (" + std::to_string(ContractEvaluator::Element(a, k - 1)) + ")");
-          }
-        }
-        if (rule->second->nnz) {
-          int64_t nnz = eval.Eval(rule->second->nnz);
-          int64_t last = ContractEvaluator::Element(a, length - 1);
-          if (last != nnz) {
-            ThrowArgumentError(where + " (indptr) must end at nnz = " + std::to_string(nnz) + ", got " + std::to_string(last));
-          }
-        }
-      }
-      auto range = domain.find(h.buffer.get());
-      if (range != domain.end()) {
-        int64_t lo = eval.Eval(range->second.first), hi = eval.Eval(range->second.second);
-        int64_t count = 1;
-        for (int64_t d : expected) count *= d;
-        for (int64_t k = 0; k < count; ++k) {
-          int64_t v = ContractEvaluator::Element(a, k);
-          if (v < lo || v > hi) {
-            ThrowArgumentError(where + ": element " + std::to_string(k) + " is " + std::to_string(v) +
-                               ", outside the valid range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-          }
-        }
-      }
-    }
-  }
 }
 
 void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* launcher, bool check) const {
   if (check) Check(args);
-  ICHECK(args.size() == call_params_) << name_ << ": run with " << args.size() << " arguments";
+  ICHECK(args.size() == contract_.call_params()) << name_ << ": run with " << args.size() << " arguments";
   std::vector<SparsetirArg> packed(lowered_->params.size());
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].kind == KernelArg::Kind::kTensor) {
@@ -366,53 +57,20 @@ void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* la
       packed[i].i64 = args[i].int_value;
     }
   }
-  std::vector<std::vector<uint64_t>> workspaces = AllocateWorkspaces(args);
-  for (size_t k = 0; k < workspaces.size(); ++k) packed[workspaces_[k].param].ptr = workspaces[k].data();
+  std::vector<std::vector<uint64_t>> workspaces = contract_.AllocateWorkspaces(args);
+  const std::vector<size_t> slots = contract_.workspace_params();
+  for (size_t k = 0; k < workspaces.size(); ++k) packed[slots[k]].ptr = workspaces[k].data();
   RunUnchecked(packed.data(), launcher);
-}
-
-// Zeroed host memory for each workspace (8-byte aligned: every element type
-// is at most that), sized from the scalar arguments and the structure arrays
-// as the contract sizes the other buffers.
-std::vector<std::vector<uint64_t>> Kernel::AllocateWorkspaces(const std::vector<KernelArg>& args) const {
-  std::vector<std::vector<uint64_t>> out;
-  if (workspaces_.empty()) return out;
-  ContractEvaluator eval;
-  const auto& params = lowered_->params;
-  for (size_t i = 0; i < call_params_; ++i) {
-    if (params[i]->dtype != DataType::kHandle) eval.scalars[params[i].get()] = args[i].int_value;
-  }
-  for (const Buffer& b : lowered_->buffers) {
-    if (b->kind != BufferKind::kMatch || IsWorkspace(b.get())) continue;
-    for (size_t i = 0; i < call_params_; ++i) {
-      if (b->data == params[i]) eval.arrays[b.get()] = &args[i];
-    }
-  }
-  for (const Workspace& w : workspaces_) {
-    int64_t elements = 1;
-    for (const Expr& dim : w.buffer->shape) {
-      const int64_t d = eval.Eval(dim);
-      if (d < 0) ThrowArgumentError(name_ + "(): the arguments give workspace '" + w.buffer->name + "' a negative size");
-      elements *= d;
-    }
-    const int64_t bytes = elements * (Widened(w.buffer.get()) ? 4 : BytesOf(w.buffer->dtype));
-    out.emplace_back(static_cast<size_t>((bytes + 7) / 8), 0);
-  }
-  return out;
 }
 
 std::array<int64_t, 6> Kernel::LaunchDims(const SparsetirArg* args) const {
   ICHECK(target_.is_cuda()) << "launch dimensions of a " << target_.str() << " kernel";
-  ContractEvaluator eval;
-  for (size_t i = 0; i < lowered_->params.size(); ++i) {
-    if (lowered_->params[i]->dtype != DataType::kHandle) eval.scalars[lowered_->params[i].get()] = args[i].i64;
-  }
   std::array<int64_t, 6> dims;
   for (int d = 0; d < 6; ++d) {
     int64_t extent = 1;
     if (!launch_[d].empty()) {
       extent = 0;
-      for (const Expr& e : launch_[d]) extent = std::max(extent, eval.Eval(e));
+      for (const Expr& e : launch_[d]) extent = std::max(extent, contract_.EvalScalars(e, args));
     }
     dims[d] = std::max<int64_t>(extent, 0);
   }
@@ -424,33 +82,8 @@ std::array<int64_t, 6> Kernel::LaunchDims(const SparsetirArg* args) const {
   return dims;
 }
 
-std::atomic<int64_t>& EmulatedRuns() {
-  static std::atomic<int64_t> runs{0};
-  return runs;
-}
-
 void Kernel::RunUnchecked(const SparsetirArg* args, const SparsetirLauncher* launcher) const {
-  if (target_.is_cuda()) {
-    ++EmulatedRuns();
-    std::call_once(emulated_once_, [this] {
-      // The emulator runs on this CPU, built for its level.
-      module_ = GetOrBuildCpuModule(emulated_source_, Target::HostCpu());
-    });
-    std::array<int64_t, 6> dims = LaunchDims(args);
-    if (dims[0] * dims[1] * dims[2] * dims[3] * dims[4] * dims[5] == 0) return;
-    const size_t n = lowered_->params.size();
-    std::vector<SparsetirArg> packed(args, args + n);
-    for (int64_t d : dims) {
-      SparsetirArg dim;
-      dim.i64 = d;
-      packed.push_back(dim);
-    }
-    int32_t status = module_->entry()(packed.data(), launcher ? launcher : SerialLauncher());
-    ICHECK(status == 0) << "emulated kernel " << name_ << " returned " << status;
-    return;
-  }
-  int32_t status = module_->entry()(args, launcher ? launcher : SerialLauncher());
-  ICHECK(status == 0) << "kernel " << name_ << " returned " << status;
+  module_->Launch(args, launcher ? launcher : SerialLauncher());
 }
 
 const SparsetirLauncher* SerialLauncher() {

@@ -36,8 +36,8 @@ std::mutex& TableMutex() {
   return m;
 }
 
-std::map<std::string, std::shared_ptr<Module>>& Table() {
-  static std::map<std::string, std::shared_ptr<Module>> table;
+std::map<std::string, std::shared_ptr<CpuModule>>& Table() {
+  static std::map<std::string, std::shared_ptr<CpuModule>> table;
   return table;
 }
 
@@ -112,10 +112,10 @@ std::string TrustedObject(const std::string& key, const fs::path& object, const 
 }
 
 // Loads <key>.so if TrustedObject accepts it; nullptr otherwise.
-std::shared_ptr<Module> TryLoad(const std::string& key, const fs::path& object, const fs::path& checksum) {
+std::shared_ptr<CpuModule> TryLoad(const std::string& key, const fs::path& object, const fs::path& checksum) {
   if (TrustedObject(key, object, checksum).empty()) return nullptr;
   std::string error;
-  return Module::Load(object.string(), &error);
+  return CpuModule::Load(object.string(), &error);
 }
 
 // The cache directory, recreated (0700) if it was deleted while running.
@@ -135,7 +135,7 @@ fs::path UsableDirectory() {
 // Compiles `source` into <key>.so with mode 0600; the checksum is written
 // before the object appears under its name, and the temporary object is
 // removed if anything fails.
-std::shared_ptr<Module> Build(const CpuCompiler& compiler, const std::string& key, const std::string& source,
+std::shared_ptr<CpuModule> Build(const CpuCompiler& compiler, const std::string& key, const std::string& source,
                               const Target& target, const fs::path& dir) {
   const fs::path object = dir / (key + ".so");
   const fs::path source_path = dir / (key + ".cc");
@@ -154,7 +154,7 @@ std::shared_ptr<Module> Build(const CpuCompiler& compiler, const std::string& ke
     throw;
   }
   std::string error;
-  std::shared_ptr<Module> module = Module::Load(object.string(), &error);
+  std::shared_ptr<CpuModule> module = CpuModule::Load(object.string(), &error);
   if (!module) {
     throw UserError(UserErrorKind::kCompile, "the compiled kernel " + object.string() + " cannot be loaded: " + error);
   }
@@ -208,7 +208,7 @@ void ClearMemoryCache() {
   Table().clear();
 }
 
-std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source, const Target& target) {
+std::shared_ptr<CpuModule> GetOrBuildCpuModule(const std::string& source, const Target& target) {
   ICHECK(target.is_cpu()) << "a " << target.str() << " module built by the system compiler";
   const CpuCompiler& compiler = CpuCompiler::Get();
   std::string flags;
@@ -228,7 +228,7 @@ std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source, const Tar
   const fs::path object = dir / (key + ".so");
   const fs::path checksum = dir / (key + ".sha256");
   FileLock lock((dir / (key + ".lock")).string());
-  std::shared_ptr<Module> module = TryLoad(key, object, checksum);
+  std::shared_ptr<CpuModule> module = TryLoad(key, object, checksum);
   if (module) {
     ++GetCacheStats().disk_hits;
   } else {

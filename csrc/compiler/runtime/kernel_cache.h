@@ -38,7 +38,7 @@ struct CacheStats {
 // compiling it at most once. The key holds the target (its level and
 // extensions), so a cache directory shared by machines of different levels
 // never loads one level's object on another.
-std::shared_ptr<Module> GetOrBuildCpuModule(const std::string& source, const Target& target);
+std::shared_ptr<CpuModule> GetOrBuildCpuModule(const std::string& source, const Target& target);
 
 // The device image of the CUDA source `source` for sm_<arch>: a CUBIN from
 // NVRTC (PTX where NVRTC does not list the architecture), cached beside the

@@ -2,9 +2,11 @@
 
 #include <dlfcn.h>
 
+#include "support/error.h"
+
 namespace sparsetir {
 
-std::shared_ptr<Module> Module::Load(const std::string& path, std::string* error) {
+std::shared_ptr<CpuModule> CpuModule::Load(const std::string& path, std::string* error) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* message = dlerror();
@@ -17,15 +19,20 @@ std::shared_ptr<Module> Module::Load(const std::string& path, std::string* error
     dlclose(handle);
     return nullptr;
   }
-  std::shared_ptr<Module> module(new Module());
+  std::shared_ptr<CpuModule> module(new CpuModule());
   module->handle_ = handle;
   module->entry_ = reinterpret_cast<SparsetirEntry>(symbol);
   module->path_ = path;
   return module;
 }
 
-Module::~Module() {
+CpuModule::~CpuModule() {
   if (handle_) dlclose(handle_);
+}
+
+void CpuModule::Launch(const SparsetirArg* args, const SparsetirLauncher* launcher) const {
+  const int32_t status = entry_(args, launcher);
+  ICHECK(status == 0) << "kernel " << path_ << " returned " << status;
 }
 
 }  // namespace sparsetir

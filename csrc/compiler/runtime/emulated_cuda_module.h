@@ -1,0 +1,38 @@
+// A CUDA kernel run on the CPU under the SIMT emulator (codegen/simt_emulator.h):
+// the emulator header, the kernel's CUDA source and the emulator's entry,
+// built by the system compiler for this CPU at the first launch (a kernel
+// that never runs on host memory never pays for it). The entry takes the
+// kernel's arguments followed by the six launch dimensions.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "runtime/module.h"
+
+namespace sparsetir {
+
+class EmulatedCudaModule : public Module {
+ public:
+  // The launch (grid x, y, z, block x, y, z) for packed arguments.
+  using LaunchDims = std::function<std::array<int64_t, 6>(const SparsetirArg*)>;
+
+  EmulatedCudaModule(std::string source, size_t params, LaunchDims dims);
+  void Launch(const SparsetirArg* args, const SparsetirLauncher* launcher) const override;
+
+ private:
+  std::string source_;
+  size_t params_;
+  LaunchDims dims_;
+  mutable std::once_flag built_;
+  mutable std::shared_ptr<CpuModule> module_;
+};
+
+// How many cuda kernels this process ran under the SIMT emulator (tests).
+std::atomic<int64_t>& EmulatedRuns();
+
+}  // namespace sparsetir
