@@ -48,4 +48,20 @@ bool Uses(const Stmt& s, const VarNode* var) {
   return finder.found;
 }
 
+Expr BufferSwapper::Mutate(const BufferLoadNode* node, const Expr& self) {
+  bool changed = false;
+  std::vector<Expr> indices = VisitExprs(node->indices, &changed);
+  return MakeLoad(Map(node->buffer), indices);
+}
+
+Stmt BufferSwapper::Mutate(const BufferStoreNode* node, const Stmt& self) {
+  bool changed = false;
+  std::vector<Expr> indices = VisitExprs(node->indices, &changed);
+  return MakeStore(Map(node->buffer), indices, VisitExpr(node->value));
+}
+
+Stmt BufferSwapper::Mutate(const AssumeNode* node, const Stmt& self) {
+  return MakeAssume(Map(node->buffer), VisitExpr(node->lo), VisitExpr(node->hi));
+}
+
 }  // namespace sparsetir

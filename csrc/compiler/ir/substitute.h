@@ -5,6 +5,7 @@
 #include <map>
 
 #include "ir/expr.h"
+#include "ir/functor.h"
 #include "ir/stmt.h"
 
 namespace sparsetir {
@@ -16,5 +17,16 @@ Stmt Substitute(const Stmt& s, const VarMap& map);
 // True if `e` (or `s`) mentions `var`.
 bool Uses(const Expr& e, const VarNode* var);
 bool Uses(const Stmt& s, const VarNode* var);
+
+// Rebuilds every load, store and assumption with its buffer swapped for
+// Map(buffer): what a pass that remakes buffers (specialize, lift_workspaces)
+// runs over the body.
+class BufferSwapper : public IRMutator {
+ protected:
+  virtual Buffer Map(const Buffer& b) const = 0;
+  Expr Mutate(const BufferLoadNode* node, const Expr& self) override;
+  Stmt Mutate(const BufferStoreNode* node, const Stmt& self) override;
+  Stmt Mutate(const AssumeNode* node, const Stmt& self) override;
+};
 
 }  // namespace sparsetir

@@ -4,37 +4,24 @@
 #include <map>
 #include <set>
 
-#include "ir/functor.h"
+#include "ir/substitute.h"
 #include "support/error.h"
 
 namespace sparsetir {
 namespace {
 
 // Swaps each workspace's allocated buffer for its parameter-bound twin.
-class WorkspaceSwapper : public IRMutator {
+class WorkspaceSwapper : public BufferSwapper {
  public:
   explicit WorkspaceSwapper(const std::map<const BufferNode*, Buffer>& lifted) : lifted_(lifted) {}
 
  protected:
-  Expr Mutate(const BufferLoadNode* node, const Expr& self) override {
-    bool changed = false;
-    std::vector<Expr> indices = VisitExprs(node->indices, &changed);
-    return MakeLoad(Map(node->buffer), indices);
-  }
-  Stmt Mutate(const BufferStoreNode* node, const Stmt& self) override {
-    bool changed = false;
-    std::vector<Expr> indices = VisitExprs(node->indices, &changed);
-    return MakeStore(Map(node->buffer), indices, VisitExpr(node->value));
-  }
-  Stmt Mutate(const AssumeNode* node, const Stmt& self) override {
-    return MakeAssume(Map(node->buffer), VisitExpr(node->lo), VisitExpr(node->hi));
-  }
-
- private:
-  Buffer Map(const Buffer& b) const {
+  Buffer Map(const Buffer& b) const override {
     auto found = lifted_.find(b.get());
     return found == lifted_.end() ? b : found->second;
   }
+
+ private:
   const std::map<const BufferNode*, Buffer>& lifted_;
 };
 

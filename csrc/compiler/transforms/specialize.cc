@@ -9,7 +9,7 @@ namespace sparsetir {
 namespace {
 
 // Substitutes variables and swaps every buffer for its rebuilt twin.
-class Rebuilder : public IRMutator {
+class Rebuilder : public BufferSwapper {
  public:
   Rebuilder(const VarMap& vars, const std::map<const BufferNode*, Buffer>& buffers,
             const std::map<const SparseIteratorNode*, SparseIterator>& iterators)
@@ -20,19 +20,7 @@ class Rebuilder : public IRMutator {
     auto found = vars_.find(node);
     return found == vars_.end() ? self : found->second;
   }
-  Expr Mutate(const BufferLoadNode* node, const Expr& self) override {
-    bool changed = false;
-    std::vector<Expr> indices = VisitExprs(node->indices, &changed);
-    return MakeLoad(Map(node->buffer), indices);
-  }
-  Stmt Mutate(const BufferStoreNode* node, const Stmt& self) override {
-    bool changed = false;
-    std::vector<Expr> indices = VisitExprs(node->indices, &changed);
-    return MakeStore(Map(node->buffer), indices, VisitExpr(node->value));
-  }
-  Stmt Mutate(const AssumeNode* node, const Stmt& self) override {
-    return MakeAssume(Map(node->buffer), VisitExpr(node->lo), VisitExpr(node->hi));
-  }
+  using BufferSwapper::Mutate;
   Stmt Mutate(const SparseIterationNode* node, const Stmt& self) override {
     SparseIterationNode copy = *node;
     for (SparseIterator& it : copy.iterators) it = iterators_.at(it.get());
@@ -40,13 +28,13 @@ class Rebuilder : public IRMutator {
     copy.body = VisitStmt(node->body);
     return MakeIteration(std::move(copy));
   }
-
- private:
-  Buffer Map(const Buffer& b) const {
+  Buffer Map(const Buffer& b) const override {
     auto found = buffers_.find(b.get());
     ICHECK(found != buffers_.end()) << "buffer " << b->name << " is not declared by the function";
     return found->second;
   }
+
+ private:
   const VarMap& vars_;
   const std::map<const BufferNode*, Buffer>& buffers_;
   const std::map<const SparseIteratorNode*, SparseIterator>& iterators_;
