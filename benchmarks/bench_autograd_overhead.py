@@ -32,14 +32,22 @@ MODES = ("forward", "forward, requires_grad", "forward + backward")
 
 
 def cpu_model() -> str:
+    """The CPU's model name, its logical cores and whether it has AVX-512
+    (a VM may report a bare "AMD EPYC")."""
+    model, flags = platform.processor() or platform.machine(), set()
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+                    break
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    isa = ", AVX-512" if "avx512f" in flags else ", AVX2" if "avx2" in flags else ""
+    return f"{model} ({os.cpu_count()} logical cores{isa})"
 
 
 def cases():

@@ -27,6 +27,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import sparsetir_torch  # noqa: F401  (registers the fake implementations)
 from conftest import make_csr, random_values
 
+make_random_csr = make_csr
+
 ops = torch.ops.sparsetir
 F64 = torch.float64
 IDTYPES = ("int32", "int64")
@@ -70,9 +72,16 @@ def randt(rng, *shape):
     return torch.from_numpy(random_values(rng, shape)).to(F64)
 
 
-def case(name, idtype):
-    """(op on the differentiable inputs, those inputs, the reference on them)."""
+def case(name, idtype, no_nonzeros=False):
+    """(op on the differentiable inputs, those inputs, the reference on them),
+    on a structure with an empty row, or with no non-zeros at all."""
     rng = np.random.default_rng(1)
+
+    def make_csr(m, n, density, seed, empty_rows=(), dense_rows=(), **kw):
+        if no_nonzeros:
+            density, empty_rows, dense_rows = 0.0, (), ()
+        return make_random_csr(m, n, density=density, seed=seed, empty_rows=empty_rows, dense_rows=dense_rows, **kw)
+
     if name in ("bsrmm", "bsr_linear"):
         c = make_csr(3, 4, density=0.5, seed=5, empty_rows=(1,), dense_rows=(2,))  # 3 x 4 blocks
         ip, ix = c.torch_structure(idtype)
@@ -154,6 +163,19 @@ def test_gradcheck_and_reference_gradients(name, idtype):
     g = randt(np.random.default_rng(2), *out.shape)
     for got, want in zip(torch.autograd.grad(fn(*inputs), inputs, g), grad_reference(ref, inputs, g)):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("idtype", IDTYPES)
+@pytest.mark.parametrize("name", MOVED_OPS)
+def test_gradients_without_non_zeros(name, idtype):
+    fn, inputs, ref = case(name, idtype, no_nonzeros=True)
+    inputs = [t.requires_grad_() for t in inputs]
+    out = fn(*inputs)
+    torch.testing.assert_close(out, ref(*inputs), rtol=0, atol=0)
+    g = torch.ones_like(out)
+    for got, want, t in zip(torch.autograd.grad(out, inputs, g), grad_reference(ref, inputs, g), inputs):
+        assert got.shape == t.shape
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
 # --------------------------------------------------------------------------- only the needed gradients
