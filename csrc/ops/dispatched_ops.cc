@@ -15,39 +15,23 @@ c10::TypedOperatorHandle<Signature> Find(const char* name) {
 
 }  // namespace
 
-at::Tensor CallSpmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
-                    const at::Tensor& dense, c10::string_view reduce) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::spmm", "")
-                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                         c10::string_view)>();
+at::Tensor CallSpmm(T indptr, T indices, T values, T dense, c10::string_view reduce) {
+  static auto op = Find<at::Tensor(T, T, T, T, c10::string_view)>("sparsetir::spmm");
   return op.call(indptr, indices, values, dense, reduce);
 }
 
-at::Tensor CallSddmm(const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& values,
-                     const at::Tensor& x, const at::Tensor& y) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::sddmm", "")
-                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-                                         const at::Tensor&, const at::Tensor&)>();
+at::Tensor CallSddmm(T indptr, T indices, const std::optional<at::Tensor>& values, T x, T y) {
+  static auto op = Find<at::Tensor(T, T, const std::optional<at::Tensor>&, T, T)>("sparsetir::sddmm");
   return op.call(indptr, indices, values, x, y);
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(const at::Tensor& indptr, const at::Tensor& indices,
-                                                             c10::SymInt columns) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::_csr_transpose", "")
-                       .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                                              c10::SymInt)>();
+std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(T indptr, T indices, c10::SymInt columns) {
+  static auto op = Find<std::tuple<at::Tensor, at::Tensor, at::Tensor>(T, T, c10::SymInt)>("sparsetir::_csr_transpose");
   return op.call(indptr, indices, std::move(columns));
 }
 
-std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
-                                                            const at::Tensor& values, const at::Tensor& dense,
-                                                            const at::Tensor& out, const at::Tensor& grad) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::_spmm_extremum_backward", "")
-                       .typed<std::tuple<at::Tensor, at::Tensor>(T, T, T, T, T, T)>();
+std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(T indptr, T indices, T values, T dense, T out, T grad) {
+  static auto op = Find<std::tuple<at::Tensor, at::Tensor>(T, T, T, T, T, T)>("sparsetir::_spmm_extremum_backward");
   return op.call(indptr, indices, values, dense, out, grad);
 }
 
