@@ -140,8 +140,10 @@ def compare(builds: list, rounds: int, args) -> None:
             env = dict(os.environ, PYTHONPATH=os.path.abspath(build))
             cmd = [sys.executable, os.path.abspath(__file__), "--json", "--number", str(args.number),
                    "--repeat", str(args.repeat), "--threads", str(args.threads)]
-            out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True, cwd="/").stdout
-            info = json.loads(out.splitlines()[-1])
+            run = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd="/")
+            if run.returncode != 0:
+                sys.exit(f"the run with PYTHONPATH={env['PYTHONPATH']} failed:\n{run.stderr}")
+            info = json.loads(run.stdout.splitlines()[-1])
             per_build[build].append({(c, m): t for c, m, t in info["results"]})
     columns = {}
     for build, runs in per_build.items():
