@@ -71,7 +71,8 @@ def cases():
     e_ip, e_ix = torch.tensor([0, 2, 4, 6, 8]), torch.tensor([0, 1, 1, 2, 2, 3, 3, 0])
     return {
         "bsrmm 4x4, 2x2 blocks, K=4": (lambda b, d: ops.bsrmm(b_ip, b_ix, b, d), (rand(3, 2, 2), rand(4, 4))),
-        "bsr_linear 4x4, 2x2 blocks, x 2x4": (lambda x, b: ops.bsr_linear(x, b_ip, b_ix, b), (rand(2, 4), rand(3, 2, 2))),
+        "bsr_linear 4x4, 2x2 blocks, x 2x4": (lambda x, b: ops.bsr_linear(x, b_ip, b_ix, b),
+                                              (rand(2, 4), rand(3, 2, 2))),
         "sparse_attention 8 nodes, D=4": (lambda q, k, v: ops.sparse_attention(a_ip, a_ix, q, k, v),
                                           (rand(8, 4), rand(8, 4), rand(8, 4))),
         "edge_softmax 8 edges": (lambda s: ops.edge_softmax(e_ip, e_ix, s), (rand(8),)),
