@@ -1,9 +1,10 @@
 """The operator library: torch.ops.sparsetir.{spmm, sddmm, bsrmm, sparse_attention}.
 
 The schemas and CPU kernels are registered in C++ (csrc/ops/op_registry.cc);
-this module adds what torch.compile and autograd need: a fake (meta)
-implementation of every operator and backward formulas built from the same
-operators (SpMM backward = SpMM on the cached transpose + SDDMM).
+this module adds what torch.compile needs: a fake (meta) implementation of
+every operator. Their autograd kernels are C++ too (csrc/ops/autograd_*.cc,
+see "autograd" below), built from the same operators (SpMM backward = SpMM on
+the cached transpose + SDDMM).
 """
 from __future__ import annotations
 
@@ -149,6 +150,23 @@ def _scatter_by_slot_fake(values, slot, indptr, size, group_rows):
 
 
 # --------------------------------------------------------------------------- autograd
+#
+# Autograd has one home, and it is C++: every operator's autograd kernel is a
+# torch::autograd::Function registered for the Autograd dispatch keys in
+# csrc/ops/autograd_<op>.cc (spmm with _spmm_extremum_backward, sddmm, bsrmm,
+# bsr_linear, sparse_attention with _sparse_attention_backward, edge_softmax
+# with _edge_softmax_backward, _scatter_by_slot). These operators run on every
+# training step, often on inputs small enough for the call to cost more than
+# the arithmetic; a Python autograd kernel (torch.library.register_autograd)
+# adds microseconds to every call, and is entered on every call, also when no
+# gradient is needed. One mechanism also means one way to save tensors, to
+# compute only the gradients that are needed and to refuse a second
+# derivative. The backward passes call the operators through the dispatcher,
+# so they stay differentiable where the formulas allow and traceable by
+# torch.compile.
+
+
+# --------------------------------------------------------------------------- structure helpers
 
 
 def _row_ids(indptr: torch.Tensor, nnz: int) -> torch.Tensor:
@@ -156,144 +174,6 @@ def _row_ids(indptr: torch.Tensor, nnz: int) -> torch.Tensor:
     rows = indptr.shape[0] - 1
     lengths = indptr[1:] - indptr[:-1]
     return torch.repeat_interleave(torch.arange(rows, device=indptr.device), lengths, output_size=nnz)
-
-
-def _transpose(indptr, indices, columns):
-    return ops._csr_transpose(indptr, indices, columns)
-
-
-# spmm's and sddmm's autograd kernels are in C++ (csrc/ops/autograd_spmm.cc,
-# autograd_sddmm.cc): they are the ops called most, and a Python autograd
-# kernel costs microseconds on every call.
-
-
-def _bsrmm_setup(ctx, inputs, output):
-    ctx.save_for_backward(*inputs)
-
-
-def _bsrmm_backward(ctx, grad):
-    indptr, indices, blocks, dense = ctx.saved_tensors
-    nnzb, block_h, block_w = blocks.shape
-    grad_blocks = grad_dense = None
-    if ctx.needs_input_grad[2]:
-        # grad_blocks[e] = grad[block row i_e] @ dense[block column j_e]^T
-        rows = _row_ids(indptr, nnzb)
-        g = grad.reshape(-1, block_h, grad.shape[1]).index_select(0, rows)
-        d = dense.reshape(-1, block_w, dense.shape[1]).index_select(0, indices)
-        grad_blocks = torch.bmm(g, d.transpose(1, 2))
-    if ctx.needs_input_grad[3]:
-        t_indptr, t_indices, perm = _transpose(indptr, indices, dense.shape[0] // block_w)
-        blocks_t = blocks.index_select(0, perm).transpose(1, 2).contiguous()
-        grad_dense = ops.bsrmm(t_indptr, t_indices, blocks_t, grad)
-    return None, None, grad_blocks, grad_dense
-
-
-def _scatter_by_slot_setup(ctx, inputs, output):
-    ctx.save_for_backward(inputs[1])
-
-
-def _scatter_by_slot_backward(ctx, grad):
-    # Every non-zero (duplicates included) receives its slot's gradient.
-    (slot,) = ctx.saved_tensors
-    return grad.index_select(0, slot), None, None, None, None
-
-
-def _attention_setup(ctx, inputs, output):
-    indptr, indices, q, k, v, scale = inputs
-    ctx.scale = scale
-    ctx.save_for_backward(indptr, indices, q, k, v, output)
-
-
-def _attention_backward(ctx, grad):
-    indptr, indices, q, k, v, out = ctx.saved_tensors
-    dq, dk, dv = ops._sparse_attention_backward(indptr, indices, q, k, v, out, grad, ctx.scale)
-    return None, None, dq, dk, dv, None
-
-
-def _bsr_linear_setup(ctx, inputs, output):
-    ctx.save_for_backward(*inputs)
-
-
-def _bsr_linear_backward(ctx, grad):
-    x, indptr, indices, blocks = ctx.saved_tensors
-    nnzb, block_h, block_w = blocks.shape
-    grad_x = grad_blocks = None
-    g = grad.reshape(-1, grad.shape[-1])
-    if ctx.needs_input_grad[0]:
-        # grad @ W is grad times the transpose of W^T, whose blocks are W's
-        # blocks in transposed order, each transposed.
-        t_indptr, t_indices, perm = _transpose(indptr, indices, x.shape[-1] // block_w)
-        grad_x = ops.bsr_linear(g, t_indptr, t_indices, blocks.index_select(0, perm).transpose(1, 2))
-        grad_x = grad_x.reshape(x.shape)
-    if ctx.needs_input_grad[3]:
-        # grad_blocks[e] = grad[:, block row i_e]^T @ x[:, block column j_e]
-        grad_blocks = ops._bsr_linear_grad_blocks(x, g, indptr, indices, block_h, block_w)
-    return grad_x, None, None, grad_blocks
-
-
-def _edge_softmax_setup(ctx, inputs, output):
-    indptr, indices, _ = inputs
-    ctx.save_for_backward(indptr, indices, output)
-
-
-def _edge_softmax_backward(ctx, grad):
-    indptr, indices, out = ctx.saved_tensors
-    return None, None, ops._edge_softmax_backward(indptr, indices, out, grad)
-
-
-def _edge_softmax_double_backward_setup(ctx, inputs, output):
-    indptr, indices, out, grad = inputs
-    ctx.save_for_backward(indptr, indices, out, grad)
-
-
-def _edge_softmax_double_backward(ctx, gg):
-    # dS = P * (G - D) with D = rowsum(P * G); its derivatives with respect to
-    # P and G, written with the same row sums (a row sum of a per-edge
-    # product is a width-1 spmm against a column of ones).
-    indptr, indices, out, grad = ctx.saved_tensors
-    rows = _row_ids(indptr, indices.shape[0])
-    heads = out.shape[1:]
-
-    def row_sum(e):
-        total = e.new_zeros((indptr.shape[0] - 1,) + heads)
-        return total.index_add_(0, rows, e).index_select(0, rows)
-
-    d = row_sum(out * grad)
-    grad_out = gg * (grad - d) - grad * row_sum(gg * out)
-    grad_grad = out * (gg - row_sum(gg * out))
-    return None, None, grad_out, grad_grad
-
-
-torch.library.register_autograd("sparsetir::edge_softmax", _edge_softmax_backward, setup_context=_edge_softmax_setup)
-torch.library.register_autograd("sparsetir::bsr_linear", _bsr_linear_backward, setup_context=_bsr_linear_setup)
-torch.library.register_autograd("sparsetir::_edge_softmax_backward", _edge_softmax_double_backward,
-                                setup_context=_edge_softmax_double_backward_setup)
-torch.library.register_autograd("sparsetir::bsrmm", _bsrmm_backward, setup_context=_bsrmm_setup)
-torch.library.register_autograd("sparsetir::_scatter_by_slot", _scatter_by_slot_backward,
-                                setup_context=_scatter_by_slot_setup)
-torch.library.register_autograd("sparsetir::sparse_attention", _attention_backward, setup_context=_attention_setup)
-
-
-def _no_double_backward(ctx, *grads):
-    raise RuntimeError("sparsetir.sparse_attention: second derivatives are not supported "
-                       "(sparsetir._sparse_attention_backward has no backward)")
-
-
-def _no_setup(ctx, inputs, output):
-    pass
-
-
-torch.library.register_autograd("sparsetir::_sparse_attention_backward", _no_double_backward,
-                                setup_context=_no_setup)
-
-
-def _no_extremum_double_backward(ctx, *grads):
-    raise RuntimeError("sparsetir.spmm: second derivatives of reduce='max' / 'min' are not supported "
-                       "(sparsetir._spmm_extremum_backward has no backward)")
-
-
-torch.library.register_autograd("sparsetir::_spmm_extremum_backward", _no_extremum_double_backward,
-                                setup_context=_no_setup)
 
 
 def graph_cache_info() -> dict:

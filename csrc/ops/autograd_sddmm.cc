@@ -1,6 +1,5 @@
-// The autograd kernel of sparsetir::sddmm, in C++ (see autograd_spmm.cc for
-// why: a Python autograd kernel runs on every call and costs microseconds,
-// which on the small graphs of GNN training is much of the call).
+// The autograd kernel of sparsetir::sddmm (why autograd is C++:
+// sparsetir_torch/ops.py, "autograd").
 //
 // Gradients (out[e] = v[e] * dot(x[i], y[j]) for non-zero e = (i, j), v = 1
 // without values), with g = grad * v:

@@ -1,12 +1,6 @@
-// The autograd kernel of sparsetir::spmm, in C++.
-//
-// SpMM is the op GNN training calls most, often on small graphs where the
-// per-call cost counts: a Python autograd kernel (torch.library.register_autograd)
-// adds several microseconds to every call, inference included, since the
-// dispatcher runs the Autograd kernel whenever a tensor carries the autograd
-// key. This one costs a fraction of that. sddmm's is C++ too
-// (autograd_sddmm.cc); the other ops keep their Python autograd
-// (sparsetir_torch/ops.py).
+// The autograd kernels of sparsetir::spmm and of its max/min backward helper
+// sparsetir::_spmm_extremum_backward (why autograd is C++: sparsetir_torch/ops.py,
+// "autograd").
 //
 // Gradients (out[i] = reduce over non-zeros e = (i, j) of values[e] * dense[j]):
 //   sum / mean: grad_values = sddmm(grad') and grad_dense = spmm on the cached
@@ -23,6 +17,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "csr_rows.h"
 #include "dispatched_ops.h"
 
 namespace sparsetir::ops {
@@ -30,14 +25,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// Non-zeros per row (sizes stay symbolic under torch.compile).
-at::Tensor RowLengths(const at::Tensor& indptr) { return indptr.slice(0, 1) - indptr.slice(0, 0, -1); }
-
-// The row of every non-zero: row r repeated length(r) times.
-at::Tensor RowIds(const at::Tensor& indptr, const at::Tensor& indices) {
-  return at::repeat_interleave_symint(RowLengths(indptr), std::optional<c10::SymInt>(indices.sym_size(0)));
-}
 
 class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
  public:
@@ -91,12 +78,42 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
   }
 };
 
+// The CPU max/min backward is one kernel with no backward of its own: a
+// second derivative says so instead of being silently zero.
+class SpmmExtremumBackwardFunction : public torch::autograd::Function<SpmmExtremumBackwardFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& indptr, const at::Tensor& indices,
+                               const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out,
+                               const at::Tensor& grad) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    auto [grad_values, grad_dense] = CallSpmmExtremumBackward(indptr, indices, values, dense, out, grad);
+    return {grad_values, grad_dense};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    TORCH_CHECK(false,
+                "sparsetir.spmm: second derivatives of reduce='max' / 'min' are not supported "
+                "(sparsetir._spmm_extremum_backward has no backward)");
+    return {};
+  }
+};
+
 at::Tensor SpmmAutograd(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
                         const at::Tensor& dense, c10::string_view reduce) {
   return SpmmFunction::apply(indptr, indices, values, dense, reduce);
 }
 
+std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackwardAutograd(const at::Tensor& indptr, const at::Tensor& indices,
+                                                                const at::Tensor& values, const at::Tensor& dense,
+                                                                const at::Tensor& out, const at::Tensor& grad) {
+  variable_list grads = SpmmExtremumBackwardFunction::apply(indptr, indices, values, dense, out, grad);
+  return {grads[0], grads[1]};
+}
+
 }  // namespace
 }  // namespace sparsetir::ops
 
-TORCH_LIBRARY_IMPL(sparsetir, Autograd, m) { m.impl("spmm", &sparsetir::ops::SpmmAutograd); }
+TORCH_LIBRARY_IMPL(sparsetir, Autograd, m) {
+  m.impl("spmm", &sparsetir::ops::SpmmAutograd);
+  m.impl("_spmm_extremum_backward", &sparsetir::ops::SpmmExtremumBackwardAutograd);
+}

@@ -3,42 +3,78 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 namespace sparsetir::ops {
+namespace {
 
-at::Tensor CallSpmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
-                    const at::Tensor& dense, c10::string_view reduce) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::spmm", "")
-                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                         c10::string_view)>();
+using T = const at::Tensor&;
+
+// The typed handle of sparsetir::<name>, looked up once per call site.
+template <typename Signature>
+c10::TypedOperatorHandle<Signature> Find(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+}  // namespace
+
+at::Tensor CallSpmm(T indptr, T indices, T values, T dense, c10::string_view reduce) {
+  static auto op = Find<at::Tensor(T, T, T, T, c10::string_view)>("sparsetir::spmm");
   return op.call(indptr, indices, values, dense, reduce);
 }
 
-at::Tensor CallSddmm(const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& values,
-                     const at::Tensor& x, const at::Tensor& y) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::sddmm", "")
-                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
-                                         const at::Tensor&, const at::Tensor&)>();
+at::Tensor CallSddmm(T indptr, T indices, const std::optional<at::Tensor>& values, T x, T y) {
+  static auto op = Find<at::Tensor(T, T, const std::optional<at::Tensor>&, T, T)>("sparsetir::sddmm");
   return op.call(indptr, indices, values, x, y);
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(const at::Tensor& indptr, const at::Tensor& indices,
-                                                             c10::SymInt columns) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::_csr_transpose", "")
-                       .typed<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
-                                                                              c10::SymInt)>();
+std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(T indptr, T indices, c10::SymInt columns) {
+  static auto op = Find<std::tuple<at::Tensor, at::Tensor, at::Tensor>(T, T, c10::SymInt)>("sparsetir::_csr_transpose");
   return op.call(indptr, indices, std::move(columns));
 }
 
-std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
-                                                            const at::Tensor& values, const at::Tensor& dense,
-                                                            const at::Tensor& out, const at::Tensor& grad) {
-  using T = const at::Tensor&;
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("sparsetir::_spmm_extremum_backward", "")
-                       .typed<std::tuple<at::Tensor, at::Tensor>(T, T, T, T, T, T)>();
+std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(T indptr, T indices, T values, T dense, T out, T grad) {
+  static auto op = Find<std::tuple<at::Tensor, at::Tensor>(T, T, T, T, T, T)>("sparsetir::_spmm_extremum_backward");
   return op.call(indptr, indices, values, dense, out, grad);
+}
+
+at::Tensor CallBsrmm(T indptr, T indices, T blocks, T dense) {
+  static auto op = Find<at::Tensor(T, T, T, T)>("sparsetir::bsrmm");
+  return op.call(indptr, indices, blocks, dense);
+}
+
+at::Tensor CallSparseAttention(T indptr, T indices, T q, T k, T v, std::optional<double> scale) {
+  static auto op = Find<at::Tensor(T, T, T, T, T, std::optional<double>)>("sparsetir::sparse_attention");
+  return op.call(indptr, indices, q, k, v, scale);
+}
+
+at::Tensor CallEdgeSoftmax(T indptr, T indices, T scores) {
+  static auto op = Find<at::Tensor(T, T, T)>("sparsetir::edge_softmax");
+  return op.call(indptr, indices, scores);
+}
+
+at::Tensor CallBsrLinear(T x, T indptr, T indices, T blocks) {
+  static auto op = Find<at::Tensor(T, T, T, T)>("sparsetir::bsr_linear");
+  return op.call(x, indptr, indices, blocks);
+}
+
+at::Tensor CallScatterBySlot(T values, T slot, T indptr, int64_t size, int64_t group_rows) {
+  static auto op = Find<at::Tensor(T, T, T, int64_t, int64_t)>("sparsetir::_scatter_by_slot");
+  return op.call(values, slot, indptr, size, group_rows);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> CallSparseAttentionBackward(T indptr, T indices, T q, T k, T v, T out,
+                                                                           T grad_out, std::optional<double> scale) {
+  static auto op = Find<std::tuple<at::Tensor, at::Tensor, at::Tensor>(T, T, T, T, T, T, T, std::optional<double>)>(
+      "sparsetir::_sparse_attention_backward");
+  return op.call(indptr, indices, q, k, v, out, grad_out, scale);
+}
+
+at::Tensor CallEdgeSoftmaxBackward(T indptr, T indices, T out, T grad) {
+  static auto op = Find<at::Tensor(T, T, T, T)>("sparsetir::_edge_softmax_backward");
+  return op.call(indptr, indices, out, grad);
+}
+
+at::Tensor CallBsrLinearGradBlocks(T x, T grad, T indptr, T indices, int64_t block_h, int64_t block_w) {
+  static auto op = Find<at::Tensor(T, T, T, T, int64_t, int64_t)>("sparsetir::_bsr_linear_grad_blocks");
+  return op.call(x, grad, indptr, indices, block_h, block_w);
 }
 
 }  // namespace sparsetir::ops

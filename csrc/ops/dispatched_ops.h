@@ -18,8 +18,26 @@ at::Tensor CallSddmm(const at::Tensor& indptr, const at::Tensor& indices, const 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(const at::Tensor& indptr, const at::Tensor& indices,
                                                              c10::SymInt columns);
 
+at::Tensor CallBsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& blocks,
+                     const at::Tensor& dense);
+at::Tensor CallSparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
+                               const at::Tensor& k, const at::Tensor& v, std::optional<double> scale);
+at::Tensor CallEdgeSoftmax(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& scores);
+at::Tensor CallBsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Tensor& indices,
+                         const at::Tensor& blocks);
+at::Tensor CallScatterBySlot(const at::Tensor& values, const at::Tensor& slot, const at::Tensor& indptr, int64_t size,
+                             int64_t group_rows);
+
+// Backward helpers.
 std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
                                                             const at::Tensor& values, const at::Tensor& dense,
                                                             const at::Tensor& out, const at::Tensor& grad);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> CallSparseAttentionBackward(
+    const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q, const at::Tensor& k,
+    const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale);
+at::Tensor CallEdgeSoftmaxBackward(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& out,
+                                   const at::Tensor& grad);
+at::Tensor CallBsrLinearGradBlocks(const at::Tensor& x, const at::Tensor& grad, const at::Tensor& indptr,
+                                   const at::Tensor& indices, int64_t block_h, int64_t block_w);
 
 }  // namespace sparsetir::ops

@@ -1,8 +1,8 @@
 // The torch.ops.sparsetir library: schemas (the public API: names and
 // argument orders are fixed; optional arguments may only be appended) and the
-// CPU implementations. register_fake and autograd live in Python
-// (sparsetir_torch/ops.py), except spmm's autograd (autograd_spmm.cc); both
-// are built from these same operators.
+// CPU implementations. register_fake lives in Python (sparsetir_torch/ops.py),
+// autograd in C++ (autograd_<op>.cc); both are built from these same
+// operators.
 #include <torch/library.h>
 
 #include "ops.h"

@@ -1,0 +1,67 @@
+// The autograd kernel of sparsetir::bsr_linear (why autograd is C++:
+// sparsetir_torch/ops.py, "autograd").
+//
+// Gradients (y = x @ W^T with W a BSR matrix, x of shape (..., in)), with
+// g = grad flattened to (rows, out):
+//   grad_x         = g @ W: a bsr_linear with the transpose of W^T, whose
+//                    blocks are W's blocks in transposed order, each
+//                    transposed; reshaped to x's shape,
+//   grad_blocks[e] = g[:, block row i]^T @ x[:, block column j] for block
+//                    e = (i, j) (_bsr_linear_grad_blocks).
+// The backward calls the operators through the dispatcher, so it is
+// traceable by torch.compile.
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+#include <torch/library.h>
+
+#include "dispatched_ops.h"
+
+namespace sparsetir::ops {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class BsrLinearFunction : public torch::autograd::Function<BsrLinearFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& indptr,
+                            const at::Tensor& indices, const at::Tensor& blocks) {
+    at::Tensor out;
+    {
+      at::AutoDispatchBelowADInplaceOrView below;
+      out = CallBsrLinear(x, indptr, indices, blocks);
+    }
+    ctx->save_for_backward({x, indptr, indices, blocks});
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &indptr = saved[1], &indices = saved[2], &blocks = saved[3];
+    const at::Tensor g = grads[0].reshape_symint({-1, grads[0].sym_size(-1)});
+    at::Tensor grad_x, grad_blocks;
+    if (ctx->needs_input_grad(0)) {
+      auto [t_indptr, t_indices, perm] = CallTranspose(indptr, indices, x.sym_size(-1) / blocks.sym_size(2));
+      grad_x = CallBsrLinear(g, t_indptr, t_indices, blocks.index_select(0, perm).transpose(1, 2))
+                   .reshape_symint(x.sym_sizes());
+    }
+    if (ctx->needs_input_grad(3)) {
+      // The block shape is an int argument: a symbolic one is specialized,
+      // as passing it from Python did.
+      const int64_t block_h = blocks.sym_size(1).guard_int(__FILE__, __LINE__);
+      const int64_t block_w = blocks.sym_size(2).guard_int(__FILE__, __LINE__);
+      grad_blocks = CallBsrLinearGradBlocks(x, g, indptr, indices, block_h, block_w);
+    }
+    return {grad_x, at::Tensor(), at::Tensor(), grad_blocks};
+  }
+};
+
+at::Tensor BsrLinearAutograd(const at::Tensor& x, const at::Tensor& indptr, const at::Tensor& indices,
+                             const at::Tensor& blocks) {
+  return BsrLinearFunction::apply(x, indptr, indices, blocks);
+}
+
+}  // namespace
+}  // namespace sparsetir::ops
+
+TORCH_LIBRARY_IMPL(sparsetir, Autograd, m) { m.impl("bsr_linear", &sparsetir::ops::BsrLinearAutograd); }
