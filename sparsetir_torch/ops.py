@@ -36,6 +36,13 @@ def _spmm_fake(indptr, indices, values, dense, reduce="sum"):
     return dense.new_empty((indptr.shape[0] - 1, dense.shape[1]))
 
 
+@torch.library.register_fake("sparsetir::_spmm_hyb")
+def _spmm_hyb_fake(indptr, indices, values, dense, parts, max_width):
+    _check_devices("sparsetir._spmm_hyb", indptr=indptr, indices=indices, values=values, dense=dense)
+    torch._check(dense.dim() == 2, lambda: "sparsetir._spmm_hyb: argument 'dense' must be 2-D")
+    return dense.new_empty((indptr.shape[0] - 1, dense.shape[1]))
+
+
 @torch.library.register_fake("sparsetir::sddmm")
 def _sddmm_fake(indptr, indices, values, x, y):
     _check_devices("sparsetir.sddmm", indptr=indptr, indices=indices, values=values, x=x, y=y)
@@ -162,9 +169,10 @@ def _transpose(indptr, indices, columns):
     return ops._csr_transpose(indptr, indices, columns)
 
 
-# spmm's and sddmm's autograd kernels are in C++ (csrc/ops/autograd_spmm.cc,
-# autograd_sddmm.cc): they are the ops called most, and a Python autograd
-# kernel costs microseconds on every call.
+# The autograd kernels of spmm, _spmm_hyb and sddmm are in C++
+# (csrc/ops/autograd_spmm.cc, autograd_spmm_hyb.cc, autograd_sddmm.cc): they
+# are the ops called most, and a Python autograd kernel costs microseconds on
+# every call.
 
 
 def _bsrmm_setup(ctx, inputs, output):

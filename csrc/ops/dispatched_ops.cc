@@ -13,6 +13,15 @@ at::Tensor CallSpmm(const at::Tensor& indptr, const at::Tensor& indices, const a
   return op.call(indptr, indices, values, dense, reduce);
 }
 
+at::Tensor CallSpmmHyb(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
+                       const at::Tensor& dense, int64_t parts, int64_t max_width) {
+  using T = const at::Tensor&;
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("sparsetir::_spmm_hyb", "")
+                       .typed<at::Tensor(T, T, T, T, int64_t, int64_t)>();
+  return op.call(indptr, indices, values, dense, parts, max_width);
+}
+
 at::Tensor CallSddmm(const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& values,
                      const at::Tensor& x, const at::Tensor& y) {
   static auto op = c10::Dispatcher::singleton()

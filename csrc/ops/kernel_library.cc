@@ -13,6 +13,7 @@
 #include "recipes/cuda_recipes.h"
 #include "support/error.h"
 #include "tensor_args.h"
+#include "transforms/format_decompose.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -60,11 +61,30 @@ std::string KeyOf(const KernelRequest& r) {
   return key + (r.prefetch ? "|prefetch" : "") + "|" + r.target.str();
 }
 
-PrimFunc Scheduled(const KernelRequest& r) {
-  std::string text = ReadScript(r.script);
+// kernels/<name>.py in the request's value and index dtypes.
+PrimFunc ParseScript(const std::string& name, const KernelRequest& r) {
+  std::string text = ReadScript(name);
   ReplaceQuoted(&text, "float32", ToString(FromTorch(r.value_dtype)));
   ReplaceQuoted(&text, "int32", ToString(FromTorch(r.index_dtype)));
-  PrimFunc f = Parse(text, r.script + ".py");
+  return Parse(text, name + ".py");
+}
+
+// The recipes of hyb's ELL buckets ("csrmm_ell_<mode>") schedule the script
+// decomposed onto one bucket (kernels/formats/ell_rows.py, rule "ell"): its
+// compute part without the init, as the operator initializes the output
+// once for all buckets. "overwrite" buckets partition the rows: each writes
+// its own (format_decompose's disjoint form).
+constexpr const char* kEllBucketRecipe = "csrmm_ell_";
+
+PrimFunc ScriptFunction(const KernelRequest& r) {
+  PrimFunc f = ParseScript(r.script, r);
+  if (r.recipe.rfind(kEllBucketRecipe, 0) != 0) return f;
+  const bool disjoint = r.recipe == std::string(kEllBucketRecipe) + "overwrite";
+  return ComputePart(FormatDecompose(f, {{"ell", ParseScript("formats/ell_rows", r)}}, disjoint), false);
+}
+
+PrimFunc Scheduled(const KernelRequest& r) {
+  PrimFunc f = ScriptFunction(r);
   if (r.target.is_cuda()) return ScheduleForCuda(f, r.recipe, r.sizes).mod();
   RecipeOptions options;
   options.prefetch = r.prefetch;

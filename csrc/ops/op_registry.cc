@@ -1,7 +1,8 @@
 // The torch.ops.sparsetir library: schemas (the public API: names and
 // argument orders are fixed; optional arguments may only be appended) and the
 // CPU implementations. register_fake and autograd live in Python
-// (sparsetir_torch/ops.py), except spmm's autograd (autograd_spmm.cc); both
+// (sparsetir_torch/ops.py), except the autograd of spmm, _spmm_hyb and sddmm
+// (autograd_spmm.cc, autograd_spmm_hyb.cc, autograd_sddmm.cc); both
 // are built from these same operators.
 #include <torch/library.h>
 
@@ -16,6 +17,9 @@ TORCH_LIBRARY(sparsetir, m) {
         tags);
   m.def("edge_softmax(Tensor indptr, Tensor indices, Tensor scores) -> Tensor", tags);
   m.def("bsr_linear(Tensor x, Tensor indptr, Tensor indices, Tensor blocks) -> Tensor", tags);
+  // spmm (sum) run in the hyb(parts, max_width) form: the format choice of st.spmm.
+  m.def("_spmm_hyb(Tensor indptr, Tensor indices, Tensor values, Tensor dense, int parts, int max_width) -> Tensor",
+        tags);
   // Helpers of the backward passes.
   m.def("_csr_transpose(Tensor indptr, Tensor indices, SymInt columns) -> (Tensor, Tensor, Tensor)", tags);
   m.def(
@@ -51,6 +55,7 @@ TORCH_LIBRARY(sparsetir, m) {
 TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   using namespace sparsetir::ops;
   m.impl("spmm", &Spmm);
+  m.impl("_spmm_hyb", &SpmmHyb);
   m.impl("sddmm", &Sddmm);
   m.impl("bsrmm", &Bsrmm);
   m.impl("sparse_attention", &SparseAttention);

@@ -31,8 +31,9 @@ struct RecipeOptions {
 };
 
 // Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "sddmm",
-// "bsrmm", "sparse_attention", "attention_grad_scores"), for the given sizes
-// (script parameter -> value; each is specialized into the kernel).
+// "bsrmm", "sparse_attention", "attention_grad_scores", ...; "csrmm_ell_<mode>"
+// for an ELL bucket of hyb, mode "overwrite", "add" or "atomic"), for the given
+// sizes (script parameter -> value; each is specialized into the kernel).
 // Unknown recipes raise an internal error: recipes and scripts ship together.
 Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes,
                         const RecipeOptions& options = {});
