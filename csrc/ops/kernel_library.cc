@@ -69,16 +69,15 @@ PrimFunc ParseScript(const std::string& name, const KernelRequest& r) {
   return Parse(text, name + ".py");
 }
 
-// The recipes of hyb's ELL buckets ("csrmm_ell_<mode>") schedule the script
-// decomposed onto one bucket (kernels/formats/ell_rows.py, rule "ell"): its
-// compute part without the init, as the operator initializes the output
-// once for all buckets. "overwrite" buckets partition the rows: each writes
-// its own (format_decompose's disjoint form).
-constexpr const char* kEllBucketRecipe = "csrmm_ell_";
-
+// The function a request schedules: the script, or for the recipes of hyb's
+// ELL buckets (recipes/cpu_recipes.h) the script decomposed onto one bucket
+// (kernels/formats/ell_rows.py, rule "ell"): its compute part without the
+// init, as the operator initializes the output once for all buckets.
+// "overwrite" buckets partition the rows: each writes its own
+// (format_decompose's disjoint form).
 PrimFunc ScriptFunction(const KernelRequest& r) {
   PrimFunc f = ParseScript(r.script, r);
-  if (r.recipe.rfind(kEllBucketRecipe, 0) != 0) return f;
+  if (!IsEllBucketRecipe(r.recipe)) return f;
   const bool disjoint = r.recipe == std::string(kEllBucketRecipe) + "overwrite";
   return ComputePart(FormatDecompose(f, {{"ell", ParseScript("formats/ell_rows", r)}}, disjoint), false);
 }

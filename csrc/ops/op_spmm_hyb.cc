@@ -12,6 +12,7 @@
 #include "op_checks.h"
 #include "ops.h"
 #include "output_alloc.h"
+#include "recipes/cpu_recipes.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -26,7 +27,7 @@ void RunBucket(const HybBucket& bucket, const at::Tensor& flat_values, const at:
   const int64_t feat = dense.size(1);
   std::map<std::string, int64_t> sizes{{"feat_size", feat}};
   if (bucket.width <= kSpecializedWidth) sizes["width_ell"] = bucket.width;
-  auto kernel = GetOpKernel({"csrmm", "csrmm_ell_" + bucket.mode, dense.scalar_type(), bucket.row_map.scalar_type(),
+  auto kernel = GetOpKernel({"csrmm", kEllBucketRecipe + bucket.mode, dense.scalar_type(), bucket.row_map.scalar_type(),
                              sizes, true, Target::HostCpu()});
   const int64_t slots = bucket.rows * bucket.width;
   KernelCall(*kernel)

@@ -5,9 +5,6 @@
 namespace sparsetir {
 namespace {
 
-// The recipes of hyb's ELL buckets: kCsrmmEll followed by the mode.
-constexpr const char* kCsrmmEll = "csrmm_ell_";
-
 // Largest local output tile (elements) kept on the stack by cache_write.
 constexpr int64_t kMaxLocalTile = 8192;
 
@@ -254,8 +251,8 @@ Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std:
   ICHECK(options.target.is_cpu()) << "a cpu recipe for a " << options.target.str() << " target";
   if (recipe == "csrmm") {
     Csrmm(sch, Size(sizes, "feat_size"), ElementBytes(f, "C"), options);
-  } else if (recipe.rfind(kCsrmmEll, 0) == 0) {
-    CsrmmEll(sch, recipe.substr(std::string(kCsrmmEll).size()), Size(sizes, "feat_size"),
+  } else if (IsEllBucketRecipe(recipe)) {
+    CsrmmEll(sch, recipe.substr(sizeof(kEllBucketRecipe) - 1), Size(sizes, "feat_size"),
              sizes.count("width_ell") > 0, ElementBytes(f, "C"), options);
   } else if (recipe == "sddmm") {
     Sddmm(sch, Size(sizes, "feat_size"), ElementBytes(f, "O"), options);

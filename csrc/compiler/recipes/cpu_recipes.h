@@ -30,6 +30,13 @@ struct RecipeOptions {
   bool prefetch = true;
 };
 
+// The recipes of hyb's ELL buckets are this prefix followed by the mode
+// ("overwrite", "add" or "atomic"): they schedule kernels/csrmm.py decomposed
+// onto one bucket (kernels/formats/ell_rows.py), which the kernel library
+// builds for them.
+constexpr char kEllBucketRecipe[] = "csrmm_ell_";
+inline bool IsEllBucketRecipe(const std::string& recipe) { return recipe.rfind(kEllBucketRecipe, 0) == 0; }
+
 // Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "sddmm",
 // "bsrmm", "sparse_attention", "attention_grad_scores", ...; "csrmm_ell_<mode>"
 // for an ELL bucket of hyb, mode "overwrite", "add" or "atomic"), for the given
