@@ -1,5 +1,5 @@
 """How much any storage format could gain over our CSR SpMM on a graph, and
-where hyb's time goes (float32, 2 threads by default):
+how hyb compares (float32, 2 threads by default):
 
     python benchmarks/bench_locality.py [--matrices email-Enron,cond-mat-2005] [--k 32 64 128 256]
 
@@ -17,7 +17,7 @@ Per matrix and K, medians of interleaved rounds (ms) of
   (rcm-kernel: the product alone);
 - rcm-rows: only the rows in RCM order, the product alone (its output rows
   come out in that order: written back in place, they would be scattered);
-- hyb, and the sum of its bucket kernels each timed alone (hot caches).
+- hyb: torch.ops.sparsetir._spmm_hyb in the graph's hyb form.
 """
 from __future__ import annotations
 
@@ -81,22 +81,6 @@ def rcm_relabelled(indptr, indices, values, shape):
     return (torch.from_numpy(perm), torch.from_numpy(inverse), *arrays(p)), arrays(rows)
 
 
-def bucket_calls(composable, A, B, parts: int, max_width: int):
-    """One call per hyb bucket kernel, as hyb_spmm makes them."""
-    buckets, _ = composable._bucket_plan(A, parts, max_width)
-    values = composable._hyb_values(A, parts, max_width)
-    m, n = A.shape
-    K = B.shape[1]
-    C = torch.zeros(m, K)
-    calls = []
-    for flat, rows, width, mode, row_map, indices in buckets:
-        kernel = composable.bucket_kernel(B.dtype, A.indices.dtype, K, width, mode)
-        args = dict(b=B, c=C, m=m, n=n, feat_size=K, a_ell=values[flat:flat + rows * width], row_map_ell=row_map,
-                    indices_ell=indices, rows_ell=rows, width_ell=width)
-        calls.append(lambda kernel=kernel, args=args: kernel(**args))
-    return calls
-
-
 def dataset_arguments(doc: str, matrices: str, rounds: int) -> argparse.Namespace:
     """--matrices, --k, --rounds and --datasets of the dataset benchmarks."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -110,7 +94,6 @@ def dataset_arguments(doc: str, matrices: str, rounds: int) -> argparse.Namespac
 def main() -> None:
     args = dataset_arguments(__doc__, "email-Enron,cond-mat-2005", 11)
     import sparsetir_torch as st
-    from sparsetir_torch import composable
     from sparsetir_torch.matrix_market import read_matrix_market
     from sparsetir_torch import tuning
 
@@ -143,7 +126,7 @@ def main() -> None:
             # skips it for padding more than tuning.HYB_MAX_PADDING.
             form = tuning.hyb_form(A)
             if form is not None:
-                fns["hyb"] = lambda: composable.hyb_spmm(A, B, *form)
+                fns["hyb"] = lambda: torch.ops.sparsetir._spmm_hyb(indptr, indices, values, B, *form)
             t = interleaved_medians(fns, args.rounds)
             line = (f"{name:14s} K={K:3d}  csr {t['csr']:7.3f}  l2 {t['l2']:7.3f} ({t['csr'] / t['l2']:.2f}x)  "
                     f"one-row {t['one-row']:7.3f} ({t['csr'] / t['one-row']:.2f}x)")
@@ -152,10 +135,7 @@ def main() -> None:
                          f"kernel alone {t['csr'] / t['rcm-kernel']:.2f}x)  "
                          f"rcm-rows {t['rcm-rows']:7.3f} ({t['csr'] / t['rcm-rows']:.2f}x)")
             if form is not None:
-                buckets = bucket_calls(composable, A, B, *form)
-                alone = sum(interleaved_medians(dict(enumerate(buckets)), args.rounds).values())
-                line += (f"  hyb{form} {t['hyb']:7.3f} ({t['csr'] / t['hyb']:.2f}x), "
-                         f"its {len(buckets)} buckets alone {alone:7.3f}")
+                line += f"  hyb{form} {t['hyb']:7.3f} ({t['csr'] / t['hyb']:.2f}x)"
             print(line + "  (ms)", flush=True)
 
 

@@ -37,6 +37,13 @@ def _spmm_fake(indptr, indices, values, dense, reduce="sum"):
     return dense.new_empty((indptr.shape[0] - 1, dense.shape[1]))
 
 
+@torch.library.register_fake("sparsetir::_spmm_hyb")
+def _spmm_hyb_fake(indptr, indices, values, dense, parts, max_width):
+    _check_devices("sparsetir._spmm_hyb", indptr=indptr, indices=indices, values=values, dense=dense)
+    torch._check(dense.dim() == 2, lambda: "sparsetir._spmm_hyb: argument 'dense' must be 2-D")
+    return dense.new_empty((indptr.shape[0] - 1, dense.shape[1]))
+
+
 @torch.library.register_fake("sparsetir::sddmm")
 def _sddmm_fake(indptr, indices, values, x, y):
     _check_devices("sparsetir.sddmm", indptr=indptr, indices=indices, values=values, x=x, y=y)

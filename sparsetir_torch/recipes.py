@@ -15,9 +15,6 @@ from .kernels import kernel_script
 from .schedule import Schedule
 
 
-PREFETCH_DISTANCE = 32  # non-zeros ahead; ARCHITECTURE.md: 16-64 alike, under 12 too short
-
-
 def cpu_target(isa: str | None = None) -> dict:
     """The CPU target kernels are built for: this CPU's instruction-set level
     (detected, or $SPARSETIR_CPU_ISA), or the level `isa` ("generic", "avx2",
@@ -44,21 +41,6 @@ def csrmm_plan(feat_size: int, element_bytes: int = 4, isa: str | None = None) -
     """The C++ recipe's choices for an SpMM row of feat_size elements:
     vector_lanes, unrolled_vectors, output_row_in_registers, accumulator_sets."""
     return _C.csrmm_plan(feat_size, element_bytes, isa or "")
-
-
-def vectorize_features(sch: Schedule, loop: str, feat_size: int, element_bytes: int = 4,
-                       isa: str | None = None) -> int:
-    """Splits feature loop `loop` into vectors of vector_lanes(feat_size), the
-    inner part vectorized and the outer unrolled while that fits the
-    registers; returns the lanes (1: left scalar)."""
-    plan = csrmm_plan(feat_size, element_bytes, isa)
-    lanes = plan["vector_lanes"]
-    if lanes > 1:
-        outer, inner = sch.split(loop, factors=[None, lanes])
-        if plan["unrolled_vectors"] > 1:
-            sch.unroll(outer)
-        sch.vectorize(inner)
-    return lanes
 
 
 def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True, prefetch: bool = True,

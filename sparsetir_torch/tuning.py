@@ -6,8 +6,9 @@ block sizes b that divide the matrix and keep the padding small, ranked by
 fill (the C++ block counter, no conversion needed), the least-fill one and a
 second within BLOCK_FILL_SLACK of it; and, for graphs whose row lengths
 spread widely (power-law degrees), hyb(1, w): rows bucketed into
-power-of-two ELL widths up to the longest row (composable.py, kernels made
-by format_decompose), where those buckets pad at most HYB_MAX_PADDING. Each candidate is converted once by the C++ runtime
+power-of-two ELL widths up to the longest row (the op
+torch.ops.sparsetir._spmm_hyb, its bucket kernels made by format_decompose),
+where those buckets pad at most HYB_MAX_PADDING. Each candidate is converted once by the C++ runtime
 classes, warmed up (its kernel compiles) and timed on the graph itself in
 interleaved rounds; a win over CSR must hold by MIN_GAIN through
 confirmation rounds. The whole search is bounded by MAX_TUNING_CALLS SpMM
@@ -228,13 +229,12 @@ def hyb_padding(lengths: np.ndarray) -> float:
 # The overloads themselves: calling them skips the packet's overload lookup.
 _SPMM = ops.spmm.default
 _BSRMM = ops.bsrmm.default
+_SPMM_HYB = ops._spmm_hyb.default
 
 
 def run_choice(A, B: torch.Tensor, choice: dict) -> torch.Tensor:
     if choice["format"] == "hyb":
-        from .composable import hyb_spmm
-
-        return hyb_spmm(A, B, choice["parts"], choice["max_width"])
+        return _SPMM_HYB(A.indptr, A.indices, A.values, B, choice["parts"], choice["max_width"])
     if choice["format"] == "bsr":
         indptr, indices, blocks = bsr_operands(A, choice["block"])
         return _BSRMM(indptr, indices, blocks, B)

@@ -44,6 +44,12 @@ SDDMM_WIDTHS = (1, 20, 64, 256)
 BSR_SHAPES = ((1, 1, 64), (4, 4, 64), (16, 16, 64), (32, 32, 64), (32, 32, 256), (4, 8, 20))
 ATTENTION_DIMS = ((64, 64), (32, 16), (20, 20))
 EDGE_SOFTMAX_HEADS = (1, 8)
+# hyb's ELL-bucket kernels (recipe csrmm_ell_<mode>): (feature width, bucket
+# width or None for the kernel that takes the width as an argument) in
+# float32 / int32: specialized widths (1, 4, 8: unrolled), the shared one,
+# scalar and partial vectors, past the local tile.
+HYB_MODES = ("overwrite", "add", "atomic")
+HYB_SHAPES = ((32, 1), (32, 4), (32, 8), (32, None), (3, 4), (20, 2), (128, 2), (10000, 4))
 
 
 def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
@@ -79,11 +85,23 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
         yield "edge_softmax", "edge_softmax", "float32", "int32", {"heads": heads}
         yield "edge_softmax_backward", "edge_softmax_backward", "float32", "int32", {"heads": heads}
     yield "edge_softmax", "edge_softmax", "float64", "int64", {"heads": 4}
+    for mode in HYB_MODES:
+        recipe = "csrmm_ell_" + mode
+        for feat, width in HYB_SHAPES:
+            sizes = {"feat_size": feat} if width is None else {"feat_size": feat, "width_ell": width}
+            yield "csrmm", recipe, "float32", "int32", sizes
+        for dtype in DTYPES[1:2]:
+            yield "csrmm", recipe, dtype, "int64", {"feat_size": 64, "width_ell": 4}
+        yield "csrmm", recipe, "float32", "int64", {"feat_size": 64}
 
 
-def kernel_name(script: str, dtype: str, idtype: str, sizes: Dict[str, int]) -> str:
+def kernel_name(script: str, recipe: str, dtype: str, idtype: str, sizes: Dict[str, int]) -> str:
+    """Named by the script, or for a recipe that makes its own function from
+    the script (hyb's csrmm_ell_<mode>: the script on an ELL bucket) by the
+    recipe."""
     dims = "_".join(f"{k}{v}" for k, v in sorted(sizes.items()))
-    return f"{script}_{dtype}_{idtype}_{dims}"
+    name = recipe if recipe.startswith("csrmm_ell_") else script
+    return f"{name}_{dtype}_{idtype}_{dims}"
 
 
 def has_cuda_recipe(recipe: str) -> bool:
@@ -111,7 +129,7 @@ def generate_one(target: str, request) -> Tuple[str, str]:
                 os.environ["SPARSETIR_DUMP_IR"] = old
         steps = sorted(glob.glob(os.path.join(dump, "*.py")))
         if not steps:
-            raise RuntimeError(f"no IR dump for {kernel_name(script, dtype, idtype, sizes)} ({target})")
+            raise RuntimeError(f"no IR dump for {kernel_name(script, recipe, dtype, idtype, sizes)} ({target})")
         with open(steps[-1], encoding="utf-8") as f:
             ir = f.read()
     return ir, source
@@ -141,7 +159,7 @@ def generate() -> Dict[str, str]:
         for request in requests():
             if not (has_cuda_recipe if target == CUDA_TARGET else has_cpu_recipe)(request[1]):
                 continue
-            name = kernel_name(request[0], request[2], request[3], request[4])
+            name = kernel_name(*request)
             kernels[name] = generate_one(target, request)
         # A source may open with a comment naming its kernel; the prelude is
         # what all of a target's sources share after it.

@@ -20,6 +20,11 @@ at::Tensor CallSpmm(T indptr, T indices, T values, T dense, c10::string_view red
   return op.call(indptr, indices, values, dense, reduce);
 }
 
+at::Tensor CallSpmmHyb(T indptr, T indices, T values, T dense, int64_t parts, int64_t max_width) {
+  static auto op = Find<at::Tensor(T, T, T, T, int64_t, int64_t)>("sparsetir::_spmm_hyb");
+  return op.call(indptr, indices, values, dense, parts, max_width);
+}
+
 at::Tensor CallSddmm(T indptr, T indices, const std::optional<at::Tensor>& values, T x, T y) {
   static auto op = Find<at::Tensor(T, T, const std::optional<at::Tensor>&, T, T)>("sparsetir::sddmm");
   return op.call(indptr, indices, values, x, y);

@@ -13,6 +13,8 @@ namespace sparsetir::ops {
 
 at::Tensor CallSpmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
                     const at::Tensor& dense, c10::string_view reduce);
+at::Tensor CallSpmmHyb(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
+                       const at::Tensor& dense, int64_t parts, int64_t max_width);
 at::Tensor CallSddmm(const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& values,
                      const at::Tensor& x, const at::Tensor& y);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(const at::Tensor& indptr, const at::Tensor& indices,

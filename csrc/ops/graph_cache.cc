@@ -248,6 +248,17 @@ HybFromCsr GraphInfo::Hyb(const std::string& op, const at::Tensor& indptr, const
   return out;
 }
 
+std::shared_ptr<void> GraphInfo::Derived(const std::string& key, const std::function<std::shared_ptr<void>()>& make) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = derived_.find(key);
+    if (found != derived_.end()) return found->second;
+  }
+  std::shared_ptr<void> made = make();
+  std::lock_guard<std::mutex> lock(mutex_);
+  return derived_.emplace(key, std::move(made)).first->second;
+}
+
 std::shared_ptr<GraphInfo> ValidatedGraph(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices) {
   // Inference tensors have no version counter, so nothing can tell whether
   // they changed: validate them on every call.

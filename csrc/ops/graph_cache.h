@@ -12,6 +12,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -104,6 +105,11 @@ class GraphInfo {
   // parameters); bad parameters are a ValueError that starts with `op`.
   HybFromCsr Hyb(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices, int64_t columns,
                  int64_t parts, int64_t max_width);
+  // State an operator builds from this structure once (a plan of kernel
+  // calls), kept under `key` while the entry lives. `make` runs outside the
+  // entry's lock, as it may ask for the forms above; when two threads build
+  // the same key at once, the first stored wins.
+  std::shared_ptr<void> Derived(const std::string& key, const std::function<std::shared_ptr<void>()>& make);
 
  private:
   CsrSummary summary_;
@@ -117,6 +123,7 @@ class GraphInfo {
   std::map<std::tuple<int64_t, int64_t, int64_t>, BsrFromCsr> bsr_;
   std::map<int64_t, EllFromCsr> ell_;
   std::map<std::tuple<int64_t, int64_t, int64_t>, HybFromCsr> hyb_;
+  std::map<std::string, std::shared_ptr<void>> derived_;
 };
 
 struct GraphCacheStats {

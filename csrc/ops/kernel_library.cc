@@ -14,6 +14,7 @@
 #include "recipes/cuda_recipes.h"
 #include "support/error.h"
 #include "tensor_args.h"
+#include "transforms/format_decompose.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -61,6 +62,24 @@ std::string KeyOf(const KernelRequest& r) {
   return key + (r.prefetch ? "|prefetch" : "") + "|" + r.target.str();
 }
 
+// kernels/<name>.py in the request's value and index dtypes.
+PrimFunc ParseScript(const std::string& name, const KernelRequest& r) {
+  return Parse(KernelScriptFor(name, FromTorch(r.value_dtype), FromTorch(r.index_dtype)), name + ".py");
+}
+
+// The function a request schedules: the script, or for the recipes of hyb's
+// ELL buckets (recipes/cpu_recipes.h) the script decomposed onto one bucket
+// (kernels/formats/ell_rows.py, rule "ell"): its compute part without the
+// init, as the operator initializes the output once for all buckets.
+// "overwrite" buckets partition the rows: each writes its own
+// (format_decompose's disjoint form).
+PrimFunc ScriptFunction(const KernelRequest& r) {
+  PrimFunc f = ParseScript(r.script, r);
+  if (!IsEllBucketRecipe(r.recipe)) return f;
+  const bool disjoint = r.recipe == std::string(kEllBucketRecipe) + "overwrite";
+  return ComputePart(FormatDecompose(f, {{"ell", ParseScript("formats/ell_rows", r)}}, disjoint), false);
+}
+
 PrimFunc Scheduled(const KernelRequest& r) { return ScheduleOpKernel(r).mod(); }
 
 std::shared_ptr<const OpKernel> Build(const KernelRequest& r) {
@@ -97,7 +116,7 @@ std::string KernelScriptFor(const std::string& name, DataType value_dtype, DataT
 }
 
 Schedule ScheduleOpKernel(const KernelRequest& r) {
-  PrimFunc f = Parse(KernelScriptFor(r.script, FromTorch(r.value_dtype), FromTorch(r.index_dtype)), r.script + ".py");
+  PrimFunc f = ScriptFunction(r);
   if (r.target.is_cuda()) return ScheduleForCuda(f, r.recipe, r.sizes);
   RecipeOptions options;
   options.prefetch = r.prefetch;

@@ -16,6 +16,9 @@ TORCH_LIBRARY(sparsetir, m) {
         tags);
   m.def("edge_softmax(Tensor indptr, Tensor indices, Tensor scores) -> Tensor", tags);
   m.def("bsr_linear(Tensor x, Tensor indptr, Tensor indices, Tensor blocks) -> Tensor", tags);
+  // spmm (sum) run in the hyb(parts, max_width) form: the format choice of st.spmm.
+  m.def("_spmm_hyb(Tensor indptr, Tensor indices, Tensor values, Tensor dense, int parts, int max_width) -> Tensor",
+        tags);
   // Helpers of the backward passes.
   m.def("_csr_transpose(Tensor indptr, Tensor indices, SymInt columns) -> (Tensor, Tensor, Tensor)", tags);
   m.def(
@@ -51,6 +54,7 @@ TORCH_LIBRARY(sparsetir, m) {
 TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   using namespace sparsetir::ops;
   m.impl("spmm", &Spmm);
+  m.impl("_spmm_hyb", &SpmmHyb);
   m.impl("sddmm", &Sddmm);
   m.impl("bsrmm", &Bsrmm);
   m.impl("sparse_attention", &SparseAttention);

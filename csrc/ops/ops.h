@@ -14,6 +14,11 @@ namespace sparsetir::ops {
 at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values, const at::Tensor& dense,
                 c10::string_view reduce);
 
+// spmm (sum) with the structure run in its hyb(parts, max_width) form
+// (op_spmm_hyb.cc); float32 and float64 values.
+at::Tensor SpmmHyb(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
+                   const at::Tensor& dense, int64_t parts, int64_t max_width);
+
 at::Tensor Sddmm(const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& values,
                  const at::Tensor& x, const at::Tensor& y);
 

@@ -12,6 +12,7 @@
 #include "cuda_launch.h"
 #include "lower.h"
 #include "graph_cache.h"
+#include "hyb_plan.h"
 #include "ir/equal.h"
 #include "ir_dump.h"
 #include "kernel_library.h"
@@ -490,6 +491,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
     ReleaseRecycledOutputs();
   });
   m.def("bsr_block_count", &BsrBlockCount, "Blocks a CSR -> BSR(block_h, block_w) conversion would store.");
+  m.def(
+      "hyb_plan",
+      [](const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t parts, int64_t max_width) {
+        const std::string op = "sparsetir.hyb_plan";
+        CheckedCsr csr = CheckCsr(op, indptr, indices, columns, "argument 'columns'");
+        py::list buckets;
+        for (const HybBucket& b : HybPlanFor(op, csr, columns, parts, max_width)->buckets()) {
+          buckets.append(py::dict(py::arg("width") = b.width, py::arg("rows") = b.rows, py::arg("mode") = b.mode));
+        }
+        return buckets;
+      },
+      "The ELL buckets _spmm_hyb runs for hyb(parts, max_width) of this structure: width, ELL rows and how its "
+      "kernel writes the output (overwrite, add or atomic).");
   m.def("spmm_prefetches", &SpmmPrefetches,
         "Whether spmm prefetches the gathered dense rows (columns rows of row_bytes bytes) on this structure.");
   m.def(

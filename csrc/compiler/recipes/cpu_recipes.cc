@@ -66,6 +66,36 @@ void Csrmm(Schedule& sch, int64_t feat, int64_t element_bytes, const RecipeOptio
   sch.Parallel(loops[0]);
 }
 
+// One ELL bucket of a hyb SpMM (csrmm_ell_<mode>: the compute part of
+// csrmm decomposed onto kernels/formats/ell_rows.py; loops o, i, j, k, with
+// o the ELL rows and i the one row each maps to). `mode` says how the
+// bucket writes the output: "overwrite" (the buckets partition the rows),
+// "add" (column parts share rows, but no two ELL rows of this bucket do, so
+// its accumulation needs no atomics) or "atomic" (a long row split into
+// several ELL rows: lower_atomic makes the accumulation atomic).
+void CsrmmEll(Schedule& sch, const std::string& mode, int64_t feat, bool width_specialized, int64_t element_bytes,
+              const RecipeOptions& options) {
+  ICHECK(mode == "overwrite" || mode == "add" || mode == "atomic") << "no csrmm_ell mode '" << mode << "'";
+  if (mode == "add") sch.Annotate("csrmm_ell", "atomic", MakeBoolAttr(false));
+  sch.LowerSparseIter();
+  const CsrmmPlan plan = PlanCsrmm(feat, element_bytes, options.target);
+  auto loops = sch.GetLoops("csrmm_ell");
+  const std::string &o = loops[0], &i = loops[1], &j = loops[2], &k = loops[3];
+  if (plan.vector_lanes > 1) {
+    auto parts = sch.Split(k, {std::nullopt, plan.vector_lanes});
+    if (plan.unrolled_vectors > 1) sch.Unroll(parts[0]);
+    sch.Vectorize(parts[1]);
+  }
+  // The ELL row's output row in registers; in an atomic bucket it sums
+  // privately and is published with one atomic add per element.
+  if (plan.output_row_local) sch.CacheWrite(i, "C", "local");
+  // A bucket of a known (small) width runs its slots unrolled.
+  if (width_specialized) sch.Unroll(j);
+  // The slots ahead run on into the next ELL rows.
+  PrefetchGather(sch, j, "B", options);
+  sch.Parallel(o);
+}
+
 // A dot product over `k` (extent `extent`) accumulated into `buffer` inside
 // loop `j`: the accumulator lives in a register (cache_write), and the
 // reduction is factored into vector lanes (rfactor) so it runs as independent
@@ -221,6 +251,9 @@ Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std:
   ICHECK(options.target.is_cpu()) << "a cpu recipe for a " << options.target.str() << " target";
   if (recipe == "csrmm") {
     Csrmm(sch, Size(sizes, "feat_size"), ElementBytes(f, "C"), options);
+  } else if (IsEllBucketRecipe(recipe)) {
+    CsrmmEll(sch, recipe.substr(sizeof(kEllBucketRecipe) - 1), Size(sizes, "feat_size"),
+             sizes.count("width_ell") > 0, ElementBytes(f, "C"), options);
   } else if (recipe == "sddmm") {
     Sddmm(sch, Size(sizes, "feat_size"), ElementBytes(f, "O"), options);
   } else if (recipe == "bsrmm") {

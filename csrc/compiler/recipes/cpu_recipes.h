@@ -30,9 +30,17 @@ struct RecipeOptions {
   bool prefetch = true;
 };
 
+// The recipes of hyb's ELL buckets are this prefix followed by the mode
+// ("overwrite", "add" or "atomic"): they schedule kernels/csrmm.py decomposed
+// onto one bucket (kernels/formats/ell_rows.py), which the kernel library
+// builds for them.
+constexpr char kEllBucketRecipe[] = "csrmm_ell_";
+inline bool IsEllBucketRecipe(const std::string& recipe) { return recipe.rfind(kEllBucketRecipe, 0) == 0; }
+
 // Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "sddmm",
-// "bsrmm", "sparse_attention", "attention_grad_scores"), for the given sizes
-// (script parameter -> value; each is specialized into the kernel).
+// "bsrmm", "sparse_attention", "attention_grad_scores", ...; "csrmm_ell_<mode>"
+// for an ELL bucket of hyb, mode "overwrite", "add" or "atomic"), for the given
+// sizes (script parameter -> value; each is specialized into the kernel).
 // Unknown recipes raise an internal error: recipes and scripts ship together.
 Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes,
                         const RecipeOptions& options = {});

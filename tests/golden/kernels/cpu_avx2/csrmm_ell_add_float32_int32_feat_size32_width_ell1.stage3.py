@@ -1,0 +1,41 @@
+@T.prim_func
+def csrmm(
+    b: T.handle,
+    c: T.handle,
+    m: T.int32,
+    n: T.int32,
+    feat_size: T.int32,
+    a_ell: T.handle,
+    row_map_ell: T.handle,
+    indices_ell: T.handle,
+    rows_ell: T.int32,
+    width_ell: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "composable": 1, "specialized": {"feat_size": 32, "width_ell": 1}, "sparse_tir_level": 0})
+    B = T.match_buffer(b, (n, 32), "float32")
+    C = T.match_buffer(c, (m, 32), "float32")
+    A_ell = T.match_buffer(a_ell, (rows_ell,), "float32")
+    I_ell_indices = T.match_buffer(row_map_ell, (rows_ell,), "int32")
+    J_ell_indices = T.match_buffer(indices_ell, (rows_ell,), "int32")
+    T.assume_buffer_domain(I_ell_indices, [0, m - 1])
+    T.assume_buffer_domain(J_ell_indices, [0, n - 1])
+    for o_ell in T.parallel(rows_ell):
+        for i_ell in T.serial(1):
+            C_local = T.alloc_buffer((32,), "float32", scope="local")
+            v1: T.int32 = I_ell_indices[o_ell + i_ell]
+            for ax0_o in T.unroll(4):
+                for ax0_i in T.vectorized(8):
+                    C_local[ax0_o * 8 + ax0_i] = C[v1, ax0_o * 8 + ax0_i]
+            for j_ell in T.unroll(1):
+                if o_ell + i_ell + (j_ell + 32) < rows_ell:
+                    T.prefetch(B[J_ell_indices[o_ell + i_ell + (j_ell + 32)], 0], 32)
+                v4: T.int32 = o_ell + i_ell + j_ell
+                v5: T.int32 = J_ell_indices[v4]
+                for k_0 in T.unroll(4):
+                    for k_1 in T.vectorized(8):
+                        with T.block("csrmm_ell"):
+                            C_local[k_0 * 8 + k_1] = C_local[k_0 * 8 + k_1] + A_ell[v4] * B[v5, k_0 * 8 + k_1]
+            v7: T.int32 = I_ell_indices[o_ell + i_ell]
+            for ax0_o in T.unroll(4):
+                for ax0_i in T.vectorized(8):
+                    C[v7, ax0_o * 8 + ax0_i] = C_local[ax0_o * 8 + ax0_i]
