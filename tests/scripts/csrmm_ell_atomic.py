@@ -1,0 +1,31 @@
+# The compute part of format_decompose(csrmm, [ell_rows]): SpMM over ELL rows
+# whose output rows come through a row map, so two ELL rows may add into one
+# row of the result. The iteration is tagged atomic: lower_atomic turns its
+# accumulation into T.atomic_add; after lowering, simplify and
+# hoist_invariants have row-map and slot arithmetic to fold and hoist.
+@T.prim_func
+def csrmm_ell_atomic(
+    b: T.handle,
+    c: T.handle,
+    m: T.int32,
+    n: T.int32,
+    feat_size: T.int32,
+    a_ell: T.handle,
+    row_map_ell: T.handle,
+    indices_ell: T.handle,
+    rows_ell: T.int32,
+    width_ell: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "composable": 1, "sparse_tir_level": 2})
+    I = T.sp.dense_fixed(m, "int32")
+    J_detach = T.sp.dense_fixed(n, "int32")
+    K = T.sp.dense_fixed(feat_size, "int32")
+    O_ell = T.sp.dense_fixed(rows_ell, "int32")
+    I_ell = T.sp.compressed_fixed(O_ell, (m, 1), row_map_ell, "int32")
+    J_ell = T.sp.compressed_fixed(I_ell, (n, width_ell), indices_ell, "int32")
+    B = T.sp.match_buffer(b, (J_detach, K), "float32")
+    C = T.sp.match_buffer(c, (I, K), "float32")
+    A_ell = T.sp.match_buffer(a_ell, (O_ell, I_ell, J_ell), "float32")
+    with T.sp.iteration([O_ell, I_ell, J_ell, K], "SSRS", "csrmm_ell") as [o_ell, i_ell, j_ell, k]:
+        T.sp.iteration_attr({"accumulate": True, "atomic": True})
+        C[i_ell, k] = C[i_ell, k] + A_ell[o_ell, i_ell, j_ell] * B[j_ell, k]
