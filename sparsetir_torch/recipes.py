@@ -24,11 +24,8 @@ def cpu_target(isa: str | None = None) -> dict:
 
 def runnable_levels() -> list:
     """The CPU levels this machine executes, best first (the detected level
-    and the x86-64 levels below it)."""
-    detected = _C.cpu_target("")["detected"].split(":")[1].split("+")[0]
-    order = {"avx512": ["avx512", "avx2", "generic"], "avx2": ["avx2", "generic"],
-             "sve": ["sve", "neon"], "neon": ["neon"]}
-    return order.get(detected, [detected])
+    and the levels of its family below it)."""
+    return list(_C.runnable_cpu_levels())
 
 
 def vector_lanes(feat_size: int, element_bytes: int = 4, isa: str | None = None) -> int:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 
 #if defined(__aarch64__) && defined(__linux__)
@@ -152,6 +153,14 @@ Target Target::Cpu(const std::string& isa) {
     }
   }
   throw UserError(UserErrorKind::kArgument, "unknown CPU instruction set '" + isa + "'; known: " + KnownLevels());
+}
+
+std::vector<std::string> Target::RunnableCpuLevels() {
+  std::vector<std::string> levels;
+  for (auto level = std::rbegin(kLevels); level != std::rend(kLevels); ++level) {
+    if (level->x86 == HostIsX86() && HostRuns(level->name)) levels.push_back(level->name);
+  }
+  return levels;
 }
 
 Target Target::DetectedCpu() {

@@ -41,6 +41,9 @@ struct Target {
   static const Target& HostCpu();
   // The detected level, ignoring $SPARSETIR_CPU_ISA.
   static Target DetectedCpu();
+  // The CPU levels this machine executes, best first: the detected level
+  // and the levels of its family below it.
+  static std::vector<std::string> RunnableCpuLevels();
   // A cuda target; `sm` = 0: the architecture of the device that runs it.
   static Target Cuda(int sm = 0);
   // "cpu", "cuda", "cpu:<isa>", "cuda:sm_XY": what users pass as `target`.

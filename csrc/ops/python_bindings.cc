@@ -428,6 +428,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       },
       "Lowers to stage III and generates the source for `target`, without compiling it.");
 
+  m.def("runnable_cpu_levels", &Target::RunnableCpuLevels,
+        "The CPU levels this machine executes, best first (the detected level and those below it).");
   m.def(
       "cpu_target",
       [](const std::string& isa) {

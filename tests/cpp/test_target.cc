@@ -26,6 +26,16 @@ TEST(Target, LevelsAndAliasesParse) {
   EXPECT_TRUE(Target::Parse("cpu").is_cpu());
 }
 
+TEST(Target, RunnableLevelsStartAtTheDetectedOneAndStayInItsFamily) {
+  const std::vector<std::string> levels = Target::RunnableCpuLevels();
+  ASSERT_FALSE(levels.empty());
+  EXPECT_EQ(levels.front(), Target::DetectedCpu().arch);
+  for (const std::string& level : levels) EXPECT_EQ(Target::Cpu(level).is_x86(), Target::DetectedCpu().is_x86());
+#if defined(__x86_64__)
+  EXPECT_EQ(levels.back(), "generic");  // every x86-64 runs the baseline
+#endif
+}
+
 TEST(Target, UnknownNamesAreUserErrorsListingTheLevels) {
   try {
     Target::Cpu("avx1024");
