@@ -21,11 +21,13 @@ KERNELS_DIR = _kernels_dir()
 def kernel_script(name: str, float32: str = "float32", int32: str = "int32") -> str:
     """The text of kernels/<name>.py with the value dtype put in for its
     "float32" and the index dtype for its "int32", as the operators build it
-    (C++: KernelScriptFor), e.g. kernel_script("csrmm", float32="float64",
-    int32="int64")."""
-    from . import _C
+    (the substitution is C++'s, PutDtypes), e.g. kernel_script("csrmm",
+    float32="float64", int32="int64")."""
+    # Absolute: this module also runs from a built tree (tests/python/test_packaging.py).
+    from sparsetir_torch import _C
 
     path = os.path.join(KERNELS_DIR, name + ".py")
     if not os.path.isfile(path):
         raise ValueError(f"no built-in kernel named {name!r} (looked for {path})")
-    return _C.kernel_script(name, float32, int32)
+    with open(path, encoding="utf-8") as f:
+        return _C.put_dtypes(f.read(), float32, int32)

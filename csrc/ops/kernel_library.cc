@@ -108,11 +108,14 @@ Target TargetFor(const at::Tensor& t, const std::string& recipe) {
 
 std::string ReadKernelScript(const std::string& name) { return ReadScript(name); }
 
-std::string KernelScriptFor(const std::string& name, DataType value_dtype, DataType index_dtype) {
-  std::string text = ReadScript(name);
+std::string PutDtypes(std::string text, DataType value_dtype, DataType index_dtype) {
   ReplaceQuoted(&text, "float32", ToString(value_dtype));
   ReplaceQuoted(&text, "int32", ToString(index_dtype));
   return text;
+}
+
+std::string KernelScriptFor(const std::string& name, DataType value_dtype, DataType index_dtype) {
+  return PutDtypes(ReadScript(name), value_dtype, index_dtype);
 }
 
 Schedule ScheduleOpKernel(const KernelRequest& r) {

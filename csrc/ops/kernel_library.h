@@ -22,9 +22,11 @@ namespace sparsetir::ops {
 void SetKernelDirectory(const std::string& directory);
 // The text of kernels/<name>.py.
 std::string ReadKernelScript(const std::string& name);
-// kernels/<name>.py with the value and index dtypes put in for the script's
+// A built-in script's text with the value and index dtypes put in for its
 // "float32" and "int32": the one place a dtype is substituted into a
-// built-in script (Python's kernel_script asks for this).
+// built-in script (Python's kernel_script asks for this too).
+std::string PutDtypes(std::string text, DataType value_dtype, DataType index_dtype);
+// kernels/<name>.py through PutDtypes.
 std::string KernelScriptFor(const std::string& name, DataType value_dtype, DataType index_dtype);
 
 // What to build: kernels/<script>.py with "float32" -> value dtype and

@@ -407,17 +407,17 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "The schedule a built-in kernel's recipe applies for a request, as a replayable trace (from the stage-I "
       "script with the dtypes put in).");
   m.def(
-      "kernel_script",
-      [](const std::string& name, const std::string& value_dtype, const std::string& index_dtype) {
+      "put_dtypes",
+      [](const std::string& text, const std::string& value_dtype, const std::string& index_dtype) {
         auto parse = [](const std::string& dtype) {
           std::optional<DataType> parsed = ParseDataType(dtype);
           if (!parsed || !IsNumeric(*parsed)) throw UserError(UserErrorKind::kArgument, "unknown dtype '" + dtype + "'");
           return *parsed;
         };
-        return KernelScriptFor(name, parse(value_dtype), parse(index_dtype));
+        return PutDtypes(text, parse(value_dtype), parse(index_dtype));
       },
-      py::arg("name"), py::arg("value_dtype") = "float32", py::arg("index_dtype") = "int32",
-      "kernels/<name>.py with the value and index dtypes put in for its \"float32\" and \"int32\".");
+      py::arg("text"), py::arg("value_dtype"), py::arg("index_dtype"),
+      "A built-in script's text with the value and index dtypes put in for its \"float32\" and \"int32\".");
 
   m.def(
       "generate",
