@@ -103,12 +103,14 @@ std::vector<size_t> Contract::workspace_params() const {
   return out;
 }
 
-int64_t Contract::EvalScalars(const Expr& e, const SparsetirArg* args) const {
+std::vector<int64_t> Contract::EvalScalars(const std::vector<Expr>& exprs, const SparsetirArg* args) const {
   ContractEvaluator eval;
   for (size_t i = 0; i < func_->params.size(); ++i) {
     if (func_->params[i]->dtype != DataType::kHandle) eval.scalars[func_->params[i].get()] = args[i].i64;
   }
-  return eval.Eval(e);
+  std::vector<int64_t> values;
+  for (const Expr& e : exprs) values.push_back(eval.Eval(e));
+  return values;
 }
 
 // lift_workspaces appends the workspace parameters after the function's own.

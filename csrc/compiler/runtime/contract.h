@@ -77,9 +77,9 @@ class Contract {
   std::vector<std::vector<uint64_t>> AllocateWorkspaces(const std::vector<KernelArg>& args) const;
   // The workspaces' parameters, in order.
   std::vector<size_t> workspace_params() const;
-  // An expression of the scalar parameters, with the scalars taken from
-  // packed arguments (parameter order).
-  int64_t EvalScalars(const Expr& e, const SparsetirArg* args) const;
+  // Expressions of the scalar parameters, with the scalars taken from packed
+  // arguments (parameter order), bound once for all of them.
+  std::vector<int64_t> EvalScalars(const std::vector<Expr>& exprs, const SparsetirArg* args) const;
 
  private:
   struct Workspace {

@@ -65,12 +65,16 @@ void Kernel::Run(const std::vector<KernelArg>& args, const SparsetirLauncher* la
 
 std::array<int64_t, 6> Kernel::LaunchDims(const SparsetirArg* args) const {
   ICHECK(target_.is_cuda()) << "launch dimensions of a " << target_.str() << " kernel";
+  std::vector<Expr> extents;  // every dimension's, evaluated with the scalars bound once
+  for (const std::vector<Expr>& dim : launch_) extents.insert(extents.end(), dim.begin(), dim.end());
+  const std::vector<int64_t> values = contract_.EvalScalars(extents, args);
   std::array<int64_t, 6> dims;
+  size_t next = 0;
   for (int d = 0; d < 6; ++d) {
     int64_t extent = 1;
     if (!launch_[d].empty()) {
       extent = 0;
-      for (const Expr& e : launch_[d]) extent = std::max(extent, contract_.EvalScalars(e, args));
+      for (size_t k = 0; k < launch_[d].size(); ++k) extent = std::max(extent, values[next++]);
     }
     dims[d] = std::max<int64_t>(extent, 0);
   }
