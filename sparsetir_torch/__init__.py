@@ -17,7 +17,7 @@ from .decompose import FormatRewriteRule, compute_part, format_decompose, prepro
 from .ops import clear_graph_cache, graph_cache_info
 from .validation import validate_every_call
 from .sparse_matrix import SparseMatrix
-from .api import bsrmm, edge_softmax, reorder, sddmm, sparse_attention, spmm
+from .api import bsrmm, edge_softmax, gat_attention, reorder, sddmm, sparse_attention, spmm
 from .tuning import explain
 from . import nn
 from .cuda_runtime import cuda_unavailable_reason, point_at_nvrtc
@@ -43,6 +43,7 @@ __all__ = [
     "bsrmm",
     "clear_graph_cache",
     "edge_softmax",
+    "gat_attention",
     "graph_cache_info",
     "nn",
     "sddmm",

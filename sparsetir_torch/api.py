@@ -27,16 +27,31 @@ def _check_dense(name: str, what: str, t, dim: int) -> None:
 def spmm(A, B: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
     """A @ B for sparse A (m x n) and dense B (n x K); reduce in {"sum", "mean",
     "max", "min"} combines the products of each row (rows without non-zeros
-    give 0). A block-sparse A (BSR) runs the BSR kernel (sum only)."""
+    give 0). A block-sparse A (BSR) runs the BSR kernel (sum only).
+
+    Heads: B (n, heads, D) gives (m, heads, D). A's values are shared by the
+    heads, or, for a multi-head A (values (nnz, heads), e.g.
+    ``A.with_values(st.edge_softmax(A, scores))``), each head has its own and
+    one kernel runs them all (sum and mean)."""
     A = as_sparse_matrix(A, "st.spmm: argument 'A'")
-    _check_dense("st.spmm", "B", B, 2)
+    _check_dense("st.spmm", "B", B, -1)
+    if B.dim() not in (2, 3) or (A.heads is not None and B.dim() != 3):
+        expected = "3-D (n, heads, D) for a multi-head A" if A.heads is not None else "2-D (n, K) or 3-D (n, heads, D)"
+        raise ValueError(f"st.spmm: argument 'B' must be {expected}, got shape {tuple(B.shape)}")
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"st.spmm: A {A.shape} and B {tuple(B.shape)} cannot be multiplied "
                          f"(A has {A.shape[1]} columns, B {B.shape[0]} rows)")
     if A.is_block:
-        if reduce != "sum":
-            raise ValueError(f"st.spmm: a block-sparse A supports reduce='sum' only, got {reduce!r}")
+        if reduce != "sum" or B.dim() != 2:
+            raise ValueError(f"st.spmm: a block-sparse A takes reduce='sum' and a 2-D B, got {reduce!r} and "
+                             f"shape {tuple(B.shape)}")
         return ops.bsrmm(A.indptr, A.indices, A.values, B)
+    if B.dim() == 3:
+        if A.heads is None:
+            # Shared values: the heads' features side by side are one 2-D SpMM.
+            n, heads, d = B.shape
+            return spmm(A, B.reshape(n, heads * d), reduce).view(A.shape[0], heads, d)
+        return ops.spmm(A.indptr, A.indices, A.values, B, reduce)
     if reduce == "sum":
         # The format chosen for this graph (tuning.py); inside torch.compile
         # only a choice made earlier in eager mode is used. Every format runs
@@ -50,20 +65,29 @@ def spmm(A, B: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
     return ops.spmm(A.indptr, A.indices, A.values, B, reduce)
 
 
-def sddmm(A, X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-    """The sampled product A * (X @ Y^T): for every non-zero (i, j) of A,
-    A[i, j] * dot(X[i, :], Y[j, :]). Returns a sparse CSR tensor with A's pattern."""
+def sddmm(A, X: torch.Tensor, Y: torch.Tensor, op: str = "dot") -> torch.Tensor:
+    """A value per non-zero (i, j) of A from row i of X and row j of Y, times
+    A[i, j]; a sparse CSR tensor with A's pattern:
+
+    - op="dot": the sampled product A * (X @ Y^T), dot(X[i], Y[j]); with X
+      (m, heads, D) and Y (n, heads, D), one dot product per head (a hybrid
+      CSR tensor of shape (m, n, heads));
+    - op="add" / "mul": X[i] + Y[j] / X[i] * Y[j] element-wise, X (m, *F) and
+      Y (n, *F) (a hybrid CSR tensor of shape (m, n, *F) when F is not empty),
+      e.g. a GAT layer's scores a_dst[i] + a_src[j] per head."""
     A = as_sparse_matrix(A, "st.sddmm: argument 'A'")
-    _check_dense("st.sddmm", "X", X, 2)
-    _check_dense("st.sddmm", "Y", Y, 2)
+    if op not in ("dot", "add", "mul"):
+        raise ValueError(f"st.sddmm: argument 'op' must be one of 'dot', 'add', 'mul', got {op!r}")
+    _check_dense("st.sddmm", "X", X, -1)
+    _check_dense("st.sddmm", "Y", Y, -1)
     if A.is_block:
         raise ValueError("st.sddmm: A must be CSR or COO, not block-sparse")
-    if X.shape[0] != A.shape[0] or Y.shape[0] != A.shape[1]:
+    if X.dim() == 0 or Y.dim() == 0 or X.shape[0] != A.shape[0] or Y.shape[0] != A.shape[1]:
         raise ValueError(f"st.sddmm: X {tuple(X.shape)} and Y {tuple(Y.shape)} must have A's rows ({A.shape[0]}) "
                          f"and columns ({A.shape[1]}) as their rows")
-    values = ops.sddmm(A.indptr, A.indices, A.values, X, Y)
+    values = ops.sddmm(A.indptr, A.indices, A.values, X, Y, op)
     with quiet_sparse_warnings():
-        return torch.sparse_csr_tensor(A.indptr, A.indices, values, A.shape)
+        return torch.sparse_csr_tensor(A.indptr, A.indices, values, A.shape + tuple(values.shape[1:]))
 
 
 def bsrmm(A, B: torch.Tensor) -> torch.Tensor:
@@ -92,6 +116,30 @@ def edge_softmax(A, scores: torch.Tensor) -> torch.Tensor:
     if A.is_block:
         raise ValueError("st.edge_softmax: A must be CSR or COO, not block-sparse")
     return ops.edge_softmax(A.indptr, A.indices, scores)
+
+
+def gat_attention(A, a_dst: torch.Tensor, a_src: torch.Tensor, x: torch.Tensor,
+                  negative_slope: float = 0.2) -> torch.Tensor:
+    """A GAT layer's attention and aggregation in one kernel, every head at
+    once: for each non-zero (i, j) of A and head h, the score
+    leaky_relu(a_dst[i, h] + a_src[j, h]) is softmaxed over row i's non-zeros
+    and weighs x[j, h, :] in row i's sum. a_dst (m, heads), a_src (n, heads),
+    x (n, heads, C); returns (m, heads, C). Rows are the destination nodes;
+    A's values are not used (its pattern is the graph). Differentiable with
+    respect to a_dst, a_src and x.
+
+    The same as ``st.spmm(A.with_values(st.edge_softmax(A, F.leaky_relu(
+    st.sddmm(A1, a_dst, a_src, op="add").values(), negative_slope))), x)``
+    with A1 A's pattern with ones, in one pass over the graph."""
+    A = as_sparse_matrix(A, "st.gat_attention: argument 'A'")
+    for name, t in (("a_dst", a_dst), ("a_src", a_src), ("x", x)):
+        _check_dense("st.gat_attention", name, t, 3 if name == "x" else 2)
+    if A.is_block:
+        raise ValueError("st.gat_attention: A must be CSR or COO, not block-sparse")
+    if a_dst.shape[0] != A.shape[0] or a_src.shape[0] != A.shape[1] or x.shape[0] != A.shape[1]:
+        raise ValueError(f"st.gat_attention: a_dst {tuple(a_dst.shape)} must have A's rows ({A.shape[0]}) and "
+                         f"a_src {tuple(a_src.shape)}, x {tuple(x.shape)} A's columns ({A.shape[1]}) as their rows")
+    return ops.gat_attention(A.indptr, A.indices, a_dst, a_src, x, float(negative_slope))
 
 
 def _mask_matrix(mask, L: int, S: int) -> SparseMatrix:

@@ -33,8 +33,9 @@ def _check_devices(op: str, **tensors) -> None:
 @torch.library.register_fake("sparsetir::spmm")
 def _spmm_fake(indptr, indices, values, dense, reduce="sum"):
     _check_devices("sparsetir.spmm", indptr=indptr, indices=indices, values=values, dense=dense)
-    torch._check(dense.dim() == 2, lambda: "sparsetir.spmm: argument 'dense' must be 2-D")
-    return dense.new_empty((indptr.shape[0] - 1, dense.shape[1]))
+    torch._check(dense.dim() in (2, 3),
+                 lambda: "sparsetir.spmm: argument 'dense' must be 2-D (n, K) or 3-D (n, heads, D)")
+    return dense.new_empty((indptr.shape[0] - 1,) + tuple(dense.shape[1:]))
 
 
 @torch.library.register_fake("sparsetir::_spmm_hyb")
@@ -45,9 +46,37 @@ def _spmm_hyb_fake(indptr, indices, values, dense, parts, max_width):
 
 
 @torch.library.register_fake("sparsetir::sddmm")
-def _sddmm_fake(indptr, indices, values, x, y):
+def _sddmm_fake(indptr, indices, values, x, y, op="dot"):
     _check_devices("sparsetir.sddmm", indptr=indptr, indices=indices, values=values, x=x, y=y)
-    return x.new_empty((indices.shape[0],))
+    nnz = indices.shape[0]
+    if op == "dot":
+        # (nnz,) for x (m, D); (nnz, heads) for x (m, heads, D).
+        return x.new_empty((nnz,) + tuple(x.shape[1:-1]))
+    return x.new_empty((nnz,) + tuple(x.shape[1:]))
+
+
+@torch.library.register_fake("sparsetir::gat_attention")
+def _gat_attention_fake(indptr, indices, a_dst, a_src, x, negative_slope=0.2):
+    _check_devices("sparsetir.gat_attention", indptr=indptr, indices=indices, a_dst=a_dst, a_src=a_src, x=x)
+    torch._check(x.dim() == 3, lambda: "sparsetir.gat_attention: argument 'x' must be 3-D (n, heads, C)")
+    return x.new_empty((indptr.shape[0] - 1,) + tuple(x.shape[1:]))
+
+
+def _compute_dtype(dtype):
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+@torch.library.register_fake("sparsetir::_gat_attention_forward")
+def _gat_attention_forward_fake(indptr, indices, a_dst, a_src, x, negative_slope):
+    out = _gat_attention_fake(indptr, indices, a_dst, a_src, x, negative_slope)
+    return out, x.new_empty((indices.shape[0], x.shape[1]), dtype=_compute_dtype(x.dtype))
+
+
+@torch.library.register_fake("sparsetir::_gat_attention_backward")
+def _gat_attention_backward_fake(indptr, indices, a_dst, a_src, x, probs, grad_out, negative_slope):
+    _check_devices("sparsetir._gat_attention_backward", indptr=indptr, indices=indices, a_dst=a_dst, a_src=a_src,
+                   x=x, probs=probs, grad_out=grad_out)
+    return a_dst.new_empty(a_dst.shape), a_src.new_empty(a_src.shape), x.new_empty(x.shape)
 
 
 @torch.library.register_fake("sparsetir::bsrmm")
@@ -202,7 +231,7 @@ def clear_graph_cache() -> None:
 # matrix times an activation that autocast made bfloat16 is a dtype mismatch.
 # Outside autocast regions the Autocast dispatch keys are not active, so this
 # costs nothing there.
-_AUTOCAST_OPS = ("spmm", "sddmm", "bsrmm", "sparse_attention", "edge_softmax", "bsr_linear")
+_AUTOCAST_OPS = ("spmm", "sddmm", "bsrmm", "sparse_attention", "edge_softmax", "gat_attention", "bsr_linear")
 _autocast_lib = torch.library.Library("sparsetir", "IMPL")
 
 

@@ -24,7 +24,9 @@ from .torch_warnings import quiet_sparse_warnings
 
 class SparseMatrix:
     """A sparse matrix in CSR form: indptr (rows + 1), indices (nnz), values
-    (nnz) or, for block-sparse matrices, values (nnzb, bh, bw) with indptr and
+    (nnz), or (nnz, heads) for one value per head on every non-zero (a
+    multi-head adjacency, as torch's hybrid CSR tensor of shape (m, n, heads))
+    or, for block-sparse matrices, values (nnzb, bh, bw) with indptr and
     indices over block rows and block columns."""
 
     def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, values: torch.Tensor, shape):
@@ -37,8 +39,9 @@ class SparseMatrix:
         if indptr.dim() != 1 or indices.dim() != 1:
             raise ValueError("SparseMatrix: indptr and indices must be 1-D")
         block = tuple(values.shape[1:]) if values.dim() == 3 else (1, 1)
-        if values.dim() not in (1, 3):
-            raise ValueError(f"SparseMatrix: values must be 1-D (CSR) or 3-D (BSR blocks), got shape {tuple(values.shape)}")
+        if values.dim() not in (1, 2, 3):
+            raise ValueError(f"SparseMatrix: values must be 1-D (CSR), 2-D (CSR, one value per head) or 3-D (BSR "
+                             f"blocks), got shape {tuple(values.shape)}")
         if shape[0] != (indptr.shape[0] - 1) * block[0]:
             raise ValueError(
                 f"SparseMatrix: indptr has {indptr.shape[0] - 1} rows (of blocks of height {block[0]}) "
@@ -53,7 +56,11 @@ class SparseMatrix:
     def from_torch(cls, t: torch.Tensor) -> "SparseMatrix":
         """From a torch sparse CSR, COO (coalesced as needed) or BSR tensor."""
         if t.layout == torch.sparse_csr:
-            return cls(t.crow_indices(), t.col_indices(), t.values(), t.shape)
+            if t.dense_dim() > 1 or t.dim() - t.dense_dim() != 2:
+                raise ValueError(f"SparseMatrix.from_torch: a CSR tensor must be 2-D, or hybrid with one dense "
+                                 f"dimension (heads), got shape {tuple(t.shape)} with {t.dense_dim()} dense "
+                                 f"dimensions")
+            return cls(t.crow_indices(), t.col_indices(), t.values(), t.shape[:2])
         if t.layout == torch.sparse_bsr:
             return cls(t.crow_indices(), t.col_indices(), t.values(), t.shape)
         if t.layout == torch.sparse_coo:
@@ -99,6 +106,11 @@ class SparseMatrix:
         return self.values.dim() == 3
 
     @property
+    def heads(self):
+        """The heads of a multi-head matrix (values (nnz, heads)), else None."""
+        return self.values.shape[1] if self.values.dim() == 2 else None
+
+    @property
     def dtype(self):
         return self.values.dtype
 
@@ -129,6 +141,9 @@ class SparseMatrix:
     def _check_not_block(self, what: str) -> None:
         if self.is_block:
             raise ValueError(f"SparseMatrix.{what}: a block (BSR) matrix has no {what} form; convert a CSR matrix")
+        if self.heads is not None:
+            raise ValueError(f"SparseMatrix.{what}: a multi-head matrix (values {tuple(self.values.shape)}) has no "
+                             f"{what} form; take one head with with_values(values[:, h])")
 
     def ell(self, width: int) -> EllMatrix:
         """The ELL form with `width` slots per row (at least the longest row).
@@ -172,7 +187,8 @@ class SparseMatrix:
         with quiet_sparse_warnings():
             if self.is_block:
                 return torch.sparse_bsr_tensor(self.indptr, self.indices, self.values, self.shape)
-            return torch.sparse_csr_tensor(self.indptr, self.indices, self.values, self.shape)
+            return torch.sparse_csr_tensor(self.indptr, self.indices, self.values,
+                                           self.shape + tuple(self.values.shape[1:]))
 
     def to_dense(self) -> torch.Tensor:
         return self.to_torch().to_dense()
@@ -186,10 +202,13 @@ class SparseMatrix:
 
     def with_values(self, values: torch.Tensor) -> "SparseMatrix":
         """The same structure (and its cached derived formats) with new values
-        of the same shape (checked; the structure was checked already)."""
-        if values.shape != self.values.shape:
-            raise ValueError(f"SparseMatrix.with_values: values must have shape {tuple(self.values.shape)}, "
-                             f"got {tuple(values.shape)}")
+        of the same shape (checked; the structure was checked already); a CSR
+        matrix also takes (nnz,) or (nnz, heads) values, one per head."""
+        per_head = (not self.is_block and values.dim() in (1, 2) and values.shape[0] == self.nnz)
+        if values.shape != self.values.shape and not per_head:
+            expected = f"(nnz,) or (nnz, heads) with nnz = {self.nnz}" if not self.is_block else \
+                f"shape {tuple(self.values.shape)}"
+            raise ValueError(f"SparseMatrix.with_values: values must have {expected}, got {tuple(values.shape)}")
         return SparseMatrix._assemble(self.indptr, self.indices, values, self.shape, self._derived)
 
     def __matmul__(self, other):
@@ -198,7 +217,8 @@ class SparseMatrix:
         return spmm(self, other)
 
     def __repr__(self):
-        kind = f"BSR {tuple(self.values.shape[1:])}" if self.is_block else "CSR"
+        kind = f"BSR {tuple(self.values.shape[1:])}" if self.is_block else \
+            "CSR" if self.heads is None else f"CSR, heads={self.heads}"
         return f"SparseMatrix({kind}, shape={self.shape}, nnz={self.nnz}, dtype={self.dtype})"
 
 

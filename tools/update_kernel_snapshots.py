@@ -49,6 +49,10 @@ EDGE_SOFTMAX_HEADS = (1, 8)
 # float32 / int32: specialized widths (1, 4, 8: unrolled), the shared one,
 # scalar and partial vectors, past the local tile.
 HYB_MODES = ("overwrite", "add", "atomic")
+# (heads, features per head) of the multi-head kernels: one feature (the heads
+# are the vector), a width no vector divides, vector widths, past the register
+# budget.
+HEAD_SHAPES = ((8, 1), (3, 5), (4, 16), (2, 64), (8, 64))
 HYB_SHAPES = ((32, 1), (32, 4), (32, 8), (32, None), (3, 4), (20, 2), (128, 2), (10000, 4))
 
 
@@ -81,6 +85,16 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
     yield "bsr_linear", "bsr_linear", "bfloat16", "int64", {"block_h": 32, "block_w": 32}
     for bh, bw in ((32, 32), (16, 8)):
         yield "bsr_linear_grad_blocks", "bsr_linear_grad_blocks", "float32", "int32", {"block_h": bh, "block_w": bw}
+    for heads, feat in HEAD_SHAPES:
+        sizes = {"heads": heads, "feat_size": feat}
+        yield "csrmm_heads", "csrmm_heads", "float32", "int32", sizes
+        yield "sddmm_heads", "sddmm_heads", "float32", "int32", sizes
+        yield "gat_attention", "gat_attention", "float32", "int32", sizes
+    yield "csrmm_heads", "csrmm_heads", "bfloat16", "int64", {"heads": 4, "feat_size": 16}
+    yield "gat_attention", "gat_attention", "float64", "int64", {"heads": 4, "feat_size": 16}
+    for op in ("add", "mul"):
+        for feat in (1, 4, 64):
+            yield f"sddmm_{op}", f"sddmm_{op}", "float32", "int32", {"feat_size": feat}
     for heads in EDGE_SOFTMAX_HEADS:
         yield "edge_softmax", "edge_softmax", "float32", "int32", {"heads": heads}
         yield "edge_softmax_backward", "edge_softmax_backward", "float32", "int32", {"heads": heads}

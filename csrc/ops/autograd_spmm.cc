@@ -26,6 +26,32 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// The row lengths (at least 1) of `indptr` shaped to divide `grad` row-wise.
+at::Tensor RowMeanDivisors(const at::Tensor& indptr, const at::Tensor& grad) {
+  std::vector<int64_t> shape(grad.dim(), 1);
+  shape[0] = -1;
+  return RowLengths(indptr).clamp_min(1).view(shape).to(grad.scalar_type());
+}
+
+// The gradients of a max / min reduction (2-D dense): each output element's
+// gradient goes to the first non-zero of its row that attains it.
+std::tuple<at::Tensor, at::Tensor> ExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
+                                                    const at::Tensor& values, const at::Tensor& dense,
+                                                    const at::Tensor& out, const at::Tensor& grad) {
+  if (dense.device().is_cpu()) return CallSpmmExtremumBackward(indptr, indices, values, dense, out, grad.contiguous());
+  at::Tensor rows = RowIds(indptr, indices);
+  at::Tensor gathered = dense.index_select(0, indices);
+  at::Tensor hit = values.unsqueeze(1) * gathered == out.index_select(0, rows);
+  // The first attaining non-zero of each (row, column): the smallest e.
+  const int64_t nnz = indices.size(0);
+  at::Tensor position = at::arange(nnz, indices.options().dtype(at::kLong)).unsqueeze(1).expand_as(hit);
+  at::Tensor candidate = at::where(hit, position, at::full({}, nnz, position.options()));
+  at::Tensor first = at::full(out.sizes(), nnz, position.options())
+                         .scatter_reduce(0, rows.to(at::kLong).unsqueeze(1).expand_as(hit), candidate, "amin");
+  at::Tensor share = (candidate == first.index_select(0, rows)).to(grad.scalar_type()) * grad.index_select(0, rows);
+  return {(share * gathered).sum(1), at::zeros_like(dense).index_add_(0, indices, share * values.unsqueeze(1))};
+}
+
 class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& indptr, const at::Tensor& indices,
@@ -49,30 +75,29 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
     at::Tensor grad_values, grad_dense;
     if (reduce == "sum" || reduce == "mean") {
       at::Tensor g = grad;
-      if (reduce == "mean") g = grad / RowLengths(indptr).clamp_min(1).unsqueeze(1).to(grad.scalar_type());
-      if (ctx->needs_input_grad(2)) grad_values = CallSddmm(indptr, indices, std::nullopt, g, dense);
+      if (reduce == "mean") g = grad / RowMeanDivisors(indptr, grad);
+      if (ctx->needs_input_grad(2)) {
+        // Values shared by the heads of a 3-D dense take the dot product
+        // over all of a row's heads and features.
+        const bool shared = values.dim() == 1 && dense.dim() == 3;
+        grad_values = shared ? CallSddmm(indptr, indices, std::nullopt, g.flatten(1), dense.flatten(1), "dot")
+                             : CallSddmm(indptr, indices, std::nullopt, g, dense, "dot");
+      }
       if (ctx->needs_input_grad(3)) {
         auto [t_indptr, t_indices, perm] = CallTranspose(indptr, indices, dense.sym_size(0));
         grad_dense = CallSpmm(t_indptr, t_indices, values.index_select(0, perm), g, "sum");
       }
-    } else if (dense.device().is_cpu()) {
-      auto [gv, gd] = CallSpmmExtremumBackward(indptr, indices, values, dense, saved[4], grad.contiguous());
+    } else if (dense.dim() == 3) {
+      // max / min over heads sharing the values: the 2-D backward of dense
+      // viewed as (n, heads * D).
+      auto [gv, gd] = ExtremumBackward(indptr, indices, values, dense.flatten(1), saved[4].flatten(1),
+                                       grad.flatten(1));
+      if (ctx->needs_input_grad(2)) grad_values = gv;
+      if (ctx->needs_input_grad(3)) grad_dense = gd.view(dense.sizes());
+    } else {
+      auto [gv, gd] = ExtremumBackward(indptr, indices, values, dense, saved[4], grad);
       if (ctx->needs_input_grad(2)) grad_values = gv;
       if (ctx->needs_input_grad(3)) grad_dense = gd;
-    } else {
-      const at::Tensor& out = saved[4];
-      at::Tensor rows = RowIds(indptr, indices);
-      at::Tensor gathered = dense.index_select(0, indices);
-      at::Tensor hit = values.unsqueeze(1) * gathered == out.index_select(0, rows);
-      // The first attaining non-zero of each (row, column): the smallest e.
-      const int64_t nnz = indices.size(0);
-      at::Tensor position = at::arange(nnz, indices.options().dtype(at::kLong)).unsqueeze(1).expand_as(hit);
-      at::Tensor candidate = at::where(hit, position, at::full({}, nnz, position.options()));
-      at::Tensor first = at::full(out.sizes(), nnz, position.options())
-                             .scatter_reduce(0, rows.to(at::kLong).unsqueeze(1).expand_as(hit), candidate, "amin");
-      at::Tensor share = (candidate == first.index_select(0, rows)).to(grad.scalar_type()) * grad.index_select(0, rows);
-      if (ctx->needs_input_grad(2)) grad_values = (share * gathered).sum(1);
-      if (ctx->needs_input_grad(3)) grad_dense = at::zeros_like(dense).index_add_(0, indices, share * values.unsqueeze(1));
     }
     return {at::Tensor(), at::Tensor(), grad_values, grad_dense, at::Tensor()};
   }

@@ -172,4 +172,68 @@ void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::
       .Run(2 * nnz * feat);
 }
 
+void RunCsrmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
+                   const at::Tensor& dense, const at::Tensor& out, bool prefetch) {
+  const int64_t rows = indptr.numel() - 1, heads = dense.size(1), feat = dense.size(2);
+  if (out.numel() == 0) return;
+  auto kernel = GetOpKernel({"csrmm_heads", "csrmm_heads", values.scalar_type(), indptr.scalar_type(),
+                             {{"heads", heads}, {"feat_size", feat}}, prefetch, TargetFor(dense, "csrmm_heads")});
+  KernelCall(*kernel)
+      .Set("a", values)
+      .Set("b", dense)
+      .Set("c", out)
+      .Set("indptr", indptr)
+      .Set("indices", indices)
+      .Set("m", rows)
+      .Set("n", dense.size(0))
+      .Set("heads", heads)
+      .Set("feat_size", feat)
+      .Set("nnz", indices.numel())
+      .Run(2 * indices.numel() * heads * feat + out.numel());
+}
+
+void RunSddmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
+                   const at::Tensor& out, bool prefetch) {
+  const int64_t rows = indptr.numel() - 1, heads = x.size(1), feat = x.size(2), nnz = indices.numel();
+  if (out.numel() == 0) return;
+  if (feat == 0) {
+    out.zero_();
+    return;
+  }
+  auto kernel = GetOpKernel({"sddmm_heads", "sddmm_heads", x.scalar_type(), indptr.scalar_type(),
+                             {{"heads", heads}, {"feat_size", feat}}, prefetch, TargetFor(x, "sddmm_heads")});
+  KernelCall(*kernel)
+      .Set("x", x)
+      .Set("y", y)
+      .Set("out", out)
+      .Set("indptr", indptr)
+      .Set("indices", indices)
+      .Set("m", rows)
+      .Set("n", y.size(0))
+      .Set("heads", heads)
+      .Set("feat_size", feat)
+      .Set("nnz", nnz)
+      .Run(2 * nnz * heads * feat);
+}
+
+void RunSddmmElementwise(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices,
+                         const at::Tensor& x, const at::Tensor& y, const at::Tensor& out, bool prefetch) {
+  const std::string script = "sddmm_" + op;
+  const int64_t rows = indptr.numel() - 1, feat = x.size(1), nnz = indices.numel();
+  if (out.numel() == 0) return;
+  auto kernel = GetOpKernel(
+      {script, script, x.scalar_type(), indptr.scalar_type(), {{"feat_size", feat}}, prefetch, TargetFor(x, script)});
+  KernelCall(*kernel)
+      .Set("x", x)
+      .Set("y", y)
+      .Set("out", out)
+      .Set("indptr", indptr)
+      .Set("indices", indices)
+      .Set("m", rows)
+      .Set("n", y.size(0))
+      .Set("feat_size", feat)
+      .Set("nnz", nnz)
+      .Run(nnz * feat);
+}
+
 }  // namespace sparsetir::ops

@@ -43,6 +43,20 @@ int64_t CudaFeaturesPerThreadFor(int64_t feat);
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
                  const at::Tensor& out, bool prefetch = true);
 
+// out (rows, H, D) = sum over the non-zeros e = (i, j) of
+// values[e, h] * dense[j, h, :], every head in one kernel (csrmm_heads).
+void RunCsrmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
+                   const at::Tensor& dense, const at::Tensor& out, bool prefetch = true);
+
+// out (nnz, H) = x[i, h, :] . y[j, h, :] for every non-zero (i, j) and head h.
+void RunSddmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
+                   const at::Tensor& out, bool prefetch = true);
+
+// out (nnz, F) = x[i, :] op y[j, :] element-wise for every non-zero (i, j),
+// op "add" or "mul" (kernels sddmm_add, sddmm_mul).
+void RunSddmmElementwise(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices,
+                         const at::Tensor& x, const at::Tensor& y, const at::Tensor& out, bool prefetch = true);
+
 // Whether prefetching the dense rows a structure gathers (`dense` with
 // `rows` x `width` elements) pays: not when the operand fits in L2 with room
 // to spare, nor when the structure is banded enough that the rows near the

@@ -25,9 +25,10 @@ at::Tensor CallSpmmHyb(T indptr, T indices, T values, T dense, int64_t parts, in
   return op.call(indptr, indices, values, dense, parts, max_width);
 }
 
-at::Tensor CallSddmm(T indptr, T indices, const std::optional<at::Tensor>& values, T x, T y) {
-  static auto op = Find<at::Tensor(T, T, const std::optional<at::Tensor>&, T, T)>("sparsetir::sddmm");
-  return op.call(indptr, indices, values, x, y);
+at::Tensor CallSddmm(T indptr, T indices, const std::optional<at::Tensor>& values, T x, T y, c10::string_view how) {
+  static auto op =
+      Find<at::Tensor(T, T, const std::optional<at::Tensor>&, T, T, c10::string_view)>("sparsetir::sddmm");
+  return op.call(indptr, indices, values, x, y, how);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(T indptr, T indices, c10::SymInt columns) {
@@ -55,6 +56,12 @@ at::Tensor CallEdgeSoftmax(T indptr, T indices, T scores) {
   return op.call(indptr, indices, scores);
 }
 
+std::tuple<at::Tensor, at::Tensor> CallGatAttentionForward(T indptr, T indices, T a_dst, T a_src, T x,
+                                                           double negative_slope) {
+  static auto op = Find<std::tuple<at::Tensor, at::Tensor>(T, T, T, T, T, double)>("sparsetir::_gat_attention_forward");
+  return op.call(indptr, indices, a_dst, a_src, x, negative_slope);
+}
+
 at::Tensor CallBsrLinear(T x, T indptr, T indices, T blocks) {
   static auto op = Find<at::Tensor(T, T, T, T)>("sparsetir::bsr_linear");
   return op.call(x, indptr, indices, blocks);
@@ -75,6 +82,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CallSparseAttentionBackward(T ind
 at::Tensor CallEdgeSoftmaxBackward(T indptr, T indices, T out, T grad) {
   static auto op = Find<at::Tensor(T, T, T, T)>("sparsetir::_edge_softmax_backward");
   return op.call(indptr, indices, out, grad);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> CallGatAttentionBackward(T indptr, T indices, T a_dst, T a_src, T x,
+                                                                        T probs, T grad_out, double negative_slope) {
+  static auto op = Find<std::tuple<at::Tensor, at::Tensor, at::Tensor>(T, T, T, T, T, T, T, double)>(
+      "sparsetir::_gat_attention_backward");
+  return op.call(indptr, indices, a_dst, a_src, x, probs, grad_out, negative_slope);
 }
 
 at::Tensor CallBsrLinearGradBlocks(T x, T grad, T indptr, T indices, int64_t block_h, int64_t block_w) {

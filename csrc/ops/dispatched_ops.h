@@ -16,7 +16,7 @@ at::Tensor CallSpmm(const at::Tensor& indptr, const at::Tensor& indices, const a
 at::Tensor CallSpmmHyb(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
                        const at::Tensor& dense, int64_t parts, int64_t max_width);
 at::Tensor CallSddmm(const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& values,
-                     const at::Tensor& x, const at::Tensor& y);
+                     const at::Tensor& x, const at::Tensor& y, c10::string_view op = "dot");
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(const at::Tensor& indptr, const at::Tensor& indices,
                                                              c10::SymInt columns);
 
@@ -25,6 +25,9 @@ at::Tensor CallBsrmm(const at::Tensor& indptr, const at::Tensor& indices, const 
 at::Tensor CallSparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
                                const at::Tensor& k, const at::Tensor& v, std::optional<double> scale);
 at::Tensor CallEdgeSoftmax(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& scores);
+std::tuple<at::Tensor, at::Tensor> CallGatAttentionForward(const at::Tensor& indptr, const at::Tensor& indices,
+                                                           const at::Tensor& a_dst, const at::Tensor& a_src,
+                                                           const at::Tensor& x, double negative_slope);
 at::Tensor CallBsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Tensor& indices,
                          const at::Tensor& blocks);
 at::Tensor CallScatterBySlot(const at::Tensor& values, const at::Tensor& slot, const at::Tensor& indptr, int64_t size,
@@ -39,6 +42,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CallSparseAttentionBackward(
     const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale);
 at::Tensor CallEdgeSoftmaxBackward(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& out,
                                    const at::Tensor& grad);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> CallGatAttentionBackward(
+    const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& a_dst, const at::Tensor& a_src,
+    const at::Tensor& x, const at::Tensor& probs, const at::Tensor& grad_out, double negative_slope);
 at::Tensor CallBsrLinearGradBlocks(const at::Tensor& x, const at::Tensor& grad, const at::Tensor& indptr,
                                    const at::Tensor& indices, int64_t block_h, int64_t block_w);
 

@@ -10,11 +10,15 @@
 TORCH_LIBRARY(sparsetir, m) {
   const std::vector<at::Tag> tags = {at::Tag::pt2_compliant_tag};
   m.def("spmm(Tensor indptr, Tensor indices, Tensor values, Tensor dense, str reduce=\"sum\") -> Tensor", tags);
-  m.def("sddmm(Tensor indptr, Tensor indices, Tensor? values, Tensor x, Tensor y) -> Tensor", tags);
+  m.def("sddmm(Tensor indptr, Tensor indices, Tensor? values, Tensor x, Tensor y, str op=\"dot\") -> Tensor", tags);
   m.def("bsrmm(Tensor indptr, Tensor indices, Tensor blocks, Tensor dense) -> Tensor", tags);
   m.def("sparse_attention(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, float? scale=None) -> Tensor",
         tags);
   m.def("edge_softmax(Tensor indptr, Tensor indices, Tensor scores) -> Tensor", tags);
+  m.def(
+      "gat_attention(Tensor indptr, Tensor indices, Tensor a_dst, Tensor a_src, Tensor x, "
+      "float negative_slope=0.2) -> Tensor",
+      tags);
   m.def("bsr_linear(Tensor x, Tensor indptr, Tensor indices, Tensor blocks) -> Tensor", tags);
   // spmm (sum) run in the hyb(parts, max_width) form: the format choice of st.spmm.
   m.def("_spmm_hyb(Tensor indptr, Tensor indices, Tensor values, Tensor dense, int parts, int max_width) -> Tensor",
@@ -48,6 +52,14 @@ TORCH_LIBRARY(sparsetir, m) {
       "_bsr_linear_grad_blocks(Tensor x, Tensor grad, Tensor indptr, Tensor indices, int block_h, int block_w) -> "
       "Tensor",
       tags);
+  m.def(
+      "_gat_attention_forward(Tensor indptr, Tensor indices, Tensor a_dst, Tensor a_src, Tensor x, "
+      "float negative_slope) -> (Tensor out, Tensor probs)",
+      tags);
+  m.def(
+      "_gat_attention_backward(Tensor indptr, Tensor indices, Tensor a_dst, Tensor a_src, Tensor x, Tensor probs, "
+      "Tensor grad_out, float negative_slope) -> (Tensor grad_a_dst, Tensor grad_a_src, Tensor grad_x)",
+      tags);
   m.def("_edge_softmax_backward(Tensor indptr, Tensor indices, Tensor out, Tensor grad) -> Tensor", tags);
 }
 
@@ -59,6 +71,9 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("bsrmm", &Bsrmm);
   m.impl("sparse_attention", &SparseAttention);
   m.impl("edge_softmax", &EdgeSoftmax);
+  m.impl("gat_attention", &GatAttention);
+  m.impl("_gat_attention_forward", &GatAttentionForward);
+  m.impl("_gat_attention_backward", &GatAttentionBackward);
   m.impl("bsr_linear", &BsrLinear);
   m.impl("_bsr_linear_grad_blocks", &BsrLinearGradBlocks);
   m.impl("_edge_softmax_backward", &EdgeSoftmaxBackward);

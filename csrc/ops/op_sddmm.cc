@@ -1,35 +1,111 @@
-// torch.ops.sparsetir.sddmm: out[e] = (values[e] if given else 1) *
-// dot(x[i, :], y[j, :]) for every non-zero e = (i, j).
+// torch.ops.sparsetir.sddmm: a value per non-zero e = (i, j) from row i of x
+// and row j of y, times values[e] when given:
+//   op="dot": x[i] . y[j] (x (m, D), y (n, D): out (nnz,)), or per head with
+//             x (m, H, D), y (n, H, D): out (nnz, H);
+//   op="add": x[i] + y[j], op="mul": x[i] * y[j], element-wise over any
+//             trailing shape F (x (m, *F), y (n, *F): out (nnz, *F)).
+// values are (nnz,) (broadcast over the trailing dimensions) or of the
+// output's shape.
 #include "csr_kernels.h"
+#include "graph_cache.h"
 #include "op_checks.h"
 #include "ops.h"
 #include "output_alloc.h"
 
 namespace sparsetir::ops {
+namespace {
+
+// The product of the trailing dimensions of `t` (1 for a 1-D tensor).
+int64_t TrailingSize(const at::Tensor& t) {
+  int64_t size = 1;
+  for (int64_t d = 1; d < t.dim(); ++d) size *= t.size(d);
+  return size;
+}
+
+void CheckDotShapes(const std::string& op, const at::Tensor& x, const at::Tensor& y) {
+  TORCH_CHECK_VALUE(x.dim() == 2 || x.dim() == 3, op, ": argument 'x' must be 2-D (m, D) or, per head, 3-D ",
+                    "(m, heads, D) with op=\"dot\", got shape ", ShapeString(x.sizes()));
+  TORCH_CHECK_VALUE(y.dim() == x.dim(), op, ": argument 'y' must be ", x.dim(), "-D like 'x' ",
+                    ShapeString(x.sizes()), ", got shape ", ShapeString(y.sizes()));
+  TORCH_CHECK_VALUE(x.sizes().slice(1) == y.sizes().slice(1), op, ": arguments 'x' ", ShapeString(x.sizes()),
+                    " and 'y' ", ShapeString(y.sizes()), " must have the same number of ",
+                    x.dim() == 2 ? "columns" : "heads and columns");
+}
+
+void CheckElementwiseShapes(const std::string& op, const std::string& how, const at::Tensor& x,
+                            const at::Tensor& y) {
+  TORCH_CHECK_VALUE(x.dim() >= 1 && y.dim() == x.dim() && x.sizes().slice(1) == y.sizes().slice(1), op, ": op=\"",
+                    how, "\" takes 'x' (m, *F) and 'y' (n, *F) of one trailing shape F, got ",
+                    ShapeString(x.sizes()), " and ", ShapeString(y.sizes()));
+}
+
+at::Tensor Dot(const CheckedCsr& csr, const at::Tensor& x, const at::Tensor& y) {
+  const bool prefetch = PrefetchPays(csr.info->summary(), y.size(0), TrailingSize(y) * y.element_size());
+  if (x.dim() == 2) {
+    at::Tensor out = EmptyOutput({csr.nnz()}, x.options());
+    RunSddmmDot(csr.indptr, csr.indices, x, y, out, prefetch);
+    return out;
+  }
+  at::Tensor out = EmptyOutput({csr.nnz(), x.size(1)}, x.options());
+  RunSddmmHeads(csr.indptr, csr.indices, x, y, out, prefetch);
+  return out;
+}
+
+at::Tensor Elementwise(const std::string& how, const CheckedCsr& csr, const at::Tensor& x, const at::Tensor& y) {
+  const int64_t feat = TrailingSize(x);
+  std::vector<int64_t> shape = {csr.nnz()};
+  for (int64_t d = 1; d < x.dim(); ++d) shape.push_back(x.size(d));
+  at::Tensor out = EmptyOutput(shape, x.options());
+  if (feat > 0) {
+    const bool prefetch = PrefetchPays(csr.info->summary(), y.size(0), feat * y.element_size());
+    RunSddmmElementwise(how, csr.indptr, csr.indices, x.reshape({x.size(0), feat}), y.reshape({y.size(0), feat}),
+                        out.view({csr.nnz(), feat}), prefetch);
+  }
+  return out;
+}
+
+// out * values, values (nnz,) broadcast over out's trailing dimensions or of
+// out's shape.
+void Scale(const std::string& op, at::Tensor& out, const at::Tensor& values, const at::Tensor& indptr) {
+  at::Tensor v = CheckFloat(op, "values", values, -1);
+  CheckSameDtype(op, "values", v, out.scalar_type(), "x");
+  CheckSameDevice(op, "values", v, indptr, "indptr");
+  const bool per_nonzero = v.dim() == 1 && v.size(0) == out.size(0);
+  TORCH_CHECK_VALUE(per_nonzero || v.sizes() == out.sizes(), op, ": argument 'values' must be (nnz,) = (",
+                    out.size(0), ",) or of the output's shape ", ShapeString(out.sizes()), ", got shape ",
+                    ShapeString(v.sizes()));
+  if (per_nonzero && out.dim() > 1) {
+    std::vector<int64_t> shape(out.dim(), 1);
+    shape[0] = v.size(0);
+    out.mul_(v.view(shape));
+  } else {
+    out.mul_(v);
+  }
+}
+
+}  // namespace
 
 at::Tensor Sddmm(const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& values,
-                 const at::Tensor& x, const at::Tensor& y) {
+                 const at::Tensor& x, const at::Tensor& y, c10::string_view op_name) {
   const std::string op = "sparsetir.sddmm";
-  at::Tensor xc = CheckFloat(op, "x", x, 2);
-  at::Tensor yc = CheckFloat(op, "y", y, 2);
+  const std::string how(op_name);
+  TORCH_CHECK_VALUE(how == "dot" || how == "add" || how == "mul", op,
+                    ": argument 'op' must be one of \"dot\", \"add\", \"mul\", got \"", how, "\"");
+  at::Tensor xc = CheckFloat(op, "x", x, -1);
+  at::Tensor yc = CheckFloat(op, "y", y, -1);
   CheckSameDtype(op, "y", yc, xc.scalar_type(), "x");
-  TORCH_CHECK_VALUE(xc.size(1) == yc.size(1), op, ": arguments 'x' ", ShapeString(xc.sizes()), " and 'y' ",
-                    ShapeString(yc.sizes()), " must have the same number of columns");
+  if (how == "dot") {
+    CheckDotShapes(op, xc, yc);
+  } else {
+    CheckElementwiseShapes(op, how, xc, yc);
+  }
   CheckSameDevice(op, "x", xc, indptr, "indptr");
   CheckSameDevice(op, "y", yc, indptr, "indptr");
   CheckedCsr csr = CheckCsr(op, indptr, indices, yc.size(0), "y.size(0)");
   TORCH_CHECK_VALUE(csr.rows() == xc.size(0), op, ": argument 'x' must have one row per row of the pattern (",
                     csr.rows(), ", from 'indptr'), got shape ", ShapeString(xc.sizes()));
-  at::Tensor out = EmptyOutput({csr.nnz()}, xc.options());
-  RunSddmmDot(csr.indptr, csr.indices, xc, yc, out, PrefetchPays(csr.info->summary(), yc));
-  if (values.has_value()) {
-    at::Tensor v = CheckFloat(op, "values", *values, 1);
-    CheckSameDtype(op, "values", v, xc.scalar_type(), "x");
-    CheckSameDevice(op, "values", v, indptr, "indptr");
-    TORCH_CHECK_VALUE(v.numel() == csr.nnz(), op, ": argument 'values' must have one element per non-zero (",
-                      csr.nnz(), "), got shape ", ShapeString(v.sizes()));
-    out.mul_(v);
-  }
+  at::Tensor out = how == "dot" ? Dot(csr, xc, yc) : Elementwise(how, csr, xc, yc);
+  if (values.has_value()) Scale(op, out, *values, indptr);
   return out;
 }
 

@@ -17,6 +17,10 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
   const std::string how(reduce);
   TORCH_CHECK_VALUE(how == "sum" || how == "mean" || how == "max" || how == "min", op,
                     ": argument 'reduce' must be one of \"sum\", \"mean\", \"max\", \"min\", got \"", how, "\"");
+  TORCH_CHECK_VALUE(dense.dim() == 2 || dense.dim() == 3, op,
+                    ": argument 'dense' must be 2-D (n, K) or 3-D (n, heads, D), got shape ",
+                    ShapeString(dense.sizes()));
+  if (dense.dim() == 3) return SpmmHeads(indptr, indices, values, dense, how);
   at::Tensor b = CheckFloat(op, "dense", dense, 2);
   at::Tensor a = CheckFloat(op, "values", values, 1);
   CheckSameDtype(op, "dense", b, a.scalar_type(), "values");

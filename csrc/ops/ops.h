@@ -13,14 +13,21 @@ namespace sparsetir::ops {
 
 at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values, const at::Tensor& dense,
                 c10::string_view reduce);
+// spmm with dense (n, heads, D): values (nnz,) shared by the heads, or
+// (nnz, heads) per head (sum and mean) (op_spmm_heads.cc).
+at::Tensor SpmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
+                     const at::Tensor& dense, const std::string& how);
 
 // spmm (sum) with the structure run in its hyb(parts, max_width) form
 // (op_spmm_hyb.cc); float32 and float64 values.
 at::Tensor SpmmHyb(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
                    const at::Tensor& dense, int64_t parts, int64_t max_width);
 
+// sddmm: op "dot" (x (m, D) . y (n, D), or per head x (m, H, D) . y (n, H, D)),
+// "add" or "mul" (x[i] + y[j], x[i] * y[j] element-wise over any trailing
+// shape); times values (nnz,) or of the output's shape when given.
 at::Tensor Sddmm(const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& values,
-                 const at::Tensor& x, const at::Tensor& y);
+                 const at::Tensor& x, const at::Tensor& y, c10::string_view op);
 
 at::Tensor Bsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& blocks,
                  const at::Tensor& dense);
@@ -40,6 +47,17 @@ at::Tensor BsrLinearGradBlocks(const at::Tensor& x, const at::Tensor& grad, cons
 // The softmax of per-edge scores ((nnz,) or (nnz, heads)) over each row's
 // non-zeros, and its gradient given the softmax's output and the output's
 // gradient.
+// A GAT layer's attention (op_gat_attention.cc): per head h,
+// out[i, h] = sum over row i's non-zeros of softmax_j(leaky_relu(a_dst[i, h] +
+// a_src[j, h])) * x[j, h]; the forward also returns the probabilities (nnz, H).
+at::Tensor GatAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& a_dst,
+                        const at::Tensor& a_src, const at::Tensor& x, double negative_slope);
+std::tuple<at::Tensor, at::Tensor> GatAttentionForward(const at::Tensor& indptr, const at::Tensor& indices,
+                                                       const at::Tensor& a_dst, const at::Tensor& a_src,
+                                                       const at::Tensor& x, double negative_slope);
+std::tuple<at::Tensor, at::Tensor, at::Tensor> GatAttentionBackward(
+    const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& a_dst, const at::Tensor& a_src,
+    const at::Tensor& x, const at::Tensor& probs, const at::Tensor& grad_out, double negative_slope);
 at::Tensor EdgeSoftmax(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& scores);
 at::Tensor EdgeSoftmaxBackward(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& out,
                                const at::Tensor& grad);

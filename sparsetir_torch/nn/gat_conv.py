@@ -1,9 +1,12 @@
 """GATConv: attention over each node's incoming edges (Velickovic et al.).
 
 alpha_ij = softmax_j(leaky_relu(a_dst . W x_i + a_src . W x_j)) per head, then
-x'_i = sum_j alpha_ij W x_j, heads concatenated or averaged. The softmax over
-each node's incoming edges is st.edge_softmax (one kernel for all heads); the
-weighted sums are spmm kernels over the graph's cached CSR structure.
+x'_i = sum_j alpha_ij W x_j, heads concatenated or averaged. The scores, the
+softmax over each node's incoming edges and the weighted sum are one kernel
+for all heads (sparsetir::gat_attention). With attention dropout in training
+the coefficients are dropped between the softmax and the sum, so that path
+runs three kernels, each for all heads: an element-wise SDDMM (the scores),
+st.edge_softmax and a multi-head SpMM.
 """
 from __future__ import annotations
 
@@ -58,11 +61,13 @@ class GATConv(torch.nn.Module):
         h = self.lin(x).view(-1, H, C)
         alpha_src = (h * self.att_src).sum(-1)  # (N, H)
         alpha_dst = (h * self.att_dst).sum(-1)
-        rows, cols = graph.row_ids(), graph.indices.long()
-        scores = alpha_dst.index_select(0, rows) + alpha_src.index_select(0, cols)  # (nnz, H), CSR order
-        alpha = ops.edge_softmax(graph.indptr, graph.indices, F.leaky_relu(scores, self.negative_slope))
-        alpha = F.dropout(alpha, p=self.dropout, training=self.training)
-        out = _aggregate_heads(graph, alpha, h)  # (N, H, C)
+        if self.dropout > 0 and self.training:
+            scores = ops.sddmm(graph.indptr, graph.indices, None, alpha_dst, alpha_src, "add")  # (nnz, H)
+            alpha = ops.edge_softmax(graph.indptr, graph.indices, F.leaky_relu(scores, self.negative_slope))
+            alpha = F.dropout(alpha, p=self.dropout, training=True)
+            out = ops.spmm(graph.indptr, graph.indices, alpha, h, "sum")  # (N, H, C)
+        else:
+            out = ops.gat_attention(graph.indptr, graph.indices, alpha_dst, alpha_src, h, self.negative_slope)
         out = out.reshape(-1, H * C) if self.concat else out.mean(dim=1)
         if self.res is not None:
             out = out + self.res(x)
@@ -71,10 +76,3 @@ class GATConv(torch.nn.Module):
     def __repr__(self):
         return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, heads={self.heads})"
 
-
-def _aggregate_heads(graph, alpha: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-    """out[i, k, :] = sum_j alpha[(i, j), k] h[j, k, :] for every head k."""
-    per_head = h.transpose(0, 1)  # (H, N, C)
-    outs = [ops.spmm(graph.indptr, graph.indices, alpha[:, k].contiguous(), per_head[k].contiguous(), "sum")
-            for k in range(h.shape[1])]
-    return torch.stack(outs, dim=1)

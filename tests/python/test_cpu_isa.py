@@ -68,6 +68,10 @@ def kernel_vector_bytes(source: str) -> set:
     ("sddmm_dot", "sddmm", {"feat_size": 64}),
     ("bsrmm", "bsrmm", {"block_h": 4, "block_w": 4, "feat_size": 64}),
     ("sparse_attention", "sparse_attention", {"head_dim": 64, "value_dim": 64}),
+    ("csrmm_heads", "csrmm_heads", {"heads": 2, "feat_size": 64}),
+    ("sddmm_heads", "sddmm_heads", {"heads": 2, "feat_size": 64}),
+    ("sddmm_mul", "sddmm_mul", {"feat_size": 64}),
+    ("gat_attention", "gat_attention", {"heads": 2, "feat_size": 64}),
 ])
 def test_generated_source_has_vectors_of_the_level(isa, width, script, recipe, sizes):
     for dtype in ("float32", "float64"):

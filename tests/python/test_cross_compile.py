@@ -22,7 +22,13 @@ KERNELS = [("csrmm", "csrmm", {"feat_size": f}) for f in (1, 20, 64, 256)] + \
           [("bsrmm", "bsrmm", {"block_h": 4, "block_w": 4, "feat_size": 64}),
            ("sparse_attention", "sparse_attention", {"head_dim": 64, "value_dim": 32}),
            ("attention_probs", "attention_probs", {"head_dim": 64}),
-           ("attention_grad_scores", "attention_grad_scores", {"value_dim": 64})]
+           ("attention_grad_scores", "attention_grad_scores", {"value_dim": 64}),
+           ("csrmm_heads", "csrmm_heads", {"heads": 4, "feat_size": 16}),
+           ("csrmm_heads", "csrmm_heads", {"heads": 8, "feat_size": 1}),
+           ("sddmm_heads", "sddmm_heads", {"heads": 4, "feat_size": 16}),
+           ("sddmm_add", "sddmm_add", {"feat_size": 4}),
+           ("sddmm_mul", "sddmm_mul", {"feat_size": 64}),
+           ("gat_attention", "gat_attention", {"heads": 4, "feat_size": 16})]
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 LEVELS = {"neon": "-march=armv8-a", "sve": "-march=armv8.2-a+sve"}
 

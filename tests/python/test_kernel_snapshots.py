@@ -34,7 +34,7 @@ def test_snapshots_cover_every_recipe_and_target():
         assert f"{target}/prelude.src" in names
     for script in ("csrmm", "csrmm_max", "csrmm_min", "sddmm_dot", "bsrmm", "sparse_attention",
                    "attention_probs", "attention_grad_scores", "csrmm_ell_overwrite", "csrmm_ell_add",
-                   "csrmm_ell_atomic"):
+                   "csrmm_ell_atomic", "csrmm_heads", "sddmm_heads", "sddmm_add", "sddmm_mul", "gat_attention"):
         assert any(n.startswith(f"cpu_avx2/{script}_") and n.endswith(".src") for n in names), script
     # every CPU kernel has both files
     stems = {n[:-len(".src")] for n in names if n.endswith(".src") and not n.endswith("prelude.src")}

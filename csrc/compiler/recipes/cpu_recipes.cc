@@ -119,6 +119,71 @@ void Sddmm(Schedule& sch, int64_t feat, int64_t element_bytes, const RecipeOptio
   sch.Parallel(loops[0]);
 }
 
+// The aggregation of a multi-head SpMM (csrmm_heads, and the last pass of
+// gat_attention): loops i, j, h, k. A non-zero's heads run unrolled when their
+// vectors fit the registers, each head's features as vectors; with one
+// feature per head the heads themselves are the vector (the edge values and
+// the gathered row are both contiguous in h). The output row (heads x
+// features) stays local while the row's non-zeros are summed.
+void AggregateHeads(Schedule& sch, const std::string& block, const std::string& out, const std::string& gathered,
+                    int64_t heads, int64_t feat, int64_t element_bytes, const RecipeOptions& options) {
+  auto loops = sch.GetLoops(block);
+  const std::string &i = loops[0], &j = loops[1], &h = loops[2], &k = loops[3];
+  const bool local = heads * feat <= kMaxLocalTile;
+  if (feat == 1) {
+    // The cache first: its copy loops are written before the fusion renames
+    // the feature index.
+    if (local) sch.CacheWrite(i, out, "local");
+    VectorizeInner(sch, sch.Fuse({h, k}), heads, element_bytes, options.target);
+  } else {
+    const int64_t lanes = VectorLanes(feat, element_bytes, options.target);
+    const int64_t vectors = lanes > 1 ? feat / lanes : feat;
+    VectorizeInner(sch, k, feat, element_bytes, options.target);
+    if (heads * vectors <= RegisterBudgetOf(options.target).max_unrolled_vectors) sch.Unroll(h);
+    if (local) sch.CacheWrite(i, out, "local");
+  }
+  PrefetchGather(sch, j, gathered, options);
+}
+
+// csrmm_heads: the aggregation above, rows in parallel.
+void CsrmmHeads(Schedule& sch, int64_t heads, int64_t feat, int64_t element_bytes, const RecipeOptions& options) {
+  AggregateHeads(sch, "csrmm_heads", "C", "B", heads, feat, element_bytes, options);
+  RowsInParallel(sch, "csrmm_heads");
+}
+
+// sddmm_heads: loops i, j, h, k; a dot product per (non-zero, head), each
+// head's accumulator a register, the heads unrolled when few.
+void SddmmHeads(Schedule& sch, int64_t heads, int64_t feat, int64_t element_bytes, const RecipeOptions& options) {
+  auto loops = sch.GetLoops("sddmm_heads");
+  VectorDot(sch, loops[2], loops[3], "O", feat, element_bytes, options.target);
+  if (heads <= RegisterBudgetOf(options.target).max_unrolled_vectors) sch.Unroll(loops[2]);
+  PrefetchGather(sch, loops[1], "Y", options);
+  sch.Parallel(loops[0]);
+}
+
+// sddmm_add / sddmm_mul: loops i, j, f; a non-zero's features as vectors.
+void SddmmElementwise(Schedule& sch, const std::string& block, int64_t feat, int64_t element_bytes,
+                      const RecipeOptions& options) {
+  auto loops = sch.GetLoops(block);
+  VectorizeInner(sch, loops[2], feat, element_bytes, options.target);
+  PrefetchGather(sch, loops[1], "Y", options);
+  sch.Parallel(loops[0]);
+}
+
+// gat_attention: the five row passes (max, exp, sum, division, weighted sum)
+// merged into one row-parallel loop, so a row's scores and probabilities
+// stay in L1 from the first pass to the last; the weighted sum is scheduled
+// as a multi-head SpMM.
+void GatAttention(Schedule& sch, int64_t heads, int64_t feat, int64_t element_bytes, const RecipeOptions& options) {
+  std::vector<std::string> rows;
+  for (const char* block : {"row_max", "row_exp", "row_sum", "row_div", "aggregate"}) {
+    rows.push_back(sch.GetLoops(block)[0]);
+  }
+  const std::string row = sch.Merge(rows);
+  AggregateHeads(sch, "aggregate", "O", "X", heads, feat, element_bytes, options);
+  sch.Parallel(row);
+}
+
 constexpr const char* kSoftmaxBlocks[] = {"scores", "row_max", "row_exp", "row_sum", "row_div"};
 
 // The scores of attention (q_i . k_j): a dot product per non-zero.
@@ -268,6 +333,14 @@ Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std:
     BsrLinear(sch, Size(sizes, "block_h"), ElementBytes(f, "Y"), options.target);
   } else if (recipe == "bsr_linear_grad_blocks") {
     BsrLinearGradBlocks(sch, Size(sizes, "block_h"), Size(sizes, "block_w"), ElementBytes(f, "DW"), options.target);
+  } else if (recipe == "csrmm_heads") {
+    CsrmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"), ElementBytes(f, "C"), options);
+  } else if (recipe == "sddmm_heads") {
+    SddmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"), ElementBytes(f, "O"), options);
+  } else if (recipe == "sddmm_add" || recipe == "sddmm_mul") {
+    SddmmElementwise(sch, recipe, Size(sizes, "feat_size"), ElementBytes(f, "O"), options);
+  } else if (recipe == "gat_attention") {
+    GatAttention(sch, Size(sizes, "heads"), Size(sizes, "feat_size"), ElementBytes(f, "O"), options);
   } else if (recipe == "edge_softmax") {
     EdgeSoftmax(sch, Size(sizes, "heads"));
   } else if (recipe == "edge_softmax_backward") {

@@ -153,15 +153,29 @@ PrimFunc PrefetchRewrite(const PrimFunc& f, const std::string& loop_name, const 
       }
     }
   }
-  // One contiguous span: inner loops may move the last index only.
-  for (size_t d = 0; d + 1 < start.size(); ++d) {
+  // One contiguous span: inner loops may move one index, and those after it
+  // only over their whole extent (a multi-head operand's row: every head's
+  // features, or one feature per head).
+  const std::vector<Expr>& shape = reads[0].load->buffer->shape;
+  auto whole = [&](size_t d) {
+    const int64_t* extent = d < shape.size() ? AsConstInt(shape[d]) : nullptr;
+    const int64_t *lo = AsConstInt(Simplify(start[d])), *hi = AsConstInt(Simplify(end[d]));
+    return extent && lo && hi && *lo == 0 && *hi == *extent - 1;
+  };
+  size_t moving = start.size() - 1;
+  int64_t inner = 1;  // the elements of one step of the moving index
+  while (moving > 0 && whole(moving)) inner *= *AsConstInt(shape[moving--]);
+  for (size_t d = 0; d < moving; ++d) {
     if (!StructuralEqual(start[d], end[d])) {
       ThrowScheduleError("prefetch: the region of '" + buffer_name + "' one iteration of '" + loop_name +
                              "' reads is not contiguous (an inner loop moves index " + std::to_string(d) + ")",
                          Excerpt(loop));
     }
   }
-  const Expr span_expr = SpanSize(f, start.back(), end.back());
+  // (An index no inner loop moves spans one step, whatever it reads.)
+  Expr span_expr = StructuralEqual(start[moving], end[moving]) ? IntLike(1, start[moving])
+                                                                : SpanSize(f, start[moving], end[moving]);
+  span_expr = Simplify(Mul(span_expr, IntLike(inner, span_expr)));
   const int64_t* span = AsConstInt(span_expr);
   if (span && *span == 0) return f;  // an inner loop of extent 0: the buffer is never read
   if (!span || *span < 0) {

@@ -1,0 +1,39 @@
+@T.prim_func
+def csrmm_heads(
+    a: T.handle,
+    b: T.handle,
+    c: T.handle,
+    indptr: T.handle,
+    indices: T.handle,
+    m: T.int32,
+    n: T.int32,
+    heads: T.int32,
+    feat_size: T.int32,
+    nnz: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"feat_size": 1, "heads": 8}, "sparse_tir_level": 0})
+    A = T.match_buffer(a, (nnz, 8), "float32")
+    B = T.match_buffer(b, (n, 8, 1), "float32")
+    C = T.match_buffer(c, (m, 8, 1), "float32")
+    J_indptr = T.match_buffer(indptr, (m + 1,), "int32")
+    J_indices = T.match_buffer(indices, (nnz,), "int32")
+    T.assume_buffer_domain(J_indptr, [0, nnz])
+    T.assume_buffer_domain(J_indices, [0, n - 1])
+    for i in T.parallel(m):
+        C_local = T.alloc_buffer((8, 1), "float32", scope="local")
+        for h_init in T.serial(8):
+            for k_init in T.serial(1):
+                with T.block("csrmm_heads_init"):
+                    C_local[h_init, k_init] = T.float32(0.0)
+        for j in T.serial(J_indptr[i + 1] - J_indptr[i]):
+            if J_indptr[i] + (j + 32) < nnz:
+                T.prefetch(B[J_indices[J_indptr[i] + (j + 32)], 0, 0], 8)
+            v2: T.int32 = J_indptr[i] + j
+            v3: T.int32 = J_indices[v2]
+            for h_k_fused_0 in T.unroll(1):
+                for h_k_fused_1 in T.vectorized(8):
+                    with T.block("csrmm_heads"):
+                        C_local[h_k_fused_0 * 8 + h_k_fused_1, 0] = C_local[h_k_fused_0 * 8 + h_k_fused_1, 0] + A[v2, h_k_fused_0 * 8 + h_k_fused_1] * B[v3, h_k_fused_0 * 8 + h_k_fused_1, 0]
+        for ax0 in T.serial(8):
+            for ax1 in T.serial(1):
+                C[i, ax0, ax1] = C_local[ax0, ax1]

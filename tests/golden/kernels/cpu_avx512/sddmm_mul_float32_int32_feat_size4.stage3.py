@@ -1,0 +1,30 @@
+@T.prim_func
+def sddmm_mul(
+    x: T.handle,
+    y: T.handle,
+    out: T.handle,
+    indptr: T.handle,
+    indices: T.handle,
+    m: T.int32,
+    n: T.int32,
+    feat_size: T.int32,
+    nnz: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"feat_size": 4}, "sparse_tir_level": 0})
+    X = T.match_buffer(x, (m, 4), "float32")
+    Y = T.match_buffer(y, (n, 4), "float32")
+    O = T.match_buffer(out, (nnz, 4), "float32")
+    J_indptr = T.match_buffer(indptr, (m + 1,), "int32")
+    J_indices = T.match_buffer(indices, (nnz,), "int32")
+    T.assume_buffer_domain(J_indptr, [0, nnz])
+    T.assume_buffer_domain(J_indices, [0, n - 1])
+    for i in T.parallel(m):
+        for j in T.serial(J_indptr[i + 1] - J_indptr[i]):
+            if J_indptr[i] + (j + 32) < nnz:
+                T.prefetch(Y[J_indices[J_indptr[i] + (j + 32)], 0], 4)
+            v2: T.int32 = J_indptr[i] + j
+            v3: T.int32 = J_indices[v2]
+            for f_0 in T.unroll(1):
+                for f_1 in T.vectorized(4):
+                    with T.block("sddmm_mul"):
+                        O[v2, f_0 * 4 + f_1] = X[i, f_0 * 4 + f_1] * Y[v3, f_0 * 4 + f_1]
