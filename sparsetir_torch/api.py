@@ -42,9 +42,10 @@ def spmm(A, B: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
         raise ValueError(f"st.spmm: A {A.shape} and B {tuple(B.shape)} cannot be multiplied "
                          f"(A has {A.shape[1]} columns, B {B.shape[0]} rows)")
     if A.is_block:
-        if reduce != "sum" or B.dim() != 2:
-            raise ValueError(f"st.spmm: a block-sparse A takes reduce='sum' and a 2-D B, got {reduce!r} and "
-                             f"shape {tuple(B.shape)}")
+        if reduce != "sum":
+            raise ValueError(f"st.spmm: a block-sparse A supports reduce='sum' only, got {reduce!r}")
+        if B.dim() != 2:
+            raise ValueError(f"st.spmm: a block-sparse A takes a 2-D B, got shape {tuple(B.shape)}")
         return ops.bsrmm(A.indptr, A.indices, A.values, B)
     if B.dim() == 3:
         if A.heads is None:

@@ -71,8 +71,8 @@ void Scale(const std::string& op, at::Tensor& out, const at::Tensor& values, con
   CheckSameDtype(op, "values", v, out.scalar_type(), "x");
   CheckSameDevice(op, "values", v, indptr, "indptr");
   const bool per_nonzero = v.dim() == 1 && v.size(0) == out.size(0);
-  TORCH_CHECK_VALUE(per_nonzero || v.sizes() == out.sizes(), op, ": argument 'values' must be (nnz,) = (",
-                    out.size(0), ",) or of the output's shape ", ShapeString(out.sizes()), ", got shape ",
+  TORCH_CHECK_VALUE(per_nonzero || v.sizes() == out.sizes(), op, ": argument 'values' must have one element per "
+                    "non-zero (", out.size(0), ") or the output's shape ", ShapeString(out.sizes()), ", got shape ",
                     ShapeString(v.sizes()));
   if (per_nonzero && out.dim() > 1) {
     std::vector<int64_t> shape(out.dim(), 1);

@@ -353,8 +353,8 @@ IP, IX = torch.tensor([0, 2, 3]), torch.tensor([0, 2, 1])  # 2 x 3, nnz 3
      r"sparsetir\.sddmm: op=\"add\" takes 'x' \(m, \*F\) and 'y' \(n, \*F\) of one trailing shape F, got \(2, 4\) "
      r"and \(3, 5\)"),
     (lambda: ops.sddmm(IP, IX, torch.ones(3, 5), torch.ones(2, 4), torch.ones(3, 4), "mul"),
-     r"sparsetir\.sddmm: argument 'values' must be \(nnz,\) = \(3,\) or of the output's shape \(3, 4\), got "
-     r"shape \(3, 5\)"),
+     r"sparsetir\.sddmm: argument 'values' must have one element per non-zero \(3\) or the output's shape "
+     r"\(3, 4\), got shape \(3, 5\)"),
     (lambda: ops.gat_attention(IP, IX, torch.ones(2, 2), torch.ones(3, 2), torch.ones(3, 8)),
      r"sparsetir\.gat_attention: argument 'x' must be 3-D"),
     (lambda: ops.gat_attention(IP, IX, torch.ones(3, 2), torch.ones(3, 2), torch.ones(3, 2, 8)),
