@@ -18,14 +18,17 @@ def gat_attention(
 ) -> None:
     # A GAT layer's attention in one kernel, every head at once:
     #   e[i, j, h] = leaky_relu(a_dst[i, h] + a_src[j, h]) (slope NS[0]),
+    #                written branch-free as max(s, 0) + slope * min(s, 0): the
+    #                sign of a score is a coin toss a branch would mispredict,
     #   P[i, j, h] = softmax over row i's non-zeros of e[i, :, h],
     #   O[i, h, :] = sum_j P[i, j, h] * X[j, h, :].
     # Where torch runs a gather, an add, a leaky_relu, a softmax and an SpMM
     # (each streaming the nnz x heads edge tensor through memory), the rows'
-    # passes here are one loop: a row's scores stay in L1 from the max to
-    # the weighted sum. The probabilities are an output (the backward pass
-    # needs them); row_max and row_sum are per-row workspaces. The negative
-    # slope is a one-element buffer, as scalar parameters are integers.
+    # passes here are one loop: a row's scores are written once to P and stay
+    # in L1 from the max to the weighted sum. The probabilities are an output
+    # (the backward pass needs them); row_max and row_sum are per-row
+    # workspaces. The negative slope is a one-element buffer, as scalar
+    # parameters are integers.
     T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 2})
     I = T.sp.dense_fixed(m)
     J = T.sp.compressed_varied(I, (n, nnz), (indptr, indices), "int32")
@@ -41,12 +44,14 @@ def gat_attention(
     P = T.sp.match_buffer(probs, (I, J, H), "float32")
     MX = T.sp.match_buffer(row_max, (I, H), "float32")
     SM = T.sp.match_buffer(row_sum, (I, H), "float32")
+    with T.sp.iteration([I, J, H], "SSS", "row_score") as [i, j, h]:
+        P[i, j, h] = T.max(AD[i, h] + AS[j, h], 0.0) + NS[0] * T.min(AD[i, h] + AS[j, h], 0.0)
     with T.sp.iteration([I, J, H], "SRS", "row_max") as [i, j, h]:
         with T.init():
             MX[i, h] = -T.inf
-        MX[i, h] = T.max(MX[i, h], T.Select(AD[i, h] + AS[j, h] > 0.0, AD[i, h] + AS[j, h], (AD[i, h] + AS[j, h]) * NS[0]))
+        MX[i, h] = T.max(MX[i, h], P[i, j, h])
     with T.sp.iteration([I, J, H], "SSS", "row_exp") as [i, j, h]:
-        P[i, j, h] = T.exp(T.Select(AD[i, h] + AS[j, h] > 0.0, AD[i, h] + AS[j, h], (AD[i, h] + AS[j, h]) * NS[0]) - MX[i, h])
+        P[i, j, h] = T.exp(P[i, j, h] - MX[i, h])
     with T.sp.iteration([I, J, H], "SRS", "row_sum") as [i, j, h]:
         with T.init():
             SM[i, h] = 0.0

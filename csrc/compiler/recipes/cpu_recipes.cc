@@ -170,20 +170,6 @@ void SddmmElementwise(Schedule& sch, const std::string& block, int64_t feat, int
   sch.Parallel(loops[0]);
 }
 
-// gat_attention: the five row passes (max, exp, sum, division, weighted sum)
-// merged into one row-parallel loop, so a row's scores and probabilities
-// stay in L1 from the first pass to the last; the weighted sum is scheduled
-// as a multi-head SpMM.
-void GatAttention(Schedule& sch, int64_t heads, int64_t feat, int64_t element_bytes, const RecipeOptions& options) {
-  std::vector<std::string> rows;
-  for (const char* block : {"row_max", "row_exp", "row_sum", "row_div", "aggregate"}) {
-    rows.push_back(sch.GetLoops(block)[0]);
-  }
-  const std::string row = sch.Merge(rows);
-  AggregateHeads(sch, "aggregate", "O", "X", heads, feat, element_bytes, options);
-  sch.Parallel(row);
-}
-
 constexpr const char* kSoftmaxBlocks[] = {"scores", "row_max", "row_exp", "row_sum", "row_div"};
 
 // The scores of attention (q_i . k_j): a dot product per non-zero.
@@ -260,18 +246,46 @@ void RowPassesMerged(Schedule& sch, const std::vector<std::string>& blocks) {
   sch.Parallel(sch.Merge(rows));
 }
 
+// The row passes of a multi-head edge softmax (loops i, j, h): a non-zero's
+// heads are one vector in every pass (h is spatial in the max and the sum
+// too, so each head's additions keep their order). Left to itself the C++
+// compiler vectorizes these passes across non-zeros with gathers and masks,
+// twice as slow at 4 heads (cond-mat-2005, Zen 4).
+void HeadsAsVectors(Schedule& sch, const std::vector<std::string>& blocks, int64_t heads, int64_t element_bytes,
+                    const Target& target) {
+  for (const std::string& block : blocks) VectorizeInner(sch, sch.GetLoops(block)[2], heads, element_bytes, target);
+}
+
 // The element-wise passes of the edge softmax (exp, division) run over a
-// row's non-zeros as vectors when there is one head (with several, the
-// specialized head loop is the inner one and the C++ compiler unrolls it);
-// the row's max and sum stay scalar, as a vector sum would reorder additions.
-void EdgeSoftmax(Schedule& sch, int64_t heads) {
+// row's non-zeros as vectors when there is one head; with several, every
+// pass takes a non-zero's heads as a vector. The row's max and sum over one
+// head stay scalar, as a vector sum would reorder additions.
+void EdgeSoftmax(Schedule& sch, int64_t heads, int64_t element_bytes, const Target& target) {
   if (heads == 1) {
     for (const char* block : {"row_exp", "row_div"}) {
       auto loops = sch.GetLoops(block);
       sch.Vectorize(sch.Fuse({loops[1], loops[2]}));
     }
+  } else {
+    HeadsAsVectors(sch, {"row_max", "row_exp", "row_sum", "row_div"}, heads, element_bytes, target);
   }
   RowPassesMerged(sch, {"row_max", "row_exp", "row_sum", "row_div"});
+}
+
+// gat_attention: the six row passes (score, max, exp, sum, division, weighted sum)
+// merged into one row-parallel loop, so a row's scores and probabilities
+// stay in L1 from the first pass to the last; the weighted sum is scheduled
+// as a multi-head SpMM.
+void GatAttention(Schedule& sch, int64_t heads, int64_t feat, int64_t element_bytes, const RecipeOptions& options) {
+  std::vector<std::string> rows;
+  for (const char* block : {"row_score", "row_max", "row_exp", "row_sum", "row_div", "aggregate"}) {
+    rows.push_back(sch.GetLoops(block)[0]);
+  }
+  const std::string row = sch.Merge(rows);
+  HeadsAsVectors(sch, {"row_score", "row_max", "row_exp", "row_sum", "row_div"}, heads, element_bytes,
+                 options.target);
+  AggregateHeads(sch, "aggregate", "O", "X", heads, feat, element_bytes, options);
+  sch.Parallel(row);
 }
 
 int64_t Size(const std::map<std::string, int64_t>& sizes, const char* name) {
@@ -342,7 +356,7 @@ Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std:
   } else if (recipe == "gat_attention") {
     GatAttention(sch, Size(sizes, "heads"), Size(sizes, "feat_size"), ElementBytes(f, "O"), options);
   } else if (recipe == "edge_softmax") {
-    EdgeSoftmax(sch, Size(sizes, "heads"));
+    EdgeSoftmax(sch, Size(sizes, "heads"), ElementBytes(f, "P"), options.target);
   } else if (recipe == "edge_softmax_backward") {
     RowPassesMerged(sch, {"row_dot", "grad_scores"});
   } else {

@@ -25,25 +25,29 @@ def edge_softmax(
             with T.block("row_max_init"):
                 MX[i, h_init] = T.float64(-T.inf)
         for j in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            v0: T.int64 = J_indptr[i] + j
-            for h in T.serial(4):
-                with T.block("row_max"):
-                    MX[i, h] = T.max(MX[i, h], S[v0, h])
+            v1: T.int64 = J_indptr[i] + j
+            for h_0 in T.unroll(1):
+                for h_1_1 in T.vectorized(4):
+                    with T.block("row_max"):
+                        MX[i, h_0 * 4 + h_1_1] = T.max(MX[i, h_0 * 4 + h_1_1], S[v1, h_0 * 4 + h_1_1])
         for j_1 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            v1: T.int64 = J_indptr[i] + j_1
-            for h_1 in T.serial(4):
-                with T.block("row_exp"):
-                    P[v1, h_1] = T.exp(S[v1, h_1] - MX[i, h_1])
+            v3: T.int64 = J_indptr[i] + j_1
+            for h_1_0 in T.unroll(1):
+                for h_1_1_1 in T.vectorized(4):
+                    with T.block("row_exp"):
+                        P[v3, h_1_0 * 4 + h_1_1_1] = T.exp(S[v3, h_1_0 * 4 + h_1_1_1] - MX[i, h_1_0 * 4 + h_1_1_1])
         for h_2_init in T.serial(4):
             with T.block("row_sum_init"):
                 SM[i, h_2_init] = T.float64(0.0)
         for j_2 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            v2: T.int64 = J_indptr[i] + j_2
-            for h_2 in T.serial(4):
-                with T.block("row_sum"):
-                    SM[i, h_2] = SM[i, h_2] + P[v2, h_2]
+            v5: T.int64 = J_indptr[i] + j_2
+            for h_2_0 in T.unroll(1):
+                for h_2_1 in T.vectorized(4):
+                    with T.block("row_sum"):
+                        SM[i, h_2_0 * 4 + h_2_1] = SM[i, h_2_0 * 4 + h_2_1] + P[v5, h_2_0 * 4 + h_2_1]
         for j_3 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            v3: T.int64 = J_indptr[i] + j_3
-            for h_3 in T.serial(4):
-                with T.block("row_div"):
-                    P[v3, h_3] = P[v3, h_3] / SM[i, h_3]
+            v7: T.int64 = J_indptr[i] + j_3
+            for h_3_0 in T.unroll(1):
+                for h_3_1 in T.vectorized(4):
+                    with T.block("row_div"):
+                        P[v7, h_3_0 * 4 + h_3_1] = P[v7, h_3_0 * 4 + h_3_1] / SM[i, h_3_0 * 4 + h_3_1]

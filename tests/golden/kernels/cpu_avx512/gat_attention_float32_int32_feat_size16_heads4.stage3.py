@@ -31,45 +31,57 @@ def gat_attention(
     T.assume_buffer_domain(J_indices, [0, n - 1])
     for i in T.parallel(m):
         O_local = T.alloc_buffer((4, 16), "float32", scope="local")
-        for h_init in T.serial(4):
-            with T.block("row_max_init"):
-                MX[i, h_init] = T.float32(-T.inf)
         for j in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            for h in T.serial(4):
-                with T.block("row_max"):
-                    MX[i, h] = T.max(MX[i, h], T.Select(AD[i, h] + AS[J_indices[J_indptr[i] + j], h] > T.float32(0.0), AD[i, h] + AS[J_indices[J_indptr[i] + j], h], (AD[i, h] + AS[J_indices[J_indptr[i] + j], h]) * NS[0]))
+            v2: T.int32 = J_indptr[i] + j
+            v3: T.int32 = J_indices[v2]
+            for h_0 in T.unroll(1):
+                for h_1_1 in T.vectorized(4):
+                    with T.block("row_score"):
+                        P[v2, h_0 * 4 + h_1_1] = T.max(AD[i, h_0 * 4 + h_1_1] + AS[v3, h_0 * 4 + h_1_1], T.float32(0.0)) + NS[0] * T.min(AD[i, h_0 * 4 + h_1_1] + AS[v3, h_0 * 4 + h_1_1], T.float32(0.0))
+        for h_1_init in T.serial(4):
+            with T.block("row_max_init"):
+                MX[i, h_1_init] = T.float32(-T.inf)
         for j_1 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            v0: T.int32 = J_indptr[i] + j_1
-            for h_1 in T.serial(4):
-                with T.block("row_exp"):
-                    P[v0, h_1] = T.exp(T.Select(AD[i, h_1] + AS[J_indices[J_indptr[i] + j_1], h_1] > T.float32(0.0), AD[i, h_1] + AS[J_indices[J_indptr[i] + j_1], h_1], (AD[i, h_1] + AS[J_indices[J_indptr[i] + j_1], h_1]) * NS[0]) - MX[i, h_1])
-        for h_2_init in T.serial(4):
-            with T.block("row_sum_init"):
-                SM[i, h_2_init] = T.float32(0.0)
+            v5: T.int32 = J_indptr[i] + j_1
+            for h_1_0 in T.unroll(1):
+                for h_1_1_1 in T.vectorized(4):
+                    with T.block("row_max"):
+                        MX[i, h_1_0 * 4 + h_1_1_1] = T.max(MX[i, h_1_0 * 4 + h_1_1_1], P[v5, h_1_0 * 4 + h_1_1_1])
         for j_2 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            v1: T.int32 = J_indptr[i] + j_2
-            for h_2 in T.serial(4):
-                with T.block("row_sum"):
-                    SM[i, h_2] = SM[i, h_2] + P[v1, h_2]
+            v7: T.int32 = J_indptr[i] + j_2
+            for h_2_0 in T.unroll(1):
+                for h_2_1 in T.vectorized(4):
+                    with T.block("row_exp"):
+                        P[v7, h_2_0 * 4 + h_2_1] = T.exp(P[v7, h_2_0 * 4 + h_2_1] - MX[i, h_2_0 * 4 + h_2_1])
+        for h_3_init in T.serial(4):
+            with T.block("row_sum_init"):
+                SM[i, h_3_init] = T.float32(0.0)
         for j_3 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            v2: T.int32 = J_indptr[i] + j_3
-            for h_3 in T.serial(4):
-                with T.block("row_div"):
-                    P[v2, h_3] = P[v2, h_3] / SM[i, h_3]
-        for h_4_init in T.serial(4):
+            v9: T.int32 = J_indptr[i] + j_3
+            for h_3_0 in T.unroll(1):
+                for h_3_1 in T.vectorized(4):
+                    with T.block("row_sum"):
+                        SM[i, h_3_0 * 4 + h_3_1] = SM[i, h_3_0 * 4 + h_3_1] + P[v9, h_3_0 * 4 + h_3_1]
+        for j_4 in T.serial(J_indptr[i + 1] - J_indptr[i]):
+            v11: T.int32 = J_indptr[i] + j_4
+            for h_4_0 in T.unroll(1):
+                for h_4_1 in T.vectorized(4):
+                    with T.block("row_div"):
+                        P[v11, h_4_0 * 4 + h_4_1] = P[v11, h_4_0 * 4 + h_4_1] / SM[i, h_4_0 * 4 + h_4_1]
+        for h_5_init in T.serial(4):
             for k_init in T.serial(16):
                 with T.block("aggregate_init"):
-                    O_local[h_4_init, k_init] = T.float32(0.0)
-        for j_4 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            if J_indptr[i] + (j_4 + 32) < nnz:
-                T.prefetch(X[J_indices[J_indptr[i] + (j_4 + 32)], 0, 0], 64)
-            v7: T.int32 = J_indptr[i] + j_4
-            v8: T.int32 = J_indices[v7]
-            for h_4 in T.unroll(4):
+                    O_local[h_5_init, k_init] = T.float32(0.0)
+        for j_5 in T.serial(J_indptr[i + 1] - J_indptr[i]):
+            if J_indptr[i] + (j_5 + 32) < nnz:
+                T.prefetch(X[J_indices[J_indptr[i] + (j_5 + 32)], 0, 0], 64)
+            v16: T.int32 = J_indptr[i] + j_5
+            v17: T.int32 = J_indices[v16]
+            for h_5 in T.unroll(4):
                 for k_0 in T.unroll(1):
                     for k_1 in T.vectorized(16):
                         with T.block("aggregate"):
-                            O_local[h_4, k_0 * 16 + k_1] = O_local[h_4, k_0 * 16 + k_1] + P[v7, h_4] * X[v8, h_4, k_0 * 16 + k_1]
+                            O_local[h_5, k_0 * 16 + k_1] = O_local[h_5, k_0 * 16 + k_1] + P[v16, h_5] * X[v17, h_5, k_0 * 16 + k_1]
         for ax0 in T.serial(4):
             for ax1_o in T.unroll(1):
                 for ax1_i in T.vectorized(16):
