@@ -70,8 +70,8 @@ class SddmmFunction : public torch::autograd::Function<SddmmFunction> {
     }
     const bool want_x = ctx->needs_input_grad(first), want_y = ctx->needs_input_grad(first + 1);
     if (op == "add") {
-      if (want_x) grad_x = at::zeros_like(x).index_add(0, RowIds(indptr, indices), g);
-      if (want_y) grad_y = at::zeros_like(y).index_add(0, indices, g);
+      if (want_x) grad_x = SumByIndex(x, RowIds(indptr, indices), g);
+      if (want_y) grad_y = SumByIndex(y, indices, g);
     } else if (op == "mul") {
       const at::Tensor gf = g.reshape({g.size(0), -1});
       if (want_x) grad_x = CallSpmm(indptr, indices, gf, FeaturesAsHeads(y), "sum").view(x.sizes());

@@ -117,8 +117,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> GatAttentionBackward(
   at::Tensor grad_scores = EdgeSoftmaxBackward(ip, ix, p, grad_probs);
   at::Tensor scores = Sddmm(ip, ix, std::nullopt, in.a_dst, in.a_src, "add");
   grad_scores = at::where(scores > 0, grad_scores, grad_scores * negative_slope);
-  at::Tensor grad_dst = at::zeros_like(in.a_dst).index_add_(0, RowIds(ip, ix), grad_scores);
-  at::Tensor grad_src = at::zeros_like(in.a_src).index_add_(0, ix, grad_scores);
+  at::Tensor grad_dst = SumByIndex(in.a_dst, RowIds(ip, ix), grad_scores);
+  at::Tensor grad_src = SumByIndex(in.a_src, ix, grad_scores);
   return {grad_dst.to(a_dst.scalar_type()), grad_src.to(a_src.scalar_type()), grad_x.to(x.scalar_type())};
 }
 
