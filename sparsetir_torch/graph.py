@@ -28,6 +28,9 @@ from .identity_cache import is_torch_sparse_tensor as _is_torch_sparse_tensor
 from .sparse_matrix import SparseMatrix, as_sparse_matrix
 
 _INT32_MAX = 2**31 - 1
+# Graph.mean_aggregate's cached weighted transpose pays from this many edges
+# on: permuting and dividing costs some 3 ns an edge on every backward.
+MEAN_OPERANDS_MIN_EDGES = 1 << 15
 
 
 class Graph:
@@ -98,9 +101,12 @@ class Graph:
         the transpose of those weights; both weighted matrices are built once
         per graph and dtype, where spmm's own backward divides the gradient
         by the row lengths and permutes the values into the transpose's order
-        on every call. 16-bit features (also under autocast) take spmm's
-        mean, which divides in float32: a 16-bit weight 1 / d would round."""
-        if x.dtype not in (torch.float32, torch.float64) or torch.is_autocast_enabled(x.device.type):
+        on every call. That saving outweighs the Python backward's overhead
+        (some 50 us a call) from MEAN_OPERANDS_MIN_EDGES edges on; smaller
+        graphs, and 16-bit features (also under autocast, where a 16-bit
+        weight 1 / d would round), take spmm's mean, which divides in float32."""
+        if (self.num_edges < MEAN_OPERANDS_MIN_EDGES or x.dtype not in (torch.float32, torch.float64)
+                or torch.is_autocast_enabled(x.device.type)):
             return ops.spmm(self.indptr, self.indices, self.ones(x.dtype), x, "mean")
         indptr, indices, values, t_indptr, t_indices, t_values = self.derived(
             ("mean_aggregate", x.dtype), lambda: self._mean_operands(x.dtype))

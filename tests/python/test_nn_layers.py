@@ -144,11 +144,13 @@ def sage_reference(x, edge_index, conv, aggr):
 
 @pytest.mark.parametrize("aggr", ("mean", "max", "sum"))
 @pytest.mark.parametrize("channels", ((6, 4), (4, 6)), ids=("narrowing", "widening"))
-def test_sage_gradients_match_dense_reference_on_either_aggregation_order(aggr, channels):
+def test_sage_gradients_match_dense_reference_on_either_aggregation_order(aggr, channels, monkeypatch):
     """Narrowing layers with a mean or sum run both linear maps as one GEMM
     and aggregate after it; the others aggregate first and add the root term
     into the GEMM's output in place. Both give the reference's values and
-    gradients, with and without a gradient for x."""
+    gradients, with and without a gradient for x (a mean through the cached
+    weighted transpose, as on large graphs)."""
+    monkeypatch.setattr(st.graph, "MEAN_OPERANDS_MIN_EDGES", 0)
     n = 30
     edge_index = random_graph(n, seed=3)
     conv = stnn.SAGEConv(*channels, aggr=aggr).double()
@@ -170,7 +172,9 @@ def test_sage_gradients_match_dense_reference_on_either_aggregation_order(aggr, 
     torch.testing.assert_close(out.float(), conv(x, edge_index), rtol=3e-2, atol=3e-2)
 
 
-def test_graph_mean_aggregate_matches_spmm_mean_and_differentiates_twice():
+@pytest.mark.parametrize("min_edges", (0, 1 << 30), ids=("weighted-transpose", "spmm-mean"))
+def test_graph_mean_aggregate_matches_spmm_mean_and_differentiates_twice(min_edges, monkeypatch):
+    monkeypatch.setattr(st.graph, "MEAN_OPERANDS_MIN_EDGES", min_edges)
     n = 30
     edge_index = random_graph(n, seed=4)  # node 5 has no incoming edges
     graph = stnn.as_graph(edge_index, n)
@@ -379,3 +383,20 @@ def test_layers_compile_into_one_graph_once_the_graph_forms_exist(make):
     torch.testing.assert_close(cgx, gx)
     explained = torch._dynamo.explain(layer)(x, graph)
     assert explained.graph_break_count == 0, explained.break_reasons
+
+
+@pytest.mark.parametrize("channels", ((8, 6), (6, 8)), ids=("narrowing", "widening"))
+def test_sage_mean_through_the_weighted_transpose_compiles_into_one_graph(channels, monkeypatch):
+    monkeypatch.setattr(st.graph, "MEAN_OPERANDS_MIN_EDGES", 0)
+    torch.manual_seed(0)
+    n = 30
+    graph = stnn.as_graph(random_graph(n), n)
+    layer = stnn.SAGEConv(*channels).double()
+    x = torch.randn(n, channels[0], dtype=torch.float64, requires_grad=True)
+    eager = layer(x, graph)
+    (gx,) = torch.autograd.grad(eager.square().sum(), x)
+    torch._dynamo.reset()
+    out = torch.compile(layer, backend="aot_eager", fullgraph=True)(x, graph)
+    (cgx,) = torch.autograd.grad(out.square().sum(), x)
+    torch.testing.assert_close(out, eager)
+    torch.testing.assert_close(cgx, gx)
