@@ -127,6 +127,74 @@ def test_sage_matches_dense_reference(aggr):
     torch.testing.assert_close(out, ref)
 
 
+def sage_reference(x, edge_index, conv, aggr):
+    """SAGEConv in float64 from the edge list (no projection, no normalize)."""
+    n, c = x.shape
+    src, dst = edge_index
+    agg = torch.zeros(n, c, dtype=torch.float64)
+    if aggr in ("max", "min"):
+        agg = agg.scatter_reduce(0, dst[:, None].expand(-1, c), x[src], "amax" if aggr == "max" else "amin",
+                                 include_self=False)
+    else:
+        agg = agg.index_add(0, dst, x[src])
+        if aggr == "mean":
+            agg = agg / torch.bincount(dst, minlength=n).clamp(min=1)[:, None]
+    return agg @ conv.lin_l.weight.T + conv.lin_l.bias + x @ conv.lin_r.weight.T
+
+
+@pytest.mark.parametrize("aggr", ("mean", "max", "sum"))
+@pytest.mark.parametrize("channels", ((6, 4), (4, 6)), ids=("narrowing", "widening"))
+def test_sage_gradients_match_dense_reference_on_either_aggregation_order(aggr, channels, monkeypatch):
+    """Narrowing layers with a mean or sum run both linear maps as one GEMM
+    and aggregate after it; the others aggregate first and add the root term
+    into the GEMM's output in place. Both give the reference's values and
+    gradients, with and without a gradient for x (a mean through the cached
+    weighted transpose, as on large graphs)."""
+    monkeypatch.setattr(st.graph, "MEAN_OPERANDS_MIN_EDGES", 0)
+    n = 30
+    edge_index = random_graph(n, seed=3)
+    conv = stnn.SAGEConv(*channels, aggr=aggr).double()
+    for x_grad in (True, False):
+        x = torch.randn(n, channels[0], dtype=torch.float64, requires_grad=x_grad)
+        out, ref = conv(x, edge_index), sage_reference(x, edge_index, conv, aggr)
+        torch.testing.assert_close(out, ref)
+        seed = torch.randn_like(out)
+        params = ([x] if x_grad else []) + list(conv.parameters())
+        grads = torch.autograd.grad((out * seed).sum(), params)
+        grads_ref = torch.autograd.grad((ref * seed).sum(), params)
+        for g, g_ref in zip(grads, grads_ref):
+            torch.testing.assert_close(g, g_ref)
+    conv = conv.float()
+    x = torch.randn(n, channels[0])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = conv(x, edge_index)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), conv(x, edge_index), rtol=3e-2, atol=3e-2)
+
+
+@pytest.mark.parametrize("min_edges", (0, 1 << 30), ids=("weighted-transpose", "spmm-mean"))
+def test_graph_mean_aggregate_matches_spmm_mean_and_differentiates_twice(min_edges, monkeypatch):
+    monkeypatch.setattr(st.graph, "MEAN_OPERANDS_MIN_EDGES", min_edges)
+    n = 30
+    edge_index = random_graph(n, seed=4)  # node 5 has no incoming edges
+    graph = stnn.as_graph(edge_index, n)
+    x = torch.randn(n, 5, dtype=torch.float64, requires_grad=True)
+    adj = graph.with_values(graph.ones(torch.float64))
+    torch.testing.assert_close(graph.mean_aggregate(x), st.spmm(adj, x, reduce="mean"))
+    with torch.no_grad():
+        torch.testing.assert_close(graph.mean_aggregate(x), st.spmm(adj, x, reduce="mean"))
+    assert torch.autograd.gradcheck(graph.mean_aggregate, (x,))
+    assert torch.autograd.gradgradcheck(lambda t: graph.mean_aggregate(t).square(), (x,))
+    for dtype in (torch.float32, torch.bfloat16):
+        low = x.detach().to(dtype)
+        torch.testing.assert_close(graph.mean_aggregate(low), st.spmm(adj.with_values(graph.ones(dtype)), low,
+                                                                      reduce="mean"))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = graph.mean_aggregate(x.detach().float())
+    assert y.dtype == torch.bfloat16
+    torch.testing.assert_close(y.float(), st.spmm(adj, x.detach(), reduce="mean").float(), rtol=1e-2, atol=1e-2)
+
+
 def test_gin_matches_dense_reference_and_trains_eps():
     n = 20
     edge_index = random_graph(n, 60, seed=2)
@@ -315,3 +383,20 @@ def test_layers_compile_into_one_graph_once_the_graph_forms_exist(make):
     torch.testing.assert_close(cgx, gx)
     explained = torch._dynamo.explain(layer)(x, graph)
     assert explained.graph_break_count == 0, explained.break_reasons
+
+
+@pytest.mark.parametrize("channels", ((8, 6), (6, 8)), ids=("narrowing", "widening"))
+def test_sage_mean_through_the_weighted_transpose_compiles_into_one_graph(channels, monkeypatch):
+    monkeypatch.setattr(st.graph, "MEAN_OPERANDS_MIN_EDGES", 0)
+    torch.manual_seed(0)
+    n = 30
+    graph = stnn.as_graph(random_graph(n), n)
+    layer = stnn.SAGEConv(*channels).double()
+    x = torch.randn(n, channels[0], dtype=torch.float64, requires_grad=True)
+    eager = layer(x, graph)
+    (gx,) = torch.autograd.grad(eager.square().sum(), x)
+    torch._dynamo.reset()
+    out = torch.compile(layer, backend="aot_eager", fullgraph=True)(x, graph)
+    (cgx,) = torch.autograd.grad(out.square().sum(), x)
+    torch.testing.assert_close(out, eager)
+    torch.testing.assert_close(cgx, gx)
