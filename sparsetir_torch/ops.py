@@ -124,7 +124,7 @@ def _csr_transpose_fake(indptr, indices, columns):
 
 
 @torch.library.register_fake("sparsetir::_spmm_extremum_backward")
-def _spmm_extremum_backward_fake(indptr, indices, values, dense, out, grad):
+def _spmm_extremum_backward_fake(indptr, indices, values, dense, out, grad, values_grad=True):
     return values.new_empty(values.shape), dense.new_empty(dense.shape)
 
 

@@ -37,8 +37,10 @@ at::Tensor RowMeanDivisors(const at::Tensor& indptr, const at::Tensor& grad) {
 // gradient goes to the first non-zero of its row that attains it.
 std::tuple<at::Tensor, at::Tensor> ExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
                                                     const at::Tensor& values, const at::Tensor& dense,
-                                                    const at::Tensor& out, const at::Tensor& grad) {
-  if (dense.device().is_cpu()) return CallSpmmExtremumBackward(indptr, indices, values, dense, out, grad.contiguous());
+                                                    const at::Tensor& out, const at::Tensor& grad, bool values_grad) {
+  if (dense.device().is_cpu()) {
+    return CallSpmmExtremumBackward(indptr, indices, values, dense, out, grad.contiguous(), values_grad);
+  }
   at::Tensor rows = RowIds(indptr, indices);
   at::Tensor gathered = dense.index_select(0, indices);
   at::Tensor hit = values.unsqueeze(1) * gathered == out.index_select(0, rows);
@@ -91,11 +93,11 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
       // max / min over heads sharing the values: the 2-D backward of dense
       // viewed as (n, heads * D).
       auto [gv, gd] = ExtremumBackward(indptr, indices, values, dense.flatten(1), saved[4].flatten(1),
-                                       grad.flatten(1));
+                                       grad.flatten(1), ctx->needs_input_grad(2));
       if (ctx->needs_input_grad(2)) grad_values = gv;
       if (ctx->needs_input_grad(3)) grad_dense = gd.view(dense.sizes());
     } else {
-      auto [gv, gd] = ExtremumBackward(indptr, indices, values, dense, saved[4], grad);
+      auto [gv, gd] = ExtremumBackward(indptr, indices, values, dense, saved[4], grad, ctx->needs_input_grad(2));
       if (ctx->needs_input_grad(2)) grad_values = gv;
       if (ctx->needs_input_grad(3)) grad_dense = gd;
     }
@@ -109,9 +111,9 @@ class SpmmExtremumBackwardFunction : public torch::autograd::Function<SpmmExtrem
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& indptr, const at::Tensor& indices,
                                const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out,
-                               const at::Tensor& grad) {
+                               const at::Tensor& grad, bool values_grad) {
     at::AutoDispatchBelowADInplaceOrView below;
-    auto [grad_values, grad_dense] = CallSpmmExtremumBackward(indptr, indices, values, dense, out, grad);
+    auto [grad_values, grad_dense] = CallSpmmExtremumBackward(indptr, indices, values, dense, out, grad, values_grad);
     return {grad_values, grad_dense};
   }
 
@@ -130,8 +132,9 @@ at::Tensor SpmmAutograd(const at::Tensor& indptr, const at::Tensor& indices, con
 
 std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackwardAutograd(const at::Tensor& indptr, const at::Tensor& indices,
                                                                 const at::Tensor& values, const at::Tensor& dense,
-                                                                const at::Tensor& out, const at::Tensor& grad) {
-  variable_list grads = SpmmExtremumBackwardFunction::apply(indptr, indices, values, dense, out, grad);
+                                                                const at::Tensor& out, const at::Tensor& grad,
+                                                                bool values_grad) {
+  variable_list grads = SpmmExtremumBackwardFunction::apply(indptr, indices, values, dense, out, grad, values_grad);
   return {grads[0], grads[1]};
 }
 

@@ -36,9 +36,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(T indptr, T indices
   return op.call(indptr, indices, std::move(columns));
 }
 
-std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(T indptr, T indices, T values, T dense, T out, T grad) {
-  static auto op = Find<std::tuple<at::Tensor, at::Tensor>(T, T, T, T, T, T)>("sparsetir::_spmm_extremum_backward");
-  return op.call(indptr, indices, values, dense, out, grad);
+std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(T indptr, T indices, T values, T dense, T out, T grad,
+                                                            bool values_grad) {
+  static auto op =
+      Find<std::tuple<at::Tensor, at::Tensor>(T, T, T, T, T, T, bool)>("sparsetir::_spmm_extremum_backward");
+  return op.call(indptr, indices, values, dense, out, grad, values_grad);
 }
 
 at::Tensor CallBsrmm(T indptr, T indices, T blocks, T dense) {

@@ -36,7 +36,8 @@ at::Tensor CallScatterBySlot(const at::Tensor& values, const at::Tensor& slot, c
 // Backward helpers.
 std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
                                                             const at::Tensor& values, const at::Tensor& dense,
-                                                            const at::Tensor& out, const at::Tensor& grad);
+                                                            const at::Tensor& out, const at::Tensor& grad,
+                                                            bool values_grad = true);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CallSparseAttentionBackward(
     const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q, const at::Tensor& k,
     const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale);

@@ -27,7 +27,7 @@ TORCH_LIBRARY(sparsetir, m) {
   m.def("_csr_transpose(Tensor indptr, Tensor indices, SymInt columns) -> (Tensor, Tensor, Tensor)", tags);
   m.def(
       "_spmm_extremum_backward(Tensor indptr, Tensor indices, Tensor values, Tensor dense, Tensor out, "
-      "Tensor grad) -> (Tensor grad_values, Tensor grad_dense)",
+      "Tensor grad, bool values_grad=True) -> (Tensor grad_values, Tensor grad_dense)",
       tags);
   // Format conversion (automatic format choice in the Python wrappers).
   m.def("_csr_to_bsr(Tensor indptr, Tensor indices, int columns, int block_h, int block_w) -> (Tensor, Tensor, Tensor)",

@@ -101,11 +101,12 @@ at::Tensor ScatterBySlot(const at::Tensor& values, const at::Tensor& slot, const
                          int64_t group_rows);
 
 // The gradients (values, dense) of spmm with reduce="max" / "min", given its
-// output, the output's gradient and the structure's transpose (t_indptr,
-// t_rows, t_perm as _csr_transpose returns them); O(nnz + (m + n) K) memory.
+// output and the output's gradient; O(nnz + (m + n) K) memory. Without
+// `values_grad` the values' gradient is not computed (zeros).
 std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
                                                         const at::Tensor& values, const at::Tensor& dense,
-                                                        const at::Tensor& out, const at::Tensor& grad);
+                                                        const at::Tensor& out, const at::Tensor& grad,
+                                                        bool values_grad);
 
 // The reverse Cuthill-McKee relabelling of a square CSR structure: (order,
 // indptr, indices, source) with order[new] = old, the structure of P A P^T
