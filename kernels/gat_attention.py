@@ -23,9 +23,10 @@ def gat_attention(
     #   P[i, j, h] = softmax over row i's non-zeros of e[i, :, h],
     #   O[i, h, :] = sum_j P[i, j, h] * X[j, h, :].
     # Where torch runs a gather, an add, a leaky_relu, a softmax and an SpMM
-    # (each streaming the nnz x heads edge tensor through memory), the rows'
-    # passes here are one loop: a row's scores are written once to P and stay
-    # in L1 from the max to the weighted sum. The probabilities are an output
+    # (each streaming the nnz x heads edge tensor through memory), the
+    # softmax passes here are one loop over rows: a row's scores are written
+    # once to P and stay in L1 until they are probabilities; the weighted sum
+    # follows in the same kernel. The probabilities are an output
     # (the backward pass needs them); row_max and row_sum are per-row
     # workspaces. The negative slope is a one-element buffer, as scalar
     # parameters are integers.

@@ -30,7 +30,6 @@ def gat_attention(
     T.assume_buffer_domain(J_indptr, [0, nnz])
     T.assume_buffer_domain(J_indices, [0, n - 1])
     for i in T.parallel(m):
-        O_local = T.alloc_buffer((3, 5), "float32", scope="local")
         for j in T.serial(J_indptr[i + 1] - J_indptr[i]):
             v0: T.int32 = J_indptr[i] + j
             v1: T.int32 = J_indices[v0]
@@ -63,14 +62,16 @@ def gat_attention(
             for h_4 in T.serial(3):
                 with T.block("row_div"):
                     P[v5, h_4] = P[v5, h_4] / SM[i, h_4]
+    for i_5 in T.parallel(m):
+        O_local = T.alloc_buffer((3, 5), "float32", scope="local")
         for h_5_init in T.serial(3):
             for k_init in T.serial(5):
                 with T.block("aggregate_init"):
                     O_local[h_5_init, k_init] = T.float32(0.0)
-        for j_5 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            if J_indptr[i] + (j_5 + 32) < nnz:
-                T.prefetch(X[J_indices[J_indptr[i] + (j_5 + 32)], 0, 0], 15)
-            v8: T.int32 = J_indptr[i] + j_5
+        for j_5 in T.serial(J_indptr[i_5 + 1] - J_indptr[i_5]):
+            if J_indptr[i_5] + (j_5 + 32) < nnz:
+                T.prefetch(X[J_indices[J_indptr[i_5] + (j_5 + 32)], 0, 0], 15)
+            v8: T.int32 = J_indptr[i_5] + j_5
             v9: T.int32 = J_indices[v8]
             for h_5 in T.unroll(3):
                 for k in T.serial(5):
@@ -78,4 +79,4 @@ def gat_attention(
                         O_local[h_5, k] = O_local[h_5, k] + P[v8, h_5] * X[v9, h_5, k]
         for ax0 in T.serial(3):
             for ax1 in T.serial(5):
-                O[i, ax0, ax1] = O_local[ax0, ax1]
+                O[i_5, ax0, ax1] = O_local[ax0, ax1]

@@ -30,7 +30,6 @@ def gat_attention(
     T.assume_buffer_domain(J_indptr, [0, nnz])
     T.assume_buffer_domain(J_indices, [0, n - 1])
     for i in T.parallel(m):
-        O_local = T.alloc_buffer((8, 64), "float32", scope="local")
         for j in T.serial(J_indptr[i + 1] - J_indptr[i]):
             v2: T.int32 = J_indptr[i] + j
             v3: T.int32 = J_indices[v2]
@@ -68,14 +67,16 @@ def gat_attention(
                 for h_4_1 in T.vectorized(8):
                     with T.block("row_div"):
                         P[v11, h_4_0 * 8 + h_4_1] = P[v11, h_4_0 * 8 + h_4_1] / SM[i, h_4_0 * 8 + h_4_1]
+    for i_5 in T.parallel(m):
+        O_local = T.alloc_buffer((8, 64), "float32", scope="local")
         for h_5_init in T.serial(8):
             for k_init in T.serial(64):
                 with T.block("aggregate_init"):
                     O_local[h_5_init, k_init] = T.float32(0.0)
-        for j_5 in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            if J_indptr[i] + (j_5 + 32) < nnz:
-                T.prefetch(X[J_indices[J_indptr[i] + (j_5 + 32)], 0, 0], 512)
-            v16: T.int32 = J_indptr[i] + j_5
+        for j_5 in T.serial(J_indptr[i_5 + 1] - J_indptr[i_5]):
+            if J_indptr[i_5] + (j_5 + 32) < nnz:
+                T.prefetch(X[J_indices[J_indptr[i_5] + (j_5 + 32)], 0, 0], 512)
+            v16: T.int32 = J_indptr[i_5] + j_5
             v17: T.int32 = J_indices[v16]
             for h_5 in T.serial(8):
                 for k_0 in T.unroll(4):
@@ -85,4 +86,4 @@ def gat_attention(
         for ax0 in T.serial(8):
             for ax1_o in T.unroll(4):
                 for ax1_i in T.vectorized(16):
-                    O[i, ax0, ax1_o * 16 + ax1_i] = O_local[ax0, ax1_o * 16 + ax1_i]
+                    O[i_5, ax0, ax1_o * 16 + ax1_i] = O_local[ax0, ax1_o * 16 + ax1_i]
