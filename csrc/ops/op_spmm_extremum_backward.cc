@@ -45,6 +45,23 @@ inline void PrefetchRow(const scalar_t* row, int64_t K) {
   for (int64_t b = 0; b < K * static_cast<int64_t>(sizeof(scalar_t)); b += 64) __builtin_prefetch(p + b);
 }
 
+// Runs body(row_begin, row_end) over the `rows` rows of a CSR structure in
+// parallel tasks of equal non-zeros (times K), not of equal rows:
+// at::parallel_for hands each thread a contiguous range, and on a power-law
+// graph a few rows hold most of the work.
+template <typename index_t, typename Body>
+void ForRowsBalanced(const index_t* indptr, int64_t rows, int64_t K, const Body& body) {
+  const int64_t nnz = rows > 0 ? static_cast<int64_t>(indptr[rows]) : 0;
+  const int64_t tasks = std::clamp<int64_t>(nnz * K / kWorkPerTask, 1, 8 * at::get_num_threads());
+  auto first_row = [&](int64_t task) -> int64_t {
+    if (task >= tasks) return rows;
+    return std::lower_bound(indptr, indptr + rows, static_cast<index_t>(nnz * task / tasks)) - indptr;
+  };
+  at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
+    body(first_row(task_begin), first_row(task_end));
+  });
+}
+
 // hit_t holds a non-zero's position while searching. The search loop only
 // vectorizes when it is as wide as the values (int32 beside float32), so
 // float32 arithmetic uses int32 positions whenever nnz fits.
@@ -53,19 +70,10 @@ void ArgsAndValueGrads(const index_t* indptr, const index_t* indices, const scal
                        const scalar_t* out, const scalar_t* grad, int64_t m, int64_t K, index_t* arg,
                        scalar_t* grad_values /* null: not wanted */) {
   using acc_t = at::opmath_type<scalar_t>;
-  const int64_t nnz = m > 0 ? static_cast<int64_t>(indptr[m]) : 0;
-  // Tasks of equal non-zeros, not of equal rows: at::parallel_for hands each
-  // thread a contiguous range, and on a power-law graph a few rows hold most
-  // of the work.
-  const int64_t tasks = std::clamp<int64_t>(nnz * K / kWorkPerTask, 1, 8 * at::get_num_threads());
-  auto first_row = [&](int64_t task) -> int64_t {
-    if (task >= tasks) return m;
-    return std::lower_bound(indptr, indptr + m, static_cast<index_t>(nnz * task / tasks)) - indptr;
-  };
-  at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
+  ForRowsBalanced(indptr, m, K, [&](int64_t row_begin, int64_t row_end) {
     std::vector<hit_t> first(K);
     std::vector<acc_t> row_grads;
-    for (int64_t i = first_row(task_begin), end = first_row(task_end); i < end; ++i) {
+    for (int64_t i = row_begin; i < row_end; ++i) {
       const int64_t start = indptr[i], stop = indptr[i + 1];
       const scalar_t* out_row = out + i * K;
       hit_t* firsts = first.data();
@@ -106,15 +114,8 @@ template <typename scalar_t, typename index_t>
 void DenseGrads(const index_t* t_indptr, const index_t* t_indices, const index_t* perm, const scalar_t* values,
                 const scalar_t* grad, const index_t* arg, int64_t n, int64_t K, at::opmath_type<scalar_t>* grad_dense) {
   using acc_t = at::opmath_type<scalar_t>;
-  const int64_t nnz = n > 0 ? static_cast<int64_t>(t_indptr[n]) : 0;
-  // Tasks of equal non-zeros, as in pass 1.
-  const int64_t tasks = std::clamp<int64_t>(nnz * K / kWorkPerTask, 1, 8 * at::get_num_threads());
-  auto first_row = [&](int64_t task) -> int64_t {
-    if (task >= tasks) return n;
-    return std::lower_bound(t_indptr, t_indptr + n, static_cast<index_t>(nnz * task / tasks)) - t_indptr;
-  };
-  at::parallel_for(0, tasks, 1, [&](int64_t task_begin, int64_t task_end) {
-    for (int64_t j = first_row(task_begin), end = first_row(task_end); j < end; ++j) {
+  ForRowsBalanced(t_indptr, n, K, [&](int64_t row_begin, int64_t row_end) {
+    for (int64_t j = row_begin; j < row_end; ++j) {
       acc_t* out_row = grad_dense + j * K;
       for (int64_t p = t_indptr[j], stop = t_indptr[j + 1]; p < stop; ++p) {
         const int64_t i = t_indices[p];
