@@ -8,8 +8,6 @@
 // range) and the output rounded once. The backward pass is built from the
 // library's own kernels: a per-head SDDMM, a per-head SpMM on the transpose,
 // the edge softmax's backward and an element-wise SDDMM.
-#include <limits>
-
 #include "csr_kernels.h"
 #include "csr_rows.h"
 #include "graph_cache.h"
@@ -72,9 +70,10 @@ std::tuple<at::Tensor, at::Tensor> GatAttentionForward(const at::Tensor& indptr,
     at::Tensor row_sum = at::empty({rows, in.heads}, options);
     at::Tensor slope = at::full({1}, negative_slope, options);
     const Target target = TargetFor(in.x, "gat_attention");
+    const int64_t row_bytes = in.heads * in.feat * in.x.element_size();
     auto kernel = GetOpKernel({"gat_attention", "gat_attention", in.x.scalar_type(), in.csr.indptr.scalar_type(),
                                {{"heads", in.heads}, {"feat_size", in.feat}},
-                               PrefetchPays(in.csr.info->summary(), in.x.size(0), in.heads * in.feat * 4), target});
+                               PrefetchPays(in.csr.info->summary(), in.x.size(0), row_bytes), target});
     KernelCall(*kernel)
         .Set("a_dst", in.a_dst).Set("a_src", in.a_src).Set("x", in.x).Set("slope", slope)
         .Set("out", out).Set("probs", probs).Set("row_max", row_max).Set("row_sum", row_sum)
