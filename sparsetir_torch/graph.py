@@ -28,9 +28,6 @@ from .identity_cache import is_torch_sparse_tensor as _is_torch_sparse_tensor
 from .sparse_matrix import SparseMatrix, as_sparse_matrix
 
 _INT32_MAX = 2**31 - 1
-# Graph.mean_aggregate's cached weighted transpose pays from this many edges
-# on: permuting and dividing costs some 3 ns an edge on every backward.
-MEAN_OPERANDS_MIN_EDGES = 1 << 15
 
 
 class Graph:
@@ -92,33 +89,6 @@ class Graph:
         """The number of incoming edges of every node."""
         return self.derived(("in_degree", dtype), lambda: (self.indptr[1:] - self.indptr[:-1]).to(dtype))
 
-    def mean_aggregate(self, x: torch.Tensor) -> torch.Tensor:
-        """The mean over every node's incoming edges of the sources' features
-        x (a node without incoming edges gets 0), differentiable in x:
-        ``st.spmm(adj, x, reduce="mean")``.
-
-        It is the sum with weights 1 / in-degree, and its backward an spmm on
-        the transpose of those weights; both weighted matrices are built once
-        per graph and dtype, where spmm's own backward divides the gradient
-        by the row lengths and permutes the values into the transpose's order
-        on every call. That saving outweighs the Python backward's overhead
-        (some 50 us a call) from MEAN_OPERANDS_MIN_EDGES edges on; smaller
-        graphs, and 16-bit features (also under autocast, where a 16-bit
-        weight 1 / d would round), take spmm's mean, which divides in float32."""
-        if (self.num_edges < MEAN_OPERANDS_MIN_EDGES or x.dtype not in (torch.float32, torch.float64)
-                or torch.is_autocast_enabled(x.device.type)):
-            return ops.spmm(self.indptr, self.indices, self.ones(x.dtype), x, "mean")
-        indptr, indices, values, t_indptr, t_indices, t_values = self.derived(
-            ("mean_aggregate", x.dtype), lambda: self._mean_operands(x.dtype))
-        if not (torch.is_grad_enabled() and x.requires_grad):
-            return ops.spmm(indptr, indices, values, x, "sum")
-        return _Aggregate.apply(x, indptr, indices, values, t_indptr, t_indices, t_values)
-
-    def _mean_operands(self, dtype):
-        weights = self.in_degree(dtype).clamp(min=1).reciprocal().index_select(0, self.row_ids())
-        t_indptr, t_indices, perm = self.adj.transpose_structure()
-        return self.indptr, self.indices, weights, t_indptr, t_indices, weights.index_select(0, perm)
-
     def edge_values(self, values: torch.Tensor) -> torch.Tensor:
         """Per-edge values given in the input's edge order (E, ...) in CSR order."""
         if values.shape[0] != self.num_edges:
@@ -144,24 +114,6 @@ class Graph:
 
     def __repr__(self):
         return f"Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges})"
-
-
-class _Aggregate(torch.autograd.Function):
-    """out = A x for a constant CSR A whose transpose (with its values) is
-    given: the backward is one spmm on it, differentiable in turn."""
-
-    @staticmethod
-    def forward(x, indptr, indices, values, t_indptr, t_indices, t_values):
-        return ops.spmm(indptr, indices, values, x, "sum")
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(*inputs[4:])
-
-    @staticmethod
-    def backward(ctx, grad):
-        t_indptr, t_indices, t_values = ctx.saved_tensors
-        return ops.spmm(t_indptr, t_indices, t_values, grad, "sum"), None, None, None, None, None, None
 
 
 class SelfLoops:

@@ -123,6 +123,12 @@ def _csr_transpose_fake(indptr, indices, columns):
     return indptr.new_empty((columns + 1,)), indices.new_empty((nnz,)), indices.new_empty((nnz,))
 
 
+@torch.library.register_fake("sparsetir::_spmm_dense_backward")
+def _spmm_dense_backward_fake(indptr, indices, values, grad, columns, reduce, cache_values=False):
+    _check_devices("sparsetir._spmm_dense_backward", indptr=indptr, indices=indices, values=values, grad=grad)
+    return grad.new_empty((columns, *grad.shape[1:]))
+
+
 @torch.library.register_fake("sparsetir::_spmm_extremum_backward")
 def _spmm_extremum_backward_fake(indptr, indices, values, dense, out, grad, values_grad=True):
     return values.new_empty(values.shape), dense.new_empty(dense.shape)

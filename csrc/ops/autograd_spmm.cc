@@ -3,8 +3,10 @@
 // "autograd").
 //
 // Gradients (out[i] = reduce over non-zeros e = (i, j) of values[e] * dense[j]):
-//   sum / mean: grad_values = sddmm(grad') and grad_dense = spmm on the cached
-//               transpose, where grad' = grad (sum) or grad / row length (mean);
+//   sum / mean: grad_values = sddmm(grad') with grad' = grad (sum) or grad /
+//               row length (mean), and grad_dense = _spmm_dense_backward: an
+//               spmm on the cached transpose whose values (with the mean's
+//               row lengths folded in) are cached too while they are constant;
 //   max / min:  each output element's gradient goes to the first non-zero of
 //               its row that attains it (as torch.sparse.mm(reduce="amax")):
 //               on the CPU one pass over the rows' non-zeros and one over the
@@ -31,6 +33,17 @@ at::Tensor RowMeanDivisors(const at::Tensor& indptr, const at::Tensor& grad) {
   std::vector<int64_t> shape(grad.dim(), 1);
   shape[0] = -1;
   return RowLengths(indptr).clamp_min(1).view(shape).to(grad.scalar_type());
+}
+
+// The gradient of spmm's values for reduce "sum" / "mean": per non-zero
+// (i, j), the dot product of grad[i] (divided by row i's length for the
+// mean) and dense[j]. Values shared by the heads of a 3-D dense take the dot
+// product over all of a row's heads and features.
+at::Tensor SumMeanValuesGrad(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& grad,
+                             const at::Tensor& dense, const std::string& reduce, bool shared) {
+  const at::Tensor g = reduce == "mean" ? grad / RowMeanDivisors(indptr, grad) : grad;
+  return shared ? CallSddmm(indptr, indices, std::nullopt, g.flatten(1), dense.flatten(1), "dot")
+                : CallSddmm(indptr, indices, std::nullopt, g, dense, "dot");
 }
 
 // The gradients of a max / min reduction (2-D dense): each output element's
@@ -76,18 +89,11 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
     const at::Tensor& grad = grads[0];
     at::Tensor grad_values, grad_dense;
     if (reduce == "sum" || reduce == "mean") {
-      at::Tensor g = grad;
-      if (reduce == "mean") g = grad / RowMeanDivisors(indptr, grad);
-      if (ctx->needs_input_grad(2)) {
-        // Values shared by the heads of a 3-D dense take the dot product
-        // over all of a row's heads and features.
-        const bool shared = values.dim() == 1 && dense.dim() == 3;
-        grad_values = shared ? CallSddmm(indptr, indices, std::nullopt, g.flatten(1), dense.flatten(1), "dot")
-                             : CallSddmm(indptr, indices, std::nullopt, g, dense, "dot");
-      }
+      if (ctx->needs_input_grad(2)) grad_values = SumMeanValuesGrad(indptr, indices, grad, dense, reduce, values.dim() == 1 && dense.dim() == 3);
       if (ctx->needs_input_grad(3)) {
-        auto [t_indptr, t_indices, perm] = CallTranspose(indptr, indices, dense.sym_size(0));
-        grad_dense = CallSpmm(t_indptr, t_indices, values.index_select(0, perm), g, "sum");
+        // Constant values (a graph's adjacency) keep their transpose cached.
+        grad_dense = CallSpmmDenseBackward(indptr, indices, values, grad, dense.sym_size(0), reduce,
+                                           /*cache_values=*/!values.requires_grad());
       }
     } else if (dense.dim() == 3) {
       // max / min over heads sharing the values: the 2-D backward of dense
@@ -102,6 +108,38 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
       if (ctx->needs_input_grad(3)) grad_dense = gd;
     }
     return {at::Tensor(), at::Tensor(), grad_values, grad_dense, at::Tensor()};
+  }
+};
+
+// spmm's dense gradient A^T grad is linear in grad and in the values: its
+// own gradients are an spmm (with grad's reduce) and an sddmm, so a second
+// derivative of spmm sum / mean goes through.
+class SpmmDenseBackwardFunction : public torch::autograd::Function<SpmmDenseBackwardFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& indptr, const at::Tensor& indices,
+                            const at::Tensor& values, const at::Tensor& grad, c10::SymInt columns,
+                            c10::string_view reduce, bool cache_values) {
+    at::Tensor out;
+    {
+      at::AutoDispatchBelowADInplaceOrView below;
+      out = CallSpmmDenseBackward(indptr, indices, values, grad, columns, reduce, cache_values);
+    }
+    ctx->saved_data["reduce"] = std::string(reduce);
+    ctx->save_for_backward({indptr, indices, values, grad});
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &indptr = saved[0], &indices = saved[1], &values = saved[2], &grad = saved[3];
+    const std::string reduce = ctx->saved_data["reduce"].toStringRef();
+    const at::Tensor& upstream = grads[0];  // (columns, ...) like the dense operand
+    at::Tensor grad_values, grad_grad;
+    if (ctx->needs_input_grad(2)) {
+      grad_values = SumMeanValuesGrad(indptr, indices, grad, upstream, reduce, values.dim() == 1 && grad.dim() == 3);
+    }
+    if (ctx->needs_input_grad(3)) grad_grad = CallSpmm(indptr, indices, values, upstream, reduce);
+    return {at::Tensor(), at::Tensor(), grad_values, grad_grad, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -130,6 +168,12 @@ at::Tensor SpmmAutograd(const at::Tensor& indptr, const at::Tensor& indices, con
   return SpmmFunction::apply(indptr, indices, values, dense, reduce);
 }
 
+at::Tensor SpmmDenseBackwardAutograd(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
+                                     const at::Tensor& grad, c10::SymInt columns, c10::string_view reduce,
+                                     bool cache_values) {
+  return SpmmDenseBackwardFunction::apply(indptr, indices, values, grad, std::move(columns), reduce, cache_values);
+}
+
 std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackwardAutograd(const at::Tensor& indptr, const at::Tensor& indices,
                                                                 const at::Tensor& values, const at::Tensor& dense,
                                                                 const at::Tensor& out, const at::Tensor& grad,
@@ -144,4 +188,5 @@ std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackwardAutograd(const at::Tensor
 TORCH_LIBRARY_IMPL(sparsetir, Autograd, m) {
   m.impl("spmm", &sparsetir::ops::SpmmAutograd);
   m.impl("_spmm_extremum_backward", &sparsetir::ops::SpmmExtremumBackwardAutograd);
+  m.impl("_spmm_dense_backward", &sparsetir::ops::SpmmDenseBackwardAutograd);
 }

@@ -36,6 +36,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CallTranspose(T indptr, T indices
   return op.call(indptr, indices, std::move(columns));
 }
 
+at::Tensor CallSpmmDenseBackward(T indptr, T indices, T values, T grad, c10::SymInt columns, c10::string_view reduce,
+                                 bool cache_values) {
+  static auto op =
+      Find<at::Tensor(T, T, T, T, c10::SymInt, c10::string_view, bool)>("sparsetir::_spmm_dense_backward");
+  return op.call(indptr, indices, values, grad, std::move(columns), reduce, cache_values);
+}
+
 std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(T indptr, T indices, T values, T dense, T out, T grad,
                                                             bool values_grad) {
   static auto op =

@@ -34,6 +34,9 @@ at::Tensor CallScatterBySlot(const at::Tensor& values, const at::Tensor& slot, c
                              int64_t group_rows);
 
 // Backward helpers.
+at::Tensor CallSpmmDenseBackward(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
+                                 const at::Tensor& grad, c10::SymInt columns, c10::string_view reduce,
+                                 bool cache_values);
 std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
                                                             const at::Tensor& values, const at::Tensor& dense,
                                                             const at::Tensor& out, const at::Tensor& grad,

@@ -26,6 +26,10 @@ TORCH_LIBRARY(sparsetir, m) {
   // Helpers of the backward passes.
   m.def("_csr_transpose(Tensor indptr, Tensor indices, SymInt columns) -> (Tensor, Tensor, Tensor)", tags);
   m.def(
+      "_spmm_dense_backward(Tensor indptr, Tensor indices, Tensor values, Tensor grad, SymInt columns, "
+      "str reduce, bool cache_values=False) -> Tensor",
+      tags);
+  m.def(
       "_spmm_extremum_backward(Tensor indptr, Tensor indices, Tensor values, Tensor dense, Tensor out, "
       "Tensor grad, bool values_grad=True) -> (Tensor grad_values, Tensor grad_dense)",
       tags);
@@ -86,6 +90,7 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("_scatter_by_slot", &ScatterBySlot);
   m.impl("_sparse_attention_backward", &SparseAttentionBackward);
   m.impl("_spmm_extremum_backward", &SpmmExtremumBackward);
+  m.impl("_spmm_dense_backward", &SpmmDenseBackward);
 }
 
 // CUDA tensors: the operators that have cuda recipes (recipes/cuda_recipes.h)
@@ -97,4 +102,5 @@ TORCH_LIBRARY_IMPL(sparsetir, CUDA, m) {
   m.impl("spmm", &Spmm);
   m.impl("sddmm", &Sddmm);
   m.impl("_csr_transpose", &CsrTransposeOp);
+  m.impl("_spmm_dense_backward", &SpmmDenseBackward);
 }

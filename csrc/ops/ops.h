@@ -100,6 +100,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrToHybOp(const at::
 at::Tensor ScatterBySlot(const at::Tensor& values, const at::Tensor& slot, const at::Tensor& indptr, int64_t size,
                          int64_t group_rows);
 
+// The gradient of spmm (reduce "sum" or "mean") with respect to dense:
+// A^T grad with `columns` output rows, where A holds the values, divided by
+// the row lengths for the mean. With `cache_values`, the transposed values
+// of values that require no grad are kept per graph while the values tensor
+// is alive and unchanged (op_spmm_dense_backward.cc).
+at::Tensor SpmmDenseBackward(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
+                             const at::Tensor& grad, int64_t columns, c10::string_view reduce, bool cache_values);
+
 // The gradients (values, dense) of spmm with reduce="max" / "min", given its
 // output and the output's gradient; O(nnz + (m + n) K) memory. Without
 // `values_grad` the values' gradient is not computed (zeros).

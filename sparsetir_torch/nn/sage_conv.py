@@ -70,8 +70,9 @@ class SAGEConv(torch.nn.Module):
         return F.normalize(out, p=2.0, dim=-1) if self.normalize else out
 
     def _aggregate(self, graph, source: torch.Tensor) -> torch.Tensor:
-        if self.aggr == "mean":
-            return graph.mean_aggregate(source)
+        # The values are the graph's cached ones: constant, so the backward
+        # keeps their transpose (and, for the mean, the 1 / in-degree weights)
+        # per graph instead of rebuilding them at every step.
         return spmm(graph.with_values(graph.ones(source.dtype)), source, reduce=self.aggr)
 
     def __repr__(self):

@@ -139,13 +139,13 @@ def test_every_autograd_kernel_is_registered_in_cpp():
     with_autograd = _ops_with_autograd()
     expected = {"spmm", "_spmm_extremum_backward", "_spmm_hyb", "sddmm", "bsrmm", "bsr_linear", "sparse_attention",
                 "_sparse_attention_backward", "edge_softmax", "_edge_softmax_backward", "_scatter_by_slot",
-                "gat_attention", "_gat_attention_backward"}
+                "gat_attention", "_gat_attention_backward", "_spmm_dense_backward"}
     assert {n.split("::")[1] for n in with_autograd} == expected
     for name in with_autograd:
         registration = _autograd_registration(name)
         short = name.split("::")[1]
-        file = {"_spmm_extremum_backward": "spmm", "_sparse_attention_backward": "sparse_attention",
-                "_edge_softmax_backward": "edge_softmax", "_scatter_by_slot": "scatter_by_slot",
+        file = {"_spmm_extremum_backward": "spmm", "_spmm_dense_backward": "spmm",
+                "_sparse_attention_backward": "sparse_attention", "_edge_softmax_backward": "edge_softmax", "_scatter_by_slot": "scatter_by_slot",
                 "_spmm_hyb": "spmm_hyb", "_gat_attention_backward": "gat_attention"}.get(short, short)
         assert re.fullmatch(rf"Autograd\[alias\]: registered at \S*csrc/ops/autograd_{file}\.cc:\d+ .*",
                             registration), f"{name}: {registration}"

@@ -144,13 +144,12 @@ def sage_reference(x, edge_index, conv, aggr):
 
 @pytest.mark.parametrize("aggr", ("mean", "max", "sum"))
 @pytest.mark.parametrize("channels", ((6, 4), (4, 6)), ids=("narrowing", "widening"))
-def test_sage_gradients_match_dense_reference_on_either_aggregation_order(aggr, channels, monkeypatch):
+def test_sage_gradients_match_dense_reference_on_either_aggregation_order(aggr, channels):
     """Narrowing layers with a mean or sum run both linear maps as one GEMM
     and aggregate after it; the others aggregate first and add the root term
     into the GEMM's output in place. Both give the reference's values and
-    gradients, with and without a gradient for x (a mean through the cached
-    weighted transpose, as on large graphs)."""
-    monkeypatch.setattr(st.graph, "MEAN_OPERANDS_MIN_EDGES", 0)
+    gradients, with and without a gradient for x (the dense gradient through
+    the cached transposed values of the graph's constant ones)."""
     n = 30
     edge_index = random_graph(n, seed=3)
     conv = stnn.SAGEConv(*channels, aggr=aggr).double()
@@ -170,29 +169,6 @@ def test_sage_gradients_match_dense_reference_on_either_aggregation_order(aggr, 
         out = conv(x, edge_index)
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out.float(), conv(x, edge_index), rtol=3e-2, atol=3e-2)
-
-
-@pytest.mark.parametrize("min_edges", (0, 1 << 30), ids=("weighted-transpose", "spmm-mean"))
-def test_graph_mean_aggregate_matches_spmm_mean_and_differentiates_twice(min_edges, monkeypatch):
-    monkeypatch.setattr(st.graph, "MEAN_OPERANDS_MIN_EDGES", min_edges)
-    n = 30
-    edge_index = random_graph(n, seed=4)  # node 5 has no incoming edges
-    graph = stnn.as_graph(edge_index, n)
-    x = torch.randn(n, 5, dtype=torch.float64, requires_grad=True)
-    adj = graph.with_values(graph.ones(torch.float64))
-    torch.testing.assert_close(graph.mean_aggregate(x), st.spmm(adj, x, reduce="mean"))
-    with torch.no_grad():
-        torch.testing.assert_close(graph.mean_aggregate(x), st.spmm(adj, x, reduce="mean"))
-    assert torch.autograd.gradcheck(graph.mean_aggregate, (x,))
-    assert torch.autograd.gradgradcheck(lambda t: graph.mean_aggregate(t).square(), (x,))
-    for dtype in (torch.float32, torch.bfloat16):
-        low = x.detach().to(dtype)
-        torch.testing.assert_close(graph.mean_aggregate(low), st.spmm(adj.with_values(graph.ones(dtype)), low,
-                                                                      reduce="mean"))
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        y = graph.mean_aggregate(x.detach().float())
-    assert y.dtype == torch.bfloat16
-    torch.testing.assert_close(y.float(), st.spmm(adj, x.detach(), reduce="mean").float(), rtol=1e-2, atol=1e-2)
 
 
 def test_gin_matches_dense_reference_and_trains_eps():
@@ -386,8 +362,7 @@ def test_layers_compile_into_one_graph_once_the_graph_forms_exist(make):
 
 
 @pytest.mark.parametrize("channels", ((8, 6), (6, 8)), ids=("narrowing", "widening"))
-def test_sage_mean_through_the_weighted_transpose_compiles_into_one_graph(channels, monkeypatch):
-    monkeypatch.setattr(st.graph, "MEAN_OPERANDS_MIN_EDGES", 0)
+def test_sage_mean_compiles_into_one_graph(channels):
     torch.manual_seed(0)
     n = 30
     graph = stnn.as_graph(random_graph(n), n)
