@@ -89,7 +89,9 @@ class SpmmFunction : public torch::autograd::Function<SpmmFunction> {
     const at::Tensor& grad = grads[0];
     at::Tensor grad_values, grad_dense;
     if (reduce == "sum" || reduce == "mean") {
-      if (ctx->needs_input_grad(2)) grad_values = SumMeanValuesGrad(indptr, indices, grad, dense, reduce, values.dim() == 1 && dense.dim() == 3);
+      if (ctx->needs_input_grad(2)) {
+        grad_values = SumMeanValuesGrad(indptr, indices, grad, dense, reduce, values.dim() == 1 && dense.dim() == 3);
+      }
       if (ctx->needs_input_grad(3)) {
         // Constant values (a graph's adjacency) keep their transpose cached.
         grad_dense = CallSpmmDenseBackward(indptr, indices, values, grad, dense.sym_size(0), reduce,

@@ -78,8 +78,8 @@ at::Tensor SpmmDenseBackward(const at::Tensor& indptr, const at::Tensor& indices
   CheckedCsr csr = CheckCsr(op, indptr, indices, columns, "argument 'columns'");
   at::Tensor g = CheckFloat(op, "grad", grad, -1);
   at::Tensor a = CheckFloat(op, "values", values, -1);
-  TORCH_CHECK_VALUE(g.dim() == 2 || g.dim() == 3, op, ": argument 'grad' must be 2-D (m, K) or 3-D (m, heads, D), got shape ",
-                    ShapeString(g.sizes()));
+  TORCH_CHECK_VALUE(g.dim() == 2 || g.dim() == 3, op,
+                    ": argument 'grad' must be 2-D (m, K) or 3-D (m, heads, D), got shape ", ShapeString(g.sizes()));
   TORCH_CHECK_VALUE(g.size(0) == csr.rows(), op, ": argument 'grad' must have one row per row of the matrix (",
                     csr.rows(), "), got shape ", ShapeString(g.sizes()));
   TORCH_CHECK_VALUE(a.dim() >= 1 && a.size(0) == csr.nnz(), op,

@@ -736,7 +736,7 @@ def _first_attaining_reference(ip, ix, values, dense, reduce, grad):
     return grad_v, grad_d
 
 
-@pytest.mark.parametrize("k", (1, 5, 37))
+@pytest.mark.parametrize("k", (1, 5, 37, 64, 65, 130))
 @pytest.mark.parametrize("idtype", IDTYPES)
 @pytest.mark.parametrize("dtype", (torch.float32, torch.float64))
 @pytest.mark.parametrize("reduce", ("max", "min"))
@@ -744,7 +744,8 @@ def test_extremum_backward_sends_ties_to_the_first_attaining_nonzero(reduce, dty
     """Small integers make many products of a (row, column) equal, as ReLU and
     dropout zeros do in a GNN: the gradient goes to the first attaining
     non-zero, as torch.sparse.mm(reduce="amax"|"amin") sends it (checked against
-    both), for one and several column slices of the dense gradient's pass."""
+    both), for one block of columns (the passes take 64 at a time), exactly
+    one, and several with a partial last one."""
     c, ip, ix = structure(40, 30, 0.2, seed=21, idtype=idtype, empty_rows=(0, 9), dense_rows=(5,))
     rng = np.random.default_rng(21)
     values = torch.from_numpy(rng.integers(1, 3, c.nnz).astype(np.float64)).to(dtype)
