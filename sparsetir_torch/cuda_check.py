@@ -40,6 +40,13 @@ SDDMM_WIDTHS = (1, 64)
 QUICK_WIDTHS = (32,)
 
 
+# Multi-head kernels (csrmm_heads, sddmm_heads): (heads, features per head).
+HEAD_SHAPES = ((1, 1), (4, 16), (2, 64))
+QUICK_HEAD_SHAPES = ((4, 16),)
+# Element-wise sddmm (add, mul): a thread per non-zero and feature.
+ELEMENTWISE_WIDTHS = (1, 8)
+
+
 @dataclass(frozen=True)
 class Variant:
     script: str  # kernels/<script>.py
@@ -47,10 +54,16 @@ class Variant:
     dtype: str
     index_dtype: str
     feat: int
+    heads: int = 0  # multi-head kernels only
 
     @property
     def name(self) -> str:
-        return f"{self.script}_{self.dtype}_{self.index_dtype}_k{self.feat}"
+        heads = f"_h{self.heads}" if self.heads else ""
+        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}_k{self.feat}"
+
+    @property
+    def sizes(self) -> dict:
+        return {"feat_size": self.feat, **({"heads": self.heads} if self.heads else {})}
 
 
 def variants(quick: bool = False) -> Iterator[Variant]:
@@ -65,10 +78,18 @@ def variants(quick: bool = False) -> Iterator[Variant]:
         yield Variant("csrmm_segments", "csrmm_segments", dtype, idtype, feat)
     for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else SDDMM_WIDTHS):
         yield Variant("sddmm_dot", "sddmm", dtype, idtype, feat)
+    for script in ("csrmm_heads", "sddmm_heads"):
+        for dtype, idtype, (heads, feat) in itertools.product(dtypes, index_dtypes,
+                                                              QUICK_HEAD_SHAPES if quick else HEAD_SHAPES):
+            yield Variant(script, script, dtype, idtype, feat, heads)
+    for script in ("sddmm_add", "sddmm_mul"):
+        for dtype, idtype, feat in itertools.product(dtypes, index_dtypes,
+                                                     QUICK_WIDTHS if quick else ELEMENTWISE_WIDTHS):
+            yield Variant(script, script, dtype, idtype, feat)
 
 
 def cuda_source(v: Variant) -> str:
-    return _C.op_kernel(v.script, v.recipe, v.dtype, v.index_dtype, {"feat_size": v.feat}, "cuda").source
+    return _C.op_kernel(v.script, v.recipe, v.dtype, v.index_dtype, v.sizes, "cuda").source
 
 
 @dataclass

@@ -208,6 +208,104 @@ def test_emulated_spmm_gradients_match_the_cpu_kernels(emulate, monkeypatch):
         torch.testing.assert_close(e, c)
 
 
+# Multi-head kernels: (heads, features per head), one feature a head, a
+# width no lane count divides, and a width beyond a warp.
+HEAD_SHAPES = [(1, 1), (3, 5), (2, 40)]
+HEAD_DTYPES = [("float32", "int32"), ("float64", "int64"), ("float16", "int64"), ("bfloat16", "int32")]
+
+
+def check_emulated_runs(before, expected: bool):
+    if expected:
+        assert _C.emulated_runs() > before, "the CUDA path did not run"
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("heads, feat", HEAD_SHAPES)
+@pytest.mark.parametrize("dtype, idtype", HEAD_DTYPES)
+def test_emulated_spmm_heads_matches_float64(emulate, case, reduce, heads, feat, dtype, idtype):
+    a = make_csr(seed=8, **CSR_CASES[case])
+    rng = np.random.default_rng(8)
+    values = to_tensor(rng.uniform(-1, 1, (a.nnz, heads)), dtype)
+    b = to_tensor(rng.uniform(-1, 1, (a.n, heads, feat)), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    out = ops.spmm(indptr, indices, values, b, reduce)
+    check_emulated_runs(before, a.m > 0)
+    rows = a.rows()
+    terms_v = values.double().numpy()[:, :, None] * b.double().numpy()[a.indices]
+    ref, magnitude = np.zeros((a.m, heads, feat)), np.zeros((a.m, heads, feat))
+    np.add.at(ref, rows, terms_v)
+    np.add.at(magnitude, rows, np.abs(terms_v))
+    terms = np.maximum(a.row_lengths(), 1)[:, None, None]
+    if reduce == "mean":
+        ref, magnitude, terms = ref / terms, magnitude / terms, terms + 1
+    assert_within_bound(out, ref, magnitude, terms, dtype, f"emulated spmm heads {reduce}")
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("heads, feat", HEAD_SHAPES)
+@pytest.mark.parametrize("dtype, idtype", HEAD_DTYPES)
+def test_emulated_sddmm_heads_matches_float64(emulate, case, heads, feat, dtype, idtype):
+    a = make_csr(seed=9, **CSR_CASES[case])
+    rng = np.random.default_rng(9)
+    x = to_tensor(rng.uniform(-1, 1, (a.m, heads, feat)), dtype)
+    y = to_tensor(rng.uniform(-1, 1, (a.n, heads, feat)), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    out = ops.sddmm(indptr, indices, None, x, y, "dot")
+    check_emulated_runs(before, a.nnz > 0)
+    assert out.shape == (a.nnz, heads)
+    xr, yr = x.double().numpy()[a.rows()], y.double().numpy()[a.indices]
+    ref, magnitude = (xr * yr).sum(-1), np.abs(xr * yr).sum(-1)
+    assert_within_bound(out, ref, magnitude, feat, dtype, "emulated sddmm heads")
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("op", ["add", "mul"])
+@pytest.mark.parametrize("trailing", [(1,), (4,), (2, 3)])
+@pytest.mark.parametrize("dtype, idtype", HEAD_DTYPES)
+def test_emulated_sddmm_elementwise_matches_float64(emulate, case, op, trailing, dtype, idtype):
+    a = make_csr(seed=10, **CSR_CASES[case])
+    rng = np.random.default_rng(10)
+    x = to_tensor(rng.uniform(-1, 1, (a.m, *trailing)), dtype)
+    y = to_tensor(rng.uniform(-1, 1, (a.n, *trailing)), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    out = ops.sddmm(indptr, indices, None, x, y, op)
+    check_emulated_runs(before, a.nnz > 0)
+    xr, yr = x.double().numpy()[a.rows()], y.double().numpy()[a.indices]
+    ref = xr + yr if op == "add" else xr * yr
+    # One rounding of an exact sum or product of two rounded inputs.
+    magnitude = np.abs(xr) + np.abs(yr) if op == "add" else np.abs(ref)
+    assert_within_bound(out, ref, magnitude, 1, dtype, f"emulated sddmm {op}")
+
+
+def test_emulated_multi_head_gradients_match_the_cpu_kernels(emulate, monkeypatch):
+    # The backward of a multi-head spmm runs sddmm heads and a per-head spmm
+    # on the transpose; of sddmm add, sums by row and column.
+    a = make_csr(30, 20, density=0.2, seed=11, empty_rows=(2,), dense_rows=(4,))
+    indptr, indices = a.torch_structure("int32")
+    gen = torch.Generator().manual_seed(11)
+    values = torch.randn(a.nnz, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    b = torch.randn(20, 3, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    x = torch.randn(30, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+    y = torch.randn(20, 3, dtype=torch.float64, generator=gen, requires_grad=True)
+
+    def layer(v, d, s, t):
+        scores = ops.sddmm(indptr, indices, None, s, t, "add") * ops.sddmm(indptr, indices, None, s, t, "mul")
+        return ops.spmm(indptr, indices, v * scores, d, "sum")
+
+    torch.autograd.gradcheck(layer, (values, b, x, y))
+    before = _C.emulated_runs()
+    emulated = torch.autograd.grad(layer(values, b, x, y).square().sum(), (values, b, x, y))
+    assert _C.emulated_runs() > before
+    monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "0")
+    cpu = torch.autograd.grad(layer(values, b, x, y).square().sum(), (values, b, x, y))
+    for e, c in zip(emulated, cpu):
+        torch.testing.assert_close(e, c, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("reduce", ["sum", "mean"])
 @pytest.mark.parametrize("dtype, idtype", [("float32", "int32"), ("float64", "int64"), ("float32", "int64"),
@@ -445,6 +543,34 @@ def test_gpu_spmm_gradients():
     values = torch.tensor(a.values, dtype=torch.float64, device="cuda", requires_grad=True)
     b = torch.randn(20, 8, dtype=torch.float64, device="cuda", requires_grad=True)
     torch.autograd.gradcheck(lambda v, x: ops.spmm(indptr, indices, v, x, "sum"), (values, b))
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_gpu_multi_head_ops_and_gradients_match_the_cpu(dtype, idtype):
+    a = make_csr(60, 50, density=0.1, seed=12, empty_rows=(0, 7), dense_rows=(3,))
+    rng = np.random.default_rng(12)
+    values = to_tensor(rng.uniform(-1, 1, (a.nnz, 4)), dtype)
+    b = to_tensor(rng.uniform(-1, 1, (a.n, 4, 40)), dtype)
+    x, y = to_tensor(rng.uniform(-1, 1, (a.m, 4, 40)), dtype), to_tensor(rng.uniform(-1, 1, (a.n, 4, 40)), dtype)
+    s, t = to_tensor(rng.uniform(-1, 1, (a.m, 4)), dtype), to_tensor(rng.uniform(-1, 1, (a.n, 4)), dtype)
+    cpu = a.torch_structure(idtype)
+    gpu_ = tuple(z.cuda() for z in cpu)
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype == "float16" else dict(rtol=1e-5, atol=1e-5)
+    for reduce in ("sum", "mean"):
+        torch.testing.assert_close(ops.spmm(*gpu_, values.cuda(), b.cuda(), reduce).cpu(),
+                                   ops.spmm(*cpu, values, b, reduce), **tol)
+    torch.testing.assert_close(ops.sddmm(*gpu_, None, x.cuda(), y.cuda(), "dot").cpu(),
+                               ops.sddmm(*cpu, None, x, y, "dot"), **tol)
+    for op in ("add", "mul"):
+        torch.testing.assert_close(ops.sddmm(*gpu_, None, s.cuda(), t.cuda(), op).cpu(),
+                                   ops.sddmm(*cpu, None, s, t, op), **tol)
+    if dtype == "float64":
+        v, d = values.cuda().requires_grad_(), b.cuda().requires_grad_()
+        torch.autograd.gradcheck(lambda v, d: ops.spmm(*gpu_, v, d, "sum"), (v, d))
+        p, q = s.cuda().requires_grad_(), t.cuda().requires_grad_()
+        torch.autograd.gradcheck(lambda p, q: ops.sddmm(*gpu_, None, p, q, "add"), (p, q))
 
 
 @gpu

@@ -21,6 +21,8 @@ constexpr int64_t kNonZerosInFlight = 4;
 constexpr int64_t kDefaultFeaturesPerThread = 2;
 // Non-zeros per block of the fused sddmm loop.
 constexpr int64_t kSddmmBlock = 128;
+// The most blocks along gridDim.y or gridDim.z.
+constexpr int64_t kMaxGridYZ = 65535;
 
 int64_t Size(const std::map<std::string, int64_t>& sizes, const char* name) {
   auto found = sizes.find(name);
@@ -94,6 +96,56 @@ void Sddmm(Schedule& sch) {
   sch.CacheWrite(loops[1], "O", "local");
 }
 
+// Binds `loop` of `extent` iterations to a grid axis (y or z) where the grid
+// allows that many blocks; otherwise the loop stays serial in every thread.
+void BindGridOrSerial(Schedule& sch, const std::string& loop, int64_t extent, const char* axis) {
+  if (extent <= kMaxGridYZ) sch.Bind(loop, axis);
+}
+
+// csrmm_heads: loops i, j, h, k. The csrmm mapping with the heads over
+// blockIdx.z: a row per thread group, the group's lanes over consecutive
+// features of one head (one coalesced load of that head's slice of B[j] per
+// non-zero), the output element a thread owns in a register.
+void CsrmmHeads(Schedule& sch, int64_t heads, int64_t feat) {
+  const int64_t lanes = CudaRowLanes(feat);
+  auto loops = sch.GetLoops("csrmm_heads");
+  BindSplit(sch, loops[0], kBlockThreads / lanes, "blockIdx.x", "threadIdx.y");
+  loops = sch.GetLoops("csrmm_heads");  // i_0, i_1, j, h, k
+  sch.Reorder({loops[3], loops[4], loops[2]});
+  loops = sch.GetLoops("csrmm_heads");  // i_0, i_1, h, k, j
+  BindGridOrSerial(sch, loops[2], heads, "blockIdx.z");
+  auto k = BindFeatures(sch, loops[3], lanes, 1);
+  auto j = sch.Split(sch.GetLoops("csrmm_heads").back(), {std::nullopt, kNonZerosInFlight});
+  sch.Unroll(j[1]);
+  sch.CacheWrite(k[1], "C", "local");
+  auto init = sch.GetLoops("csrmm_heads_init");  // i_0, i_1, h, k
+  BindGridOrSerial(sch, init[2], heads, "blockIdx.z");
+  BindFeatures(sch, init[3], lanes, 1);
+}
+
+// sddmm_heads: loops i, j, h, k. The sddmm mapping (a thread per non-zero,
+// the row found by binary search) with the heads over blockIdx.y: a thread's
+// dot product is one head's, in a register.
+void SddmmHeads(Schedule& sch, int64_t heads) {
+  sch.SparseFuse("sddmm_heads", {"I", "J"});
+  auto loops = sch.GetLoops("sddmm_heads");  // ij, h, k
+  BindSplit(sch, loops[0], kSddmmBlock, "blockIdx.x", "threadIdx.x");
+  loops = sch.GetLoops("sddmm_heads");  // ij_0, ij_1, h, k
+  BindGridOrSerial(sch, loops[2], heads, "blockIdx.y");
+  sch.CacheWrite(loops[2], "O", "local");
+}
+
+// sddmm_add / sddmm_mul: loops i, j, f, all spatial. A thread per non-zero
+// and feature: the non-zeros fused over blockIdx.x and threadIdx.x, the
+// features over blockIdx.y.
+void SddmmElementwise(Schedule& sch, const std::string& block, int64_t feat) {
+  sch.SparseFuse(block, {"I", "J"});
+  auto loops = sch.GetLoops(block);  // ij, f
+  BindSplit(sch, loops[0], kSddmmBlock, "blockIdx.x", "threadIdx.x");
+  loops = sch.GetLoops(block);  // ij_0, ij_1, f
+  BindGridOrSerial(sch, loops[2], feat, "blockIdx.y");
+}
+
 }  // namespace
 
 int64_t CudaRowLanes(int64_t feat) {
@@ -111,7 +163,8 @@ int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested) {
 }
 
 bool HasCudaRecipe(const std::string& recipe) {
-  return recipe == "csrmm" || recipe == "csrmm_segments" || recipe == "sddmm";
+  return recipe == "csrmm" || recipe == "csrmm_segments" || recipe == "sddmm" || recipe == "csrmm_heads" ||
+         recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul";
 }
 
 Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes) {
@@ -134,6 +187,12 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
     } else {
       CsrmmSegments(sch, feat, per_thread);
     }
+  } else if (recipe == "csrmm_heads") {
+    CsrmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"));
+  } else if (recipe == "sddmm_heads") {
+    SddmmHeads(sch, Size(sizes, "heads"));
+  } else if (recipe == "sddmm_add" || recipe == "sddmm_mul") {
+    SddmmElementwise(sch, recipe, Size(sizes, "feat_size"));
   } else {
     Sddmm(sch);
   }

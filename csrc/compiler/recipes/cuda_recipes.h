@@ -14,6 +14,9 @@
 //  - sddmm (sddmm_dot): the non-zeros fused into one loop (the row found by
 //    binary search, sparse_fuse), one thread per non-zero with its dot product
 //    in a register.
+//  - csrmm_heads: the csrmm mapping with the heads over blockIdx.z.
+//  - sddmm_heads, sddmm_add, sddmm_mul: the sddmm mapping, a thread per
+//    non-zero and head (or feature), the heads over blockIdx.y.
 // No kernel of these recipes exchanges data between threads: each thread owns
 // the outputs it writes (or adds into them atomically), so none synchronizes.
 // Recipes of this file are the one source of the cuda schedules;
@@ -35,7 +38,7 @@ namespace sparsetir {
 extern const char* const kFeaturesPerThread;
 
 // Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "csrmm_segments",
-// "sddmm"), for
+// "sddmm", "csrmm_heads", "sddmm_heads", "sddmm_add", "sddmm_mul"), for
 // the given sizes (specialized into the kernel). A recipe that has no cuda
 // schedule yet raises a UserError naming it.
 Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes);

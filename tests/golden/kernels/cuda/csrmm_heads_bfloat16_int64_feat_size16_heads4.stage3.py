@@ -1,0 +1,43 @@
+@T.prim_func
+def csrmm_heads(
+    a: T.handle,
+    b: T.handle,
+    c: T.handle,
+    indptr: T.handle,
+    indices: T.handle,
+    m: T.int32,
+    n: T.int32,
+    heads: T.int32,
+    feat_size: T.int32,
+    nnz: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"feat_size": 16, "heads": 4}, "sparse_tir_level": 0})
+    A = T.match_buffer(a, (nnz, 4), "bfloat16")
+    B = T.match_buffer(b, (n, 4, 16), "bfloat16")
+    C = T.match_buffer(c, (m, 4, 16), "bfloat16")
+    J_indptr = T.match_buffer(indptr, (m + 1,), "int64")
+    J_indices = T.match_buffer(indices, (nnz,), "int64")
+    T.assume_buffer_domain(J_indptr, [0, nnz])
+    T.assume_buffer_domain(J_indices, [0, n - 1])
+    for i_0 in T.thread_binding((m + 7) // 8, thread="blockIdx.x"):
+        for i_1 in T.thread_binding(8, thread="threadIdx.y"):
+            if i_0 * 8 + i_1 < m:
+                v2: T.int32 = i_0 * 8 + i_1
+                for h_init in T.thread_binding(4, thread="blockIdx.z"):
+                    for k_init_0 in T.thread_binding(1, thread="blockIdx.y"):
+                        for k_init_1 in T.thread_binding(16, thread="threadIdx.x"):
+                            with T.block("csrmm_heads_init"):
+                                C[v2, h_init, k_init_0 * 16 + k_init_1] = T.bfloat16(0.0)
+                v7: T.int32 = i_0 * 8 + i_1
+                v8: T.int64 = (J_indptr[v7 + 1] - J_indptr[v7] + T.int64(3)) // T.int64(4)
+                for h in T.thread_binding(4, thread="blockIdx.z"):
+                    for k_0 in T.thread_binding(1, thread="blockIdx.y"):
+                        for k_1 in T.thread_binding(16, thread="threadIdx.x"):
+                            C_local = T.alloc_buffer((1,), "bfloat16", scope="local")
+                            C_local[0] = C[v7, h, k_0 * 16 + k_1]
+                            for j_0 in T.serial(v8):
+                                for j_1 in T.unroll(T.int64(4)):
+                                    if j_0 * T.int64(4) + j_1 < J_indptr[i_0 * 8 + i_1 + 1] - J_indptr[i_0 * 8 + i_1]:
+                                        with T.block("csrmm_heads"):
+                                            C_local[0] = C_local[0] + A[J_indptr[i_0 * 8 + i_1] + (j_0 * T.int64(4) + j_1), h] * B[J_indices[J_indptr[i_0 * 8 + i_1] + (j_0 * T.int64(4) + j_1)], h, k_0 * 16 + k_1]
+                            C[v7, h, k_0 * 16 + k_1] = C_local[0]
