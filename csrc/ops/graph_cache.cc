@@ -194,6 +194,16 @@ CsrTranspose GraphInfo::Transpose(const at::Tensor& indptr_, const at::Tensor& i
   return t;
 }
 
+at::Tensor GraphInfo::TransposePositions(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns) {
+  auto made = Derived("transpose_position/" + std::to_string(columns), [&] {
+    const CsrTranspose t = Transpose(indptr, indices, columns);
+    at::Tensor position = at::empty_like(t.perm);
+    position.index_put_({t.perm}, at::arange(summary_.nnz, t.perm.options()));
+    return std::static_pointer_cast<void>(std::make_shared<at::Tensor>(std::move(position)));
+  });
+  return *std::static_pointer_cast<at::Tensor>(made);
+}
+
 BsrFromCsr GraphInfo::Bsr(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t block_h,
                           int64_t block_w) {
   std::lock_guard<std::mutex> lock(mutex_);

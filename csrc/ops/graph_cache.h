@@ -92,6 +92,10 @@ class GraphInfo {
   // structure this entry describes, passed again by the caller: the entry
   // itself holds no reference to it, so freeing the structure frees the entry.
   CsrTranspose Transpose(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns);
+  // The place of every non-zero in that transpose: position[perm[p]] = p,
+  // so that an edge tensor computed in the transpose's order returns to the
+  // structure's order as a gather (built once per column count).
+  at::Tensor TransposePositions(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns);
   // The row segments of at most `length` (> 0) non-zeros (built once per
   // length) of the structure whose indptr the caller passes again.
   RowSegments Segments(const at::Tensor& indptr, int64_t length);

@@ -156,18 +156,6 @@ void DenseGrads(const index_t* t_indptr, const index_t* t_indices, const index_t
   });
 }
 
-// position[e] = the place p of non-zero e in the transpose (perm[p] = e),
-// built once per graph.
-at::Tensor TransposePositions(const CheckedCsr& csr, const CsrTranspose& t) {
-  const std::string key = "transpose_position/" + std::to_string(t.indptr.numel() - 1);
-  auto made = csr.info->Derived(key, [&] {
-    const at::Tensor places = at::arange(csr.nnz(), t.perm.options());
-    return std::static_pointer_cast<void>(
-        std::make_shared<at::Tensor>(at::empty_like(t.perm).index_put_({t.perm.to(at::kLong)}, places)));
-  });
-  return *std::static_pointer_cast<at::Tensor>(made);
-}
-
 }  // namespace
 
 std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackward(const at::Tensor& indptr_in, const at::Tensor& indices_in,
@@ -202,7 +190,7 @@ std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackward(const at::Tensor& indptr
     at::Tensor values_acc = at::zeros({csr.nnz()}, acc_options);
     at::Tensor dense_acc = at::zeros({n, K}, acc_options);
     at::Tensor wins = at::empty({csr.nnz()}, values.options().dtype(at::kLong));
-    const at::Tensor position = TransposePositions(csr, t);
+    const at::Tensor position = csr.info->TransposePositions(csr.indptr, csr.indices, n);
     AT_DISPATCH_INDEX_TYPES(csr.indptr.scalar_type(), "spmm_extremum_backward_index", [&] {
       for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
         const ColumnBlock block{k0, std::min(kBlock, K - k0)};
