@@ -59,10 +59,13 @@ class Variant:
     @property
     def name(self) -> str:
         heads = f"_h{self.heads}" if self.heads else ""
-        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}_k{self.feat}"
+        feat = f"_k{self.feat}" if self.feat else ""
+        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}{feat}"
 
     @property
     def sizes(self) -> dict:
+        if self.feat == 0:  # a script without features (edge_softmax): heads only
+            return {"heads": self.heads}
         return {"feat_size": self.feat, **({"heads": self.heads} if self.heads else {})}
 
 
@@ -82,6 +85,10 @@ def variants(quick: bool = False) -> Iterator[Variant]:
         for dtype, idtype, (heads, feat) in itertools.product(dtypes, index_dtypes,
                                                               QUICK_HEAD_SHAPES if quick else HEAD_SHAPES):
             yield Variant(script, script, dtype, idtype, feat, heads)
+    for script in ("edge_softmax", "edge_softmax_backward"):
+        # Scores in the compute dtype: float32 (also for 16-bit inputs) or float64.
+        for dtype, idtype, heads in itertools.product(("float32", "float64"), index_dtypes, (1, 4)):
+            yield Variant(script, script, dtype, idtype, 0, heads)
     for script in ("sddmm_add", "sddmm_mul"):
         for dtype, idtype, feat in itertools.product(dtypes, index_dtypes,
                                                      QUICK_WIDTHS if quick else ELEMENTWISE_WIDTHS):

@@ -119,7 +119,8 @@ def kernel_name(script: str, recipe: str, dtype: str, idtype: str, sizes: Dict[s
 
 
 def has_cuda_recipe(recipe: str) -> bool:
-    return recipe in ("csrmm", "csrmm_segments", "sddmm", "csrmm_heads", "sddmm_heads", "sddmm_add", "sddmm_mul")
+    return recipe in ("csrmm", "csrmm_segments", "sddmm", "csrmm_heads", "sddmm_heads", "sddmm_add", "sddmm_mul",
+                      "edge_softmax", "edge_softmax_backward")
 
 
 def has_cpu_recipe(recipe: str) -> bool:

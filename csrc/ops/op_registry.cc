@@ -103,4 +103,6 @@ TORCH_LIBRARY_IMPL(sparsetir, CUDA, m) {
   m.impl("sddmm", &Sddmm);
   m.impl("_csr_transpose", &CsrTransposeOp);
   m.impl("_spmm_dense_backward", &SpmmDenseBackward);
+  m.impl("edge_softmax", &EdgeSoftmax);
+  m.impl("_edge_softmax_backward", &EdgeSoftmaxBackward);
 }

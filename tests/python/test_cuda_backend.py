@@ -281,6 +281,49 @@ def test_emulated_sddmm_elementwise_matches_float64(emulate, case, op, trailing,
     assert_within_bound(out, ref, magnitude, 1, dtype, f"emulated sddmm {op}")
 
 
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("heads", [None, 1, 3])
+@pytest.mark.parametrize("dtype, idtype", HEAD_DTYPES)
+def test_emulated_edge_softmax_matches_float64(emulate, case, heads, dtype, idtype):
+    a = make_csr(seed=13, **CSR_CASES[case])
+    rng = np.random.default_rng(13)
+    shape = (a.nnz,) if heads is None else (a.nnz, heads)
+    scores = to_tensor(rng.uniform(-4, 4, shape), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    out = ops.edge_softmax(indptr, indices, scores)
+    check_emulated_runs(before, a.nnz > 0)
+    assert out.shape == scores.shape and out.dtype == scores.dtype
+    s = scores.double().numpy().reshape(a.nnz, heads or 1)
+    ref = np.zeros_like(s)
+    for i in range(a.m):
+        lo, hi = a.indptr[i], a.indptr[i + 1]
+        if hi > lo:
+            e = np.exp(s[lo:hi] - s[lo:hi].max(0))
+            ref[lo:hi] = e / e.sum(0)
+    # exp, the sum and the division in float32 (float64), rounded once to the dtype.
+    got = out.double().numpy().reshape(a.nnz, heads or 1)
+    tol = {"float64": 1e-12, "float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("heads", [None, 4])
+def test_emulated_edge_softmax_gradients_match_the_cpu_kernels(emulate, monkeypatch, heads):
+    a = make_csr(30, 20, density=0.2, seed=14, empty_rows=(2, 9), dense_rows=(4,))
+    indptr, indices = a.torch_structure("int64")
+    gen = torch.Generator().manual_seed(14)
+    shape = (a.nnz,) if heads is None else (a.nnz, heads)
+    scores = torch.randn(shape, dtype=torch.float64, generator=gen, requires_grad=True)
+    weight = torch.randn(shape, dtype=torch.float64, generator=gen)
+    torch.autograd.gradcheck(lambda s: ops.edge_softmax(indptr, indices, s), (scores,))
+    before = _C.emulated_runs()
+    emulated = torch.autograd.grad((ops.edge_softmax(indptr, indices, scores) * weight).sum(), scores)
+    assert _C.emulated_runs() >= before + 2, "the forward and the backward kernels ran emulated"
+    monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "0")
+    cpu = torch.autograd.grad((ops.edge_softmax(indptr, indices, scores) * weight).sum(), scores)
+    torch.testing.assert_close(emulated[0], cpu[0], rtol=1e-12, atol=1e-12)
+
+
 def test_emulated_multi_head_gradients_match_the_cpu_kernels(emulate, monkeypatch):
     # The backward of a multi-head spmm runs sddmm heads and a per-head spmm
     # on the transpose; of sddmm add, sums by row and column.
@@ -548,7 +591,7 @@ def test_gpu_spmm_gradients():
 @gpu
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 @pytest.mark.parametrize("idtype", IDTYPES)
-def test_gpu_multi_head_ops_and_gradients_match_the_cpu(dtype, idtype):
+def test_gpu_multi_head_ops_edge_softmax_and_gradients_match_the_cpu(dtype, idtype):
     a = make_csr(60, 50, density=0.1, seed=12, empty_rows=(0, 7), dense_rows=(3,))
     rng = np.random.default_rng(12)
     values = to_tensor(rng.uniform(-1, 1, (a.nnz, 4)), dtype)
@@ -566,11 +609,32 @@ def test_gpu_multi_head_ops_and_gradients_match_the_cpu(dtype, idtype):
     for op in ("add", "mul"):
         torch.testing.assert_close(ops.sddmm(*gpu_, None, s.cuda(), t.cuda(), op).cpu(),
                                    ops.sddmm(*cpu, None, s, t, op), **tol)
+    scores = ops.sddmm(*cpu, None, s, t, "add")
+    torch.testing.assert_close(ops.edge_softmax(*gpu_, scores.cuda()).cpu(), ops.edge_softmax(*cpu, scores), **tol)
     if dtype == "float64":
         v, d = values.cuda().requires_grad_(), b.cuda().requires_grad_()
         torch.autograd.gradcheck(lambda v, d: ops.spmm(*gpu_, v, d, "sum"), (v, d))
         p, q = s.cuda().requires_grad_(), t.cuda().requires_grad_()
         torch.autograd.gradcheck(lambda p, q: ops.sddmm(*gpu_, None, p, q, "add"), (p, q))
+        torch.autograd.gradcheck(lambda e: ops.edge_softmax(*gpu_, e), (scores.cuda().requires_grad_(),))
+
+
+@gpu
+def test_gpu_gat_layer_matches_the_cpu_layer():
+    # On a GPU the layer runs the element-wise SDDMM, edge_softmax and the
+    # multi-head SpMM (gat_attention has no CUDA recipe yet).
+    torch.manual_seed(15)
+    n = 50
+    edge_index = torch.randint(0, n, (2, 300))
+    layer = st.nn.GATConv(8, 6, heads=3).double()
+    x = torch.randn(n, 8, dtype=torch.float64, requires_grad=True)
+    out = layer(x, edge_index)
+    (gx,) = torch.autograd.grad(out.square().sum(), x)
+    xc = x.detach().cuda().requires_grad_()
+    out_c = layer.cuda()(xc, edge_index.cuda())
+    (gxc,) = torch.autograd.grad(out_c.square().sum(), xc)
+    torch.testing.assert_close(out_c.cpu(), out)
+    torch.testing.assert_close(gxc.cpu(), gx)
 
 
 @gpu

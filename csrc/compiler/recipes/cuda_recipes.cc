@@ -146,6 +146,17 @@ void SddmmElementwise(Schedule& sch, const std::string& block, int64_t feat) {
   BindGridOrSerial(sch, loops[2], feat, "blockIdx.y");
 }
 
+// edge_softmax (row_max, row_exp, row_sum, row_div) and its backward
+// (row_dot, grad_scores): a thread per row runs every pass of its row, the
+// row loops merged, so the passes need no synchronization (each reads only
+// what the same thread wrote) and a row's per-head max, sum or dot stays
+// with that thread.
+void RowPassesPerThread(Schedule& sch, const std::vector<std::string>& blocks) {
+  std::vector<std::string> rows;
+  for (const std::string& block : blocks) rows.push_back(sch.GetLoops(block)[0]);
+  BindSplit(sch, sch.Merge(rows), kBlockThreads, "blockIdx.x", "threadIdx.x");
+}
+
 }  // namespace
 
 int64_t CudaRowLanes(int64_t feat) {
@@ -164,7 +175,8 @@ int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested) {
 
 bool HasCudaRecipe(const std::string& recipe) {
   return recipe == "csrmm" || recipe == "csrmm_segments" || recipe == "sddmm" || recipe == "csrmm_heads" ||
-         recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul";
+         recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" || recipe == "edge_softmax" ||
+         recipe == "edge_softmax_backward";
 }
 
 Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes) {
@@ -191,6 +203,10 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
     CsrmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"));
   } else if (recipe == "sddmm_heads") {
     SddmmHeads(sch, Size(sizes, "heads"));
+  } else if (recipe == "edge_softmax") {
+    RowPassesPerThread(sch, {"row_max", "row_exp", "row_sum", "row_div"});
+  } else if (recipe == "edge_softmax_backward") {
+    RowPassesPerThread(sch, {"row_dot", "grad_scores"});
   } else if (recipe == "sddmm_add" || recipe == "sddmm_mul") {
     SddmmElementwise(sch, recipe, Size(sizes, "feat_size"));
   } else {

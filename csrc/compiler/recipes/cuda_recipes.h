@@ -17,6 +17,8 @@
 //  - csrmm_heads: the csrmm mapping with the heads over blockIdx.z.
 //  - sddmm_heads, sddmm_add, sddmm_mul: the sddmm mapping, a thread per
 //    non-zero and head (or feature), the heads over blockIdx.y.
+//  - edge_softmax, edge_softmax_backward: a thread per row runs all of the
+//    row's passes (the row loops merged).
 // No kernel of these recipes exchanges data between threads: each thread owns
 // the outputs it writes (or adds into them atomically), so none synchronizes.
 // Recipes of this file are the one source of the cuda schedules;
@@ -38,7 +40,8 @@ namespace sparsetir {
 extern const char* const kFeaturesPerThread;
 
 // Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "csrmm_segments",
-// "sddmm", "csrmm_heads", "sddmm_heads", "sddmm_add", "sddmm_mul"), for
+// "sddmm", "csrmm_heads", "sddmm_heads", "sddmm_add", "sddmm_mul",
+// "edge_softmax", "edge_softmax_backward"), for
 // the given sizes (specialized into the kernel). A recipe that has no cuda
 // schedule yet raises a UserError naming it.
 Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes);
