@@ -43,6 +43,10 @@ QUICK_WIDTHS = (32,)
 # Multi-head kernels (csrmm_heads, sddmm_heads): (heads, features per head).
 HEAD_SHAPES = ((1, 1), (4, 16), (2, 64))
 QUICK_HEAD_SHAPES = ((4, 16),)
+# Block-sparse kernels (bsrmm, bsr_linear and its blocks' gradient): a small
+# block, a warp-square one, and one taller than a block of threads.
+BLOCKS = ((2, 3), (32, 32), (130, 2))
+QUICK_BLOCKS = ((32, 32),)
 # Element-wise sddmm (add, mul): a thread per non-zero and feature.
 ELEMENTWISE_WIDTHS = (1, 8)
 
@@ -53,20 +57,25 @@ class Variant:
     recipe: str
     dtype: str
     index_dtype: str
-    feat: int
+    feat: int  # 0: a script without a feature width (edge_softmax, bsr_linear)
     heads: int = 0  # multi-head kernels only
+    block: tuple = ()  # (block_h, block_w) of the block-sparse kernels
 
     @property
     def name(self) -> str:
         heads = f"_h{self.heads}" if self.heads else ""
+        block = f"_b{self.block[0]}x{self.block[1]}" if self.block else ""
         feat = f"_k{self.feat}" if self.feat else ""
-        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}{feat}"
+        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}{block}{feat}"
 
     @property
     def sizes(self) -> dict:
-        if self.feat == 0:  # a script without features (edge_softmax): heads only
-            return {"heads": self.heads}
-        return {"feat_size": self.feat, **({"heads": self.heads} if self.heads else {})}
+        sizes = {"feat_size": self.feat} if self.feat else {}
+        if self.heads:
+            sizes["heads"] = self.heads
+        if self.block:
+            sizes.update(block_h=self.block[0], block_w=self.block[1])
+        return sizes
 
 
 def variants(quick: bool = False) -> Iterator[Variant]:
@@ -89,6 +98,10 @@ def variants(quick: bool = False) -> Iterator[Variant]:
         # Scores in the compute dtype: float32 (also for 16-bit inputs) or float64.
         for dtype, idtype, heads in itertools.product(("float32", "float64"), index_dtypes, (1, 4)):
             yield Variant(script, script, dtype, idtype, 0, heads)
+    for dtype, idtype, block in itertools.product(dtypes, index_dtypes, QUICK_BLOCKS if quick else BLOCKS):
+        yield Variant("bsrmm", "bsrmm", dtype, idtype, 64, block=block)
+        yield Variant("bsr_linear", "bsr_linear", dtype, idtype, 0, block=block)
+        yield Variant("bsr_linear_grad_blocks", "bsr_linear_grad_blocks", dtype, idtype, 0, block=block)
     for script in ("sddmm_add", "sddmm_mul"):
         for dtype, idtype, feat in itertools.product(dtypes, index_dtypes,
                                                      QUICK_WIDTHS if quick else ELEMENTWISE_WIDTHS):

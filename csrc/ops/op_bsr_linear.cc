@@ -41,7 +41,7 @@ at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Te
   if (csr.nnz() == 0 || batch == 0) return at::zeros(shape, xc.options());
   at::Tensor out = EmptyOutput({batch, out_features}, xc.options());
   auto kernel = GetOpKernel({"bsr_linear", "bsr_linear", wt.scalar_type(), csr.indptr.scalar_type(),
-                             {{"block_h", block_h}, {"block_w", block_w}}});
+                             {{"block_h", block_h}, {"block_w", block_w}}, true, TargetFor(xc, "bsr_linear")});
   KernelCall(*kernel)
       .Set("x", xc.reshape({batch, in_features}))
       .Set("wt", wt)
@@ -79,7 +79,8 @@ at::Tensor BsrLinearGradBlocks(const at::Tensor& x, const at::Tensor& grad, cons
   if (batch == 0 || csr.nnz() == 0) return at::zeros({csr.nnz(), block_h, block_w}, xc.options());
   at::Tensor out = EmptyOutput({csr.nnz(), block_h, block_w}, xc.options());
   auto kernel = GetOpKernel({"bsr_linear_grad_blocks", "bsr_linear_grad_blocks", xc.scalar_type(),
-                             csr.indptr.scalar_type(), {{"block_h", block_h}, {"block_w", block_w}}});
+                             csr.indptr.scalar_type(), {{"block_h", block_h}, {"block_w", block_w}}, true,
+                             TargetFor(xc, "bsr_linear_grad_blocks")});
   KernelCall(*kernel)
       .Set("x", xc.reshape({batch, in_features}))
       .Set("grad_y", g.reshape({batch, out_features}))

@@ -105,4 +105,7 @@ TORCH_LIBRARY_IMPL(sparsetir, CUDA, m) {
   m.impl("_spmm_dense_backward", &SpmmDenseBackward);
   m.impl("edge_softmax", &EdgeSoftmax);
   m.impl("_edge_softmax_backward", &EdgeSoftmaxBackward);
+  m.impl("bsrmm", &Bsrmm);
+  m.impl("bsr_linear", &BsrLinear);
+  m.impl("_bsr_linear_grad_blocks", &BsrLinearGradBlocks);
 }

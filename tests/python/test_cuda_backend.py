@@ -324,6 +324,86 @@ def test_emulated_edge_softmax_gradients_match_the_cpu_kernels(emulate, monkeypa
     torch.testing.assert_close(emulated[0], cpu[0], rtol=1e-12, atol=1e-12)
 
 
+def random_bsr(mb, nb, block_h, block_w, density, seed, idtype, empty_rows=()):
+    """A BSR structure of mb x nb blocks (the rows in empty_rows empty, every
+    other one with at least one block) and its blocks."""
+    rng = np.random.default_rng(seed)
+    mask = rng.random((mb, nb)) < density
+    mask[np.arange(mb), rng.integers(0, nb, mb)] = True  # every row holds a block
+    for r in empty_rows:
+        mask[r] = False
+    indptr = np.concatenate([[0], np.cumsum(mask.sum(1))])
+    indices = np.nonzero(mask)[1]
+    t = {"int32": torch.int32, "int64": torch.int64}[idtype]
+    blocks = rng.uniform(-1, 1, (len(indices), block_h, block_w))
+    return torch.tensor(indptr, dtype=t), torch.tensor(indices, dtype=t), blocks
+
+
+def bsr_dense(indptr, indices, blocks, mb, nb):
+    bh, bw = blocks.shape[1:]
+    dense = np.zeros((mb * bh, nb * bw))
+    for r in range(mb):
+        for e in range(int(indptr[r]), int(indptr[r + 1])):
+            c = int(indices[e])
+            dense[r * bh:(r + 1) * bh, c * bw:(c + 1) * bw] = blocks[e]
+    return dense
+
+
+# (block_h, block_w): 1 x 1, non-square, a full warp square, more rows than
+# a block of threads holds (block_h > 128: bsr_linear's rows over two grid
+# slices).
+BLOCK_SHAPES = [(1, 1), (2, 3), (16, 8), (32, 32), (130, 2)]
+
+
+@pytest.mark.parametrize("block", BLOCK_SHAPES)
+@pytest.mark.parametrize("dtype, idtype", [("float32", "int32"), ("float64", "int64"), ("bfloat16", "int64")])
+def test_emulated_bsrmm_and_bsr_linear_match_float64(emulate, block, dtype, idtype):
+    bh, bw = block
+    mb, nb = (3, 4) if bh * bw > 256 else (6, 7)
+    indptr, indices, blocks = random_bsr(mb, nb, bh, bw, 0.4, seed=bh * 7 + bw, idtype=idtype, empty_rows=(1,))
+    w = bsr_dense(indptr, indices, blocks, mb, nb)
+    blocks_t = to_tensor(blocks, dtype)
+    rng = np.random.default_rng(16)
+    b = to_tensor(rng.uniform(-1, 1, (nb * bw, 37)), dtype)
+    x = to_tensor(rng.uniform(-1, 1, (2, 3, nb * bw)), dtype)
+    before = _C.emulated_runs()
+    out = ops.bsrmm(indptr, indices, blocks_t, b)
+    y = ops.bsr_linear(x, indptr, indices, blocks_t)
+    assert _C.emulated_runs() >= before + 2, "the CUDA path did not run"
+    wd = bsr_dense(indptr, indices, blocks_t.double().numpy(), mb, nb)
+    ref = wd @ b.double().numpy()
+    assert_within_bound(out, ref, np.abs(wd) @ np.abs(b.double().numpy()), nb * bw, dtype, "emulated bsrmm")
+    xd = x.double().numpy()
+    assert_within_bound(y, xd @ wd.T, np.abs(xd) @ np.abs(wd.T), nb * bw, dtype, "emulated bsr_linear")
+    assert w.shape == wd.shape
+
+
+@pytest.mark.parametrize("block", [(2, 3), (32, 32)])
+def test_emulated_block_sparse_gradients_match_the_cpu_kernels(emulate, monkeypatch, block):
+    # bsrmm's backward runs bsrmm on the transpose; bsr_linear's, bsr_linear
+    # on the transpose and the grad_blocks kernel (a thread per block element).
+    bh, bw = block
+    indptr, indices, blocks = random_bsr(4, 3, bh, bw, 0.5, seed=17, idtype="int64", empty_rows=(2,))
+    gen = torch.Generator().manual_seed(17)
+    blocks = torch.tensor(blocks, requires_grad=True)
+    b = torch.randn(3 * bw, 5, dtype=torch.float64, generator=gen, requires_grad=True)
+    x = torch.randn(6, 3 * bw, dtype=torch.float64, generator=gen, requires_grad=True)
+
+    def both(w, d, v):
+        return ops.bsrmm(indptr, indices, w, d).square().sum() + ops.bsr_linear(v, indptr, indices, w).square().sum()
+
+    if bh * bw <= 6:
+        torch.autograd.gradcheck(lambda w, d, v: ops.bsrmm(indptr, indices, w, d), (blocks, b, x[:0]))
+        torch.autograd.gradcheck(lambda w, v: ops.bsr_linear(v, indptr, indices, w), (blocks, x))
+    before = _C.emulated_runs()
+    emulated = torch.autograd.grad(both(blocks, b, x), (blocks, b, x))
+    assert _C.emulated_runs() >= before + 5
+    monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "0")
+    cpu = torch.autograd.grad(both(blocks, b, x), (blocks, b, x))
+    for e, c in zip(emulated, cpu):
+        torch.testing.assert_close(e, c, rtol=1e-12, atol=1e-12)
+
+
 def test_emulated_multi_head_gradients_match_the_cpu_kernels(emulate, monkeypatch):
     # The backward of a multi-head spmm runs sddmm heads and a per-head spmm
     # on the transpose; of sddmm add, sums by row and column.
@@ -635,6 +715,26 @@ def test_gpu_gat_layer_matches_the_cpu_layer():
     (gxc,) = torch.autograd.grad(out_c.square().sum(), xc)
     torch.testing.assert_close(out_c.cpu(), out)
     torch.testing.assert_close(gxc.cpu(), gx)
+
+
+@gpu
+@pytest.mark.parametrize("block", [(2, 3), (32, 32)])
+def test_gpu_block_sparse_ops_and_gradients_match_the_cpu(block):
+    bh, bw = block
+    indptr, indices, blocks = random_bsr(5, 4, bh, bw, 0.5, seed=18, idtype="int32", empty_rows=(3,))
+    gen = torch.Generator().manual_seed(18)
+    blocks = torch.tensor(blocks)
+    b = torch.randn(4 * bw, 40, dtype=torch.float64, generator=gen)
+    x = torch.randn(7, 4 * bw, dtype=torch.float64, generator=gen)
+
+    def run(device):
+        w, d, v = (t.to(device).requires_grad_() for t in (blocks, b, x))
+        ip, ix = indptr.to(device), indices.to(device)
+        loss = ops.bsrmm(ip, ix, w, d).square().sum() + ops.bsr_linear(v, ip, ix, w).square().sum()
+        return [loss.detach().cpu()] + [g.cpu() for g in torch.autograd.grad(loss, (w, d, v))]
+
+    for got, want in zip(run("cuda"), run("cpu")):
+        torch.testing.assert_close(got, want)
 
 
 @gpu

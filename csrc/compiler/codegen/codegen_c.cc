@@ -139,7 +139,9 @@ void CodegenC::EmitStmt(const Stmt& s) {
       std::string name = Name(n->var.get(), n->var->name);
       Line(type + " " + name + " = " + Expr2C(n->value) + ";");
       scope_.push_back({type, name});
+      lets_[n->var.get()] = Substitute(n->value, lets_);
       EmitStmt(n->body);
+      lets_.erase(n->var.get());
       scope_.pop_back();
       --indent_;
       Line("}");

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ir/function.h"
+#include "ir/substitute.h"
 
 namespace sparsetir {
 
@@ -73,6 +74,10 @@ class CodegenC {
   std::ostringstream out_;
   std::vector<std::string> functions_;  // the unit's functions, in definition order
   std::vector<ScopeEntry> scope_;
+  // The values of the let-bound variables in scope, each in terms of the
+  // function's parameters (earlier lets substituted): what a backend needs
+  // to evaluate an expression outside the body (a CUDA launch extent).
+  VarMap lets_;
   int indent_ = 0;
   std::map<const void*, std::string> names_;  // IR object -> C identifier
   std::set<std::string> taken_;

@@ -93,13 +93,17 @@ class CodegenCudaImpl : public CodegenC {
         throw UserError(UserErrorKind::kSchedule, "loop '" + loop->var->name + "' is bound to '" + loop->thread_tag +
                                                       "'; the cuda target knows blockIdx.{x,y,z} and threadIdx.{x,y,z}");
       }
-      if (ReadsBuffer(loop->extent)) {
+      // A launch extent is evaluated by the host before the kernel runs:
+      // in terms of the parameters, with the lets it names (hoisted
+      // invariants such as a split's ceil(batch / 4)) substituted.
+      const Expr extent = Substitute(loop->extent, lets_);
+      if (ReadsBuffer(extent)) {
         throw UserError(UserErrorKind::kSchedule,
                         "loop '" + loop->var->name + "' bound to " + loop->thread_tag +
                             " has an extent that reads a buffer; bind loops whose extent the host knows (a dense "
                             "dimension, or a split of one)");
       }
-      launch_[dim].push_back(loop->extent);
+      launch_[dim].push_back(extent);
       Line("{");
       ++indent_;
       const auto* zero = AsConstInt(loop->min);

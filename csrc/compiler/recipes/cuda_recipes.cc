@@ -1,5 +1,6 @@
 #include "recipes/cuda_recipes.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "support/error.h"
@@ -146,6 +147,89 @@ void SddmmElementwise(Schedule& sch, const std::string& block, int64_t feat) {
   BindGridOrSerial(sch, loops[2], feat, "blockIdx.y");
 }
 
+// bsrmm: loops i, j, bi, bj, f. A block row per blockIdx.x and a row of the
+// block per blockIdx.z, its features over lanes (as csrmm's row groups): a
+// thread sums its output element over the row's blocks j and their columns
+// bj in a register; the block's value is the same for every lane and the
+// dense row's features are read with one coalesced load per warp.
+void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat) {
+  const int64_t lanes = CudaRowLanes(feat);
+  auto loops = sch.GetLoops("bsrmm");  // i, j, bi, bj, f
+  sch.Reorder({loops[2], loops[4], loops[1], loops[3]});
+  loops = sch.GetLoops("bsrmm");  // i, bi, f, j, bj
+  sch.Bind(loops[0], "blockIdx.x");
+  BindGridOrSerial(sch, loops[1], block_h, "blockIdx.z");
+  auto f = BindFeatures(sch, loops[2], lanes, 1);
+  sch.CacheWrite(f[1], "C", "local");
+  auto init = sch.GetLoops("bsrmm_init");  // i, bi, f
+  BindGridOrSerial(sch, init[1], block_h, "blockIdx.z");
+  BindFeatures(sch, init[2], lanes, 1);
+}
+
+// bsr_linear: loops i, n, j, bj, bi (Y[n, i, bi] = sum over j, bj of
+// X[n, j, bj] WT[i, j, bj, bi]). Batch rows over blockIdx.x (the long axis:
+// tokens) and threadIdx.y, a block row of the weight per blockIdx.y, the
+// block's rows bi over threadIdx.x: the lanes read a transposed block's row
+// WT[i, j, bj, :] together and share X[n, j, bj]; a thread's output element
+// sums in a register.
+// Splits a block's row loop `bi` (block_h rows) into lanes over threadIdx.x
+// (and, beyond kBlockThreads rows, blockIdx.z). Returns the parts.
+std::vector<std::string> BindBlockRows(Schedule& sch, const std::string& bi, int64_t block_h) {
+  const int64_t lanes = std::min(block_h, kBlockThreads);
+  auto parts = sch.Split(bi, {std::nullopt, lanes});
+  BindGridOrSerial(sch, parts[0], (block_h + lanes - 1) / lanes, "blockIdx.z");
+  sch.Bind(parts[1], "threadIdx.x");
+  return parts;
+}
+
+// The init block shares the loops i and n and has its own bi.
+void BsrLinear(Schedule& sch, int64_t block_h) {
+  auto loops = sch.GetLoops("bsr_linear");  // i, n, j, bj, bi
+  sch.Reorder({loops[4], loops[2], loops[3]});
+  loops = sch.GetLoops("bsr_linear");  // i, n, bi, j, bj
+  sch.Bind(loops[0], "blockIdx.y");
+  BindSplit(sch, loops[1], std::max<int64_t>(kBlockThreads / std::min(block_h, kBlockThreads), 1), "blockIdx.x",
+            "threadIdx.y");
+  auto bi = BindBlockRows(sch, sch.GetLoops("bsr_linear")[3], block_h);  // i, n_0, n_1, bi
+  sch.CacheWrite(bi[1], "Y", "local");
+  BindBlockRows(sch, sch.GetLoops("bsr_linear_init").back(), block_h);
+}
+
+// The block loops (bi, bj) of one stored block: bj over threadIdx.x (and
+// blockIdx.y beyond a warp), bi over threadIdx.y (and blockIdx.z beyond
+// kBlockThreads x 8 / lanes threads in all). Returns the innermost part of bj.
+std::string BindBlockElements(Schedule& sch, const std::string& bi, const std::string& bj, int64_t block_h,
+                              int64_t block_w) {
+  const int64_t lanes = std::min(block_w, kWarp);
+  const int64_t rows = std::min(block_h, 1024 / lanes);
+  auto x = sch.Split(bj, {std::nullopt, lanes});
+  BindGridOrSerial(sch, x[0], (block_w + lanes - 1) / lanes, "blockIdx.y");
+  sch.Bind(x[1], "threadIdx.x");
+  auto y = sch.Split(bi, {std::nullopt, rows});
+  BindGridOrSerial(sch, y[0], (block_h + rows - 1) / rows, "blockIdx.z");
+  sch.Bind(y[1], "threadIdx.y");
+  return x[1];
+}
+
+// bsr_linear_grad_blocks: loops i, j, n, bi, bj (DW[i, j, bi, bj] = sum over
+// n of DY[n, i, bi] X[n, j, bj]). A stored block per blockIdx.x (the
+// non-zero blocks fused, the block row found by binary search), a thread per
+// element of the block summing over the batch in a register: the lanes read
+// X[n, j, :] together and share DY[n, i, bi].
+void BsrLinearGradBlocks(Schedule& sch, int64_t block_h, int64_t block_w) {
+  sch.SparseFuse("grad_blocks", {"I", "J"});
+  auto loops = sch.GetLoops("grad_blocks");  // ij, n, bi, bj
+  sch.Reorder({loops[2], loops[3], loops[1]});
+  loops = sch.GetLoops("grad_blocks");  // ij, bi, bj, n
+  sch.Bind(loops[0], "blockIdx.x");
+  const std::string lane = BindBlockElements(sch, loops[1], loops[2], block_h, block_w);
+  sch.CacheWrite(lane, "DW", "local");
+  // The init's elements go to the threads that sum them: one thread zeroing
+  // the whole block would race with the others' sums.
+  auto init = sch.GetLoops("grad_blocks_init");  // ij, bi, bj
+  BindBlockElements(sch, init[1], init[2], block_h, block_w);
+}
+
 // edge_softmax (row_max, row_exp, row_sum, row_div) and its backward
 // (row_dot, grad_scores): a thread per row runs every pass of its row, the
 // row loops merged, so the passes need no synchronization (each reads only
@@ -176,7 +260,8 @@ int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested) {
 bool HasCudaRecipe(const std::string& recipe) {
   return recipe == "csrmm" || recipe == "csrmm_segments" || recipe == "sddmm" || recipe == "csrmm_heads" ||
          recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" || recipe == "edge_softmax" ||
-         recipe == "edge_softmax_backward";
+         recipe == "edge_softmax_backward" || recipe == "bsrmm" || recipe == "bsr_linear" ||
+         recipe == "bsr_linear_grad_blocks";
 }
 
 Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes) {
@@ -203,6 +288,12 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
     CsrmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"));
   } else if (recipe == "sddmm_heads") {
     SddmmHeads(sch, Size(sizes, "heads"));
+  } else if (recipe == "bsrmm") {
+    Bsrmm(sch, Size(sizes, "block_h"), Size(sizes, "feat_size"));
+  } else if (recipe == "bsr_linear") {
+    BsrLinear(sch, Size(sizes, "block_h"));
+  } else if (recipe == "bsr_linear_grad_blocks") {
+    BsrLinearGradBlocks(sch, Size(sizes, "block_h"), Size(sizes, "block_w"));
   } else if (recipe == "edge_softmax") {
     RowPassesPerThread(sch, {"row_max", "row_exp", "row_sum", "row_div"});
   } else if (recipe == "edge_softmax_backward") {

@@ -19,6 +19,11 @@
 //    non-zero and head (or feature), the heads over blockIdx.y.
 //  - edge_softmax, edge_softmax_backward: a thread per row runs all of the
 //    row's passes (the row loops merged).
+//  - bsrmm: a block row per blockIdx.x, a row of the block per blockIdx.z,
+//    features over lanes; bsr_linear: batch rows over blockIdx.x and
+//    threadIdx.y, weight block rows over blockIdx.y, the block's rows over
+//    lanes; bsr_linear_grad_blocks: a stored block per blockIdx.x, a thread
+//    per element of the block summing over the batch.
 // No kernel of these recipes exchanges data between threads: each thread owns
 // the outputs it writes (or adds into them atomically), so none synchronizes.
 // Recipes of this file are the one source of the cuda schedules;
@@ -41,7 +46,8 @@ extern const char* const kFeaturesPerThread;
 
 // Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "csrmm_segments",
 // "sddmm", "csrmm_heads", "sddmm_heads", "sddmm_add", "sddmm_mul",
-// "edge_softmax", "edge_softmax_backward"), for
+// "edge_softmax", "edge_softmax_backward", "bsrmm", "bsr_linear",
+// "bsr_linear_grad_blocks"), for
 // the given sizes (specialized into the kernel). A recipe that has no cuda
 // schedule yet raises a UserError naming it.
 Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes);
