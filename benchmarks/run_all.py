@@ -159,6 +159,13 @@ class Bar:
             sys.stderr.write("\n")
 
 
+def portable_command(cmd: List[str]) -> str:
+    """cmd as run from the repository root on any machine: python3 for the interpreter, paths in the repository
+    relative to it (a published log names no folder of the machine that made it)."""
+    inside = REPO + os.sep
+    return shlex.join(["python3"] + [os.path.relpath(a, REPO) if a.startswith(inside) else a for a in cmd[1:]])
+
+
 def run_logged(cmd: List[str], log_path: str, bar: Bar) -> tuple:
     """Runs cmd from the repository root, its stdout and stderr into log_path; each line it prints becomes the
     bar's text. Returns (exit status, the output)."""
@@ -166,7 +173,7 @@ def run_logged(cmd: List[str], log_path: str, bar: Bar) -> tuple:
                PYTHONUNBUFFERED="1")
     lines = []
     with open(log_path, "w") as log:
-        log.write("$ " + shlex.join(cmd) + "\n")
+        log.write("$ " + portable_command(cmd) + "\n")
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for line in proc.stdout:
             log.write(line)

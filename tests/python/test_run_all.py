@@ -113,6 +113,11 @@ def test_report_csv_has_a_row_per_measurement_and_thread_count(report):
             assert ratio == pytest.approx(peer / ours, rel=1e-3), r
         assert r["machine"], r
     assert (report / "raw" / "ops_t1.csv").is_file() and (report / "raw" / "mlp_t2.txt").is_file()
+    # A raw log opens with its command as anyone runs it from the repository
+    # root: no interpreter path or folder of the machine that made it.
+    first = (report / "raw" / "mlp_t2.txt").read_text().splitlines()[0]
+    assert first.startswith("$ python3 examples/pruned_mlp.py ") and "--threads 2" in first, first
+    assert REPO_ROOT not in first and sys.executable not in first, first
 
 
 def test_report_chart_is_a_png(report):
