@@ -22,8 +22,9 @@ constexpr int64_t kNonZerosInFlight = 4;
 constexpr int64_t kDefaultFeaturesPerThread = 2;
 // Non-zeros per block of the fused sddmm loop.
 constexpr int64_t kSddmmBlock = 128;
-// The most blocks along gridDim.y or gridDim.z.
+// The most blocks along gridDim.y or gridDim.z, and threads in a block.
 constexpr int64_t kMaxGridYZ = 65535;
+constexpr int64_t kMaxBlockThreads = 1024;
 
 int64_t Size(const std::map<std::string, int64_t>& sizes, const char* name) {
   auto found = sizes.find(name);
@@ -166,12 +167,6 @@ void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat) {
   BindFeatures(sch, init[2], lanes, 1);
 }
 
-// bsr_linear: loops i, n, j, bj, bi (Y[n, i, bi] = sum over j, bj of
-// X[n, j, bj] WT[i, j, bj, bi]). Batch rows over blockIdx.x (the long axis:
-// tokens) and threadIdx.y, a block row of the weight per blockIdx.y, the
-// block's rows bi over threadIdx.x: the lanes read a transposed block's row
-// WT[i, j, bj, :] together and share X[n, j, bj]; a thread's output element
-// sums in a register.
 // Splits a block's row loop `bi` (block_h rows) into lanes over threadIdx.x
 // (and, beyond kBlockThreads rows, blockIdx.z). Returns the parts.
 std::vector<std::string> BindBlockRows(Schedule& sch, const std::string& bi, int64_t block_h) {
@@ -182,6 +177,12 @@ std::vector<std::string> BindBlockRows(Schedule& sch, const std::string& bi, int
   return parts;
 }
 
+// bsr_linear: loops i, n, j, bj, bi (Y[n, i, bi] = sum over j, bj of
+// X[n, j, bj] WT[i, j, bj, bi]). Batch rows over blockIdx.x (the long axis:
+// tokens) and threadIdx.y, a block row of the weight per blockIdx.y, the
+// block's rows bi over threadIdx.x: the lanes read a transposed block's row
+// WT[i, j, bj, :] together and share X[n, j, bj]; a thread's output element
+// sums in a register.
 // The init block shares the loops i and n and has its own bi.
 void BsrLinear(Schedule& sch, int64_t block_h) {
   auto loops = sch.GetLoops("bsr_linear");  // i, n, j, bj, bi
@@ -196,12 +197,13 @@ void BsrLinear(Schedule& sch, int64_t block_h) {
 }
 
 // The block loops (bi, bj) of one stored block: bj over threadIdx.x (and
-// blockIdx.y beyond a warp), bi over threadIdx.y (and blockIdx.z beyond
-// kBlockThreads x 8 / lanes threads in all). Returns the innermost part of bj.
+// blockIdx.y beyond a warp), bi over threadIdx.y (and blockIdx.z beyond the
+// kMaxBlockThreads a block of threads may have). Returns the innermost part
+// of bj.
 std::string BindBlockElements(Schedule& sch, const std::string& bi, const std::string& bj, int64_t block_h,
                               int64_t block_w) {
   const int64_t lanes = std::min(block_w, kWarp);
-  const int64_t rows = std::min(block_h, 1024 / lanes);
+  const int64_t rows = std::min(block_h, kMaxBlockThreads / lanes);
   auto x = sch.Split(bj, {std::nullopt, lanes});
   BindGridOrSerial(sch, x[0], (block_w + lanes - 1) / lanes, "blockIdx.y");
   sch.Bind(x[1], "threadIdx.x");
