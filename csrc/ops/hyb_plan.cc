@@ -42,26 +42,7 @@ HybPlan::HybPlan(const HybFromCsr& form, const at::Tensor& empty_rows, int64_t p
 }
 
 at::Tensor HybPlan::FlatValues(const at::Tensor& values, const at::Tensor& indptr) {
-  // Values that require grad are being trained: they change at every step,
-  // and tools such as gradcheck edit them through aliases that leave their
-  // version alone.
-  const bool versioned = !values.is_inference() && !values.requires_grad();
-  if (versioned) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (flat_.defined() && values_.lock().get() == values.unsafeGetTensorImpl() && version_ == values._version() &&
-        data_ == values.const_data_ptr() && flat_.scalar_type() == values.scalar_type()) {
-      return flat_;
-    }
-  }
-  at::Tensor flat = ScatterBySlot(values, slot_, indptr, slots_, 1);
-  if (versioned) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    values_ = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(values.getIntrusivePtr());
-    version_ = values._version();
-    data_ = values.const_data_ptr();
-    flat_ = flat;
-  }
-  return flat;
+  return flat_.Get(values, [&] { return ScatterBySlot(values, slot_, indptr, slots_, 1); });
 }
 
 std::shared_ptr<HybPlan> HybPlanFor(const std::string& op, const CheckedCsr& csr, int64_t columns, int64_t parts,

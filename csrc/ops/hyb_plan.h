@@ -9,11 +9,11 @@
 #include <ATen/ATen.h>
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "op_checks.h"
+#include "values_memo.h"
 
 namespace sparsetir::ops {
 
@@ -43,9 +43,8 @@ class HybPlan {
   bool partition() const { return partition_; }
   const at::Tensor& empty_rows() const { return empty_rows_; }
   // `values` (one per CSR non-zero of the structure `indptr`) scattered into
-  // the form's flat slots, padding 0; reused while `values` is the same
-  // tensor at the same version (not for inference tensors, which have none,
-  // nor for values that require grad).
+  // the form's flat slots, padding 0; kept while `values` is the same
+  // tensor, unchanged (values_memo.h).
   at::Tensor FlatValues(const at::Tensor& values, const at::Tensor& indptr);
 
  private:
@@ -54,14 +53,7 @@ class HybPlan {
   std::vector<HybBucket> buckets_;
   bool partition_ = false;
   at::Tensor empty_rows_;
-  std::mutex mutex_;
-  // The last values scattered: which tensor (held weakly), its version and
-  // data, and the result.
-  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> values_{
-      c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>()};
-  uint32_t version_ = 0;
-  const void* data_ = nullptr;
-  at::Tensor flat_;
+  ValuesMemo flat_;  // the last values scattered
 };
 
 // The plan of hyb(parts, max_width) for a checked structure with `columns`

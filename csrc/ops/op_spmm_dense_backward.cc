@@ -10,48 +10,14 @@
 // and divides the gradient on every call. The cache stays inside the
 // operator: an operator's output must be a fresh tensor (a compiled graph may
 // reuse the memory of a dead intermediate), so no cached tensor is returned.
-#include <mutex>
-
 #include "csr_rows.h"
 #include "graph_cache.h"
 #include "op_checks.h"
 #include "ops.h"
+#include "values_memo.h"
 
 namespace sparsetir::ops {
 namespace {
-
-// The transposed values of the last values tensor seen for one (graph,
-// columns, reduce), kept while that tensor is alive and unchanged.
-class TransposedValues {
- public:
-  at::Tensor Get(const at::Tensor& values, const std::function<at::Tensor()>& make) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (transposed_.defined() && values_.lock().get() == values.unsafeGetTensorImpl() &&
-          version_ == values._version() && data_ == values.const_data_ptr() &&
-          transposed_.scalar_type() == values.scalar_type() && sizes_ == values.sizes()) {
-        return transposed_;
-      }
-    }
-    at::Tensor made = make();
-    std::lock_guard<std::mutex> lock(mutex_);
-    values_ = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(values.getIntrusivePtr());
-    version_ = values._version();
-    data_ = values.const_data_ptr();
-    sizes_ = values.sizes().vec();
-    transposed_ = made;
-    return made;
-  }
-
- private:
-  std::mutex mutex_;
-  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> values_{c10::intrusive_ptr<c10::TensorImpl,
-                                                                                c10::UndefinedTensorImpl>()};
-  int64_t version_ = 0;
-  const void* data_ = nullptr;
-  std::vector<int64_t> sizes_;
-  at::Tensor transposed_;
-};
 
 // values[perm] for reduce "sum"; (values / the row length of each non-zero)[perm]
 // for "mean", divided in float32 or float64 and rounded once to the values'
@@ -92,14 +58,11 @@ at::Tensor SpmmDenseBackward(const at::Tensor& indptr, const at::Tensor& indices
   const CsrTranspose t = csr.info->Transpose(csr.indptr, csr.indices, columns);
   const auto make = [&] { return Transposed(csr, a, t.perm, mean); };
   at::Tensor transposed;
-  // Values that require grad are being trained (they change at every step,
-  // and tools such as gradcheck edit them through aliases that leave their
-  // version alone); inference tensors have no version to check.
-  if (cache_values && !values.requires_grad() && !values.is_inference()) {
+  if (cache_values) {
     const std::string key = "spmm_dense_backward/" + std::to_string(columns) + "/" + how;
-    auto slot = std::static_pointer_cast<TransposedValues>(
-        csr.info->Derived(key, [] { return std::static_pointer_cast<void>(std::make_shared<TransposedValues>()); }));
-    transposed = slot->Get(values, make);
+    auto memo = std::static_pointer_cast<ValuesMemo>(
+        csr.info->Derived(key, [] { return std::static_pointer_cast<void>(std::make_shared<ValuesMemo>()); }));
+    transposed = memo->Get(values, make);
   } else {
     transposed = make();
   }
