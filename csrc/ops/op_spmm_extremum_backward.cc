@@ -5,24 +5,31 @@
 // nnz x K temporary (172 MiB each for 400k non-zeros at K = 128). The
 // columns are taken 64 at a time; per block of columns:
 //
-//   pass 1, rows in parallel:    for each column k, the first e of row i whose product attains out[i, k]
-//                                (the non-zeros walked backwards, the last hit kept) gets bit k of
-//                                wins[p], a 64-bit word per non-zero stored at its transpose position p;
+//   pass 1, rows in parallel:    walking row i's non-zeros in storage order, the first e whose product
+//                                attains out[i, k] gets bit k of wins[p], a 64-bit word per non-zero
+//                                stored at its transpose position p; once every column has its winner,
+//                                the rest of the row reads no product;
 //                                grad_values[e] += sum over its bits k of grad[i, k] dense[j, k]
 //                                (skipped when the values need no gradient: a graph's all-ones adjacency)
 //   pass 2, rows of the transpose in parallel (the graph's cached transpose, non-zero p = (j, i) being
 //                                non-zero e = perm[p] = (i, j)):
 //                                grad_dense[j, k] += grad[i, k] values[e] for the bits k of wins[p]
-//                                a gather into one output row at a time: each task writes its own rows,
-//                                in order, where scattering along the winners wrote at random
-//                                (SAGE-max on email-Enron at K = 64: 2.35M random read-modify-writes).
+//                                a gather into one output row at a time, held in registers: each task
+//                                writes its own rows, in order, where scattering along the winners wrote
+//                                at random (SAGE-max on email-Enron at K = 64: 2.35M random
+//                                read-modify-writes).
 //
-// Pass 2 reads the words in order and only the m K gradient elements that
-// won (their rows fetched ahead), where a per-(row, column) index of the
-// winner made it read the whole index and gradient rows of every non-zero's
-// source (2 x 256 bytes per non-zero at K = 64). Pass 1 stores the words at
-// their transpose positions: a store out of order costs no wait, a load in
-// pass 2 would (it decides which gradient elements to read).
+// Pass 2 reads the words in order and only the gradient rows of winning
+// non-zeros (fetched ahead), where a per-(row, column) index of the winner
+// made it read the whole index and gradient rows of every non-zero's source
+// (2 x 256 bytes per non-zero at K = 64). Pass 1 stores the words at their
+// transpose positions: a store out of order costs no wait, a load in pass 2
+// would (it decides which gradient rows to read).
+//
+// Both passes are written once over lanes (extremum_rows.h): float32 runs
+// them with the vectors of the level the kernels are built for (SSE2, AVX2,
+// AVX-512), compiled into this extension once per level and chosen at the
+// call, since the extension itself is built for the x86-64 baseline.
 //
 // "Attains" compares the product as the forward computed it (in the value
 // dtype; 16-bit products rounded from float32) with the stored result.
@@ -33,26 +40,22 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
-#include <vector>
+#include <string>
+#include <type_traits>
 
+#include "extremum_rows.h"
 #include "graph_cache.h"
 #include "op_checks.h"
 #include "ops.h"
+#include "output_alloc.h"
+#include "target.h"
 
 namespace sparsetir::ops {
 namespace {
 
-constexpr int64_t kWorkPerTask = 1 << 15;  // multiply-compares per parallel task, at least
-constexpr int64_t kPrefetchDistance = 8;   // non-zeros ahead whose dense row is fetched early
+using extremum::kBlock;
 
-// The dense rows are gathered in the order of `indices`, which the hardware
-// prefetcher cannot predict: ask for the row kPrefetchDistance non-zeros ahead.
-template <typename scalar_t>
-inline void PrefetchRow(const scalar_t* row, int64_t K) {
-  const char* p = reinterpret_cast<const char*>(row);
-  for (int64_t b = 0; b < K * static_cast<int64_t>(sizeof(scalar_t)); b += 64) __builtin_prefetch(p + b);
-}
+constexpr int64_t kWorkPerTask = 1 << 15;  // multiply-compares per parallel task, at least
 
 // Runs body(row_begin, row_end) over the `rows` rows of a CSR structure in
 // parallel tasks of equal non-zeros (times K), not of equal rows:
@@ -71,89 +74,70 @@ void ForRowsBalanced(const index_t* indptr, int64_t rows, int64_t K, const Body&
   });
 }
 
-constexpr int64_t kBlock = 64;  // columns per pass: one bit each in a non-zero's word
+// The lanes of extremum_rows.h for every dtype: one column at a time, the
+// product rounded to the value dtype as the forward rounded it.
+template <typename scalar_t_>
+struct ScalarLanes {
+  using scalar_t = scalar_t_;
+  using acc_t = at::opmath_type<scalar_t>;
+  using Vec = acc_t;
+  static constexpr int kLanes = 1;
 
-// The columns [k0, k0 + kb) of one pass, kb <= kBlock.
-struct ColumnBlock {
-  int64_t k0;
-  int64_t kb;
+  static Vec Load(const scalar_t* p, int64_t) { return acc_t(*p); }
+  static Vec Broadcast(scalar_t v) { return acc_t(v); }
+  static Vec Product(Vec v, Vec x) { return acc_t(static_cast<scalar_t>(v * x)); }
+  static Vec Multiply(Vec x, Vec v) { return x * v; }
+  static uint64_t Equal(Vec a, Vec b) { return a == b; }
+  static Vec AddWhere(Vec acc, uint64_t bits, Vec x) { return (bits & 1) != 0 ? acc + x : acc; }
+  static void Store(acc_t* p, Vec v, int64_t) { *p = v; }
 };
 
-// hit_t holds a non-zero's position while searching. The search loop only
-// vectorizes when it is as wide as the values (int32 beside float32), so
-// float32 arithmetic uses int32 positions whenever nnz fits.
-template <typename scalar_t, typename index_t, typename hit_t>
-void WinnersAndValueGrads(const index_t* indptr, const index_t* indices, const scalar_t* values,
-                          const scalar_t* dense, const scalar_t* out, const scalar_t* grad, int64_t m, int64_t K,
-                          ColumnBlock block, const index_t* position, uint64_t* wins,
-                          at::opmath_type<scalar_t>* grad_values /* null: not wanted */) {
-  using acc_t = at::opmath_type<scalar_t>;
-  const int64_t k0 = block.k0, kb = block.kb;
-  ForRowsBalanced(indptr, m, kb, [&](int64_t row_begin, int64_t row_end) {
-    hit_t firsts[kBlock];
-    std::vector<uint64_t> row_wins;
-    for (int64_t i = row_begin; i < row_end; ++i) {
-      const int64_t start = indptr[i], stop = indptr[i + 1];
-      const scalar_t* out_row = out + i * K + k0;
-      std::fill(firsts, firsts + kb, hit_t(-1));
-      for (int64_t e = stop - 1; e >= start; --e) {
-        if (e - kPrefetchDistance >= start) {
-          PrefetchRow(dense + static_cast<int64_t>(indices[e - kPrefetchDistance]) * K + k0, kb);
-        }
-        const acc_t v = values[e];
-        const scalar_t* row = dense + static_cast<int64_t>(indices[e]) * K + k0;
-        const hit_t here = static_cast<hit_t>(e);
-        // `omp simd`: the extension builds at -O2 (with -fopenmp), where GCC
-        // vectorizes no loop of run-time trip count otherwise; and `hit` is an
-        // integer, not a bool, a form GCC if-converts.
-#pragma omp simd
-        for (int64_t k = 0; k < kb; ++k) {
-          const hit_t hit = static_cast<scalar_t>(v * acc_t(row[k])) == out_row[k];
-          firsts[k] = hit ? here : firsts[k];
-        }
-      }
-      row_wins.assign(stop - start, 0);
-      for (int64_t k = 0; k < kb; ++k) {
-        if (firsts[k] >= 0) row_wins[firsts[k] - start] |= uint64_t{1} << k;  // an empty row has no winner
-      }
-      for (int64_t e = start; e < stop; ++e) wins[position[e]] = row_wins[e - start];
-      if (grad_values == nullptr) continue;
-      const scalar_t* grad_row = grad + i * K + k0;
-      for (int64_t k = 0; k < kb; ++k) {
-        const int64_t e = firsts[k];
-        if (e >= 0) {
-          grad_values[e] += acc_t(grad_row[k]) * acc_t(dense[static_cast<int64_t>(indices[e]) * K + k0 + k]);
-        }
-      }
-    }
-  });
+// Which lanes run a block: float32 takes the vectors of the level the
+// kernels are built for (this CPU's, or $SPARSETIR_CPU_ISA's, so that the
+// tests reach every level), other dtypes and other CPUs the scalar loops.
+enum class Lanes { kScalar, kSse2, kAvx2, kAvx512 };
+
+Lanes LanesFor(at::ScalarType dtype, int64_t kb) {
+  if (dtype != at::kFloat) return Lanes::kScalar;
+#if defined(__x86_64__)
+  const std::string& level = Target::HostCpu().arch;
+  if (level == "avx512" && extremum::CanRunAvx512(kb)) return Lanes::kAvx512;
+  if ((level == "avx512" || level == "avx2") && extremum::CanRunAvx2(kb)) return Lanes::kAvx2;
+  if (extremum::CanRunSse2(kb)) return Lanes::kSse2;
+#endif
+  return Lanes::kScalar;
 }
 
 template <typename scalar_t, typename index_t>
-void DenseGrads(const index_t* t_indptr, const index_t* t_indices, const index_t* perm, const scalar_t* values,
-                const scalar_t* grad, const uint64_t* wins, int64_t n, int64_t K, ColumnBlock block,
-                at::opmath_type<scalar_t>* grad_dense) {
-  using acc_t = at::opmath_type<scalar_t>;
-  // The work is one word per non-zero and the won elements: count a
-  // non-zero as a few columns for the split into tasks.
-  ForRowsBalanced(t_indptr, n, 4, [&](int64_t row_begin, int64_t row_end) {
-    for (int64_t j = row_begin; j < row_end; ++j) {
-      acc_t* out_row = grad_dense + j * K + block.k0;
-      for (int64_t p = t_indptr[j], stop = t_indptr[j + 1]; p < stop; ++p) {
-        if (p + kPrefetchDistance < stop && wins[p + kPrefetchDistance] != 0) {
-          PrefetchRow(grad + static_cast<int64_t>(t_indices[p + kPrefetchDistance]) * K + block.k0, block.kb);
-        }
-        uint64_t won = wins[p];
-        if (won == 0) continue;
-        const acc_t v = values[perm[p]];
-        const scalar_t* grad_row = grad + static_cast<int64_t>(t_indices[p]) * K + block.k0;
-        for (; won != 0; won &= won - 1) {
-          const int k = __builtin_ctzll(won);
-          out_row[k] += acc_t(grad_row[k]) * v;
-        }
-      }
+void Winners(Lanes lanes, const extremum::WinnerArgs<scalar_t, at::opmath_type<scalar_t>, index_t>& a,
+             int64_t row_begin, int64_t row_end) {
+#if defined(__x86_64__)  // the vector loops exist on x86-64 only
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    switch (lanes) {
+      case Lanes::kAvx512: return extremum::WinnersAvx512<index_t>(a, row_begin, row_end);
+      case Lanes::kAvx2: return extremum::WinnersAvx2<index_t>(a, row_begin, row_end);
+      case Lanes::kSse2: return extremum::WinnersSse2<index_t>(a, row_begin, row_end);
+      case Lanes::kScalar: break;
     }
-  });
+  }
+#endif
+  extremum::WinnerRows<ScalarLanes<scalar_t>, 0, true, index_t>(a, row_begin, row_end);
+}
+
+template <typename scalar_t, typename index_t>
+void DenseGrads(Lanes lanes, const extremum::DenseGradArgs<scalar_t, at::opmath_type<scalar_t>, index_t>& a,
+                int64_t row_begin, int64_t row_end) {
+#if defined(__x86_64__)  // the vector loops exist on x86-64 only
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    switch (lanes) {
+      case Lanes::kAvx512: return extremum::DenseGradsAvx512<index_t>(a, row_begin, row_end);
+      case Lanes::kAvx2: return extremum::DenseGradsAvx2<index_t>(a, row_begin, row_end);
+      case Lanes::kSse2: return extremum::DenseGradsSse2<index_t>(a, row_begin, row_end);
+      case Lanes::kScalar: break;
+    }
+  }
+#endif
+  extremum::DenseGradRows<ScalarLanes<scalar_t>, 0, true, index_t>(a, row_begin, row_end);
 }
 
 }  // namespace
@@ -188,29 +172,32 @@ std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackward(const at::Tensor& indptr
     // 16-bit values) and round once. Without values_grad the first output is
     // zeros (the caller asked for the dense operand's gradient only).
     at::Tensor values_acc = at::zeros({csr.nnz()}, acc_options);
-    at::Tensor dense_acc = at::zeros({n, K}, acc_options);
+    // Every element is written: each column block stores its columns of
+    // every row of the transpose.
+    at::Tensor dense_acc = EmptyOutput({n, K}, acc_options);
     at::Tensor wins = at::empty({csr.nnz()}, values.options().dtype(at::kLong));
     const at::Tensor position = csr.info->TransposePositions(csr.indptr, csr.indices, n);
     AT_DISPATCH_INDEX_TYPES(csr.indptr.scalar_type(), "spmm_extremum_backward_index", [&] {
       for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
-        const ColumnBlock block{k0, std::min(kBlock, K - k0)};
-        auto pass1 = [&](auto hit_zero) {
-          WinnersAndValueGrads<scalar_t, index_t, decltype(hit_zero)>(
-              csr.indptr.data_ptr<index_t>(), csr.indices.data_ptr<index_t>(), values.data_ptr<scalar_t>(),
-              dense.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), grad.data_ptr<scalar_t>(), m, K, block,
-              position.data_ptr<index_t>(), reinterpret_cast<uint64_t*>(wins.data_ptr<int64_t>()),
-              values_grad ? values_acc.data_ptr<acc_t>() : nullptr);
-        };
-        if (sizeof(acc_t) == 4 && csr.nnz() <= std::numeric_limits<int32_t>::max()) {
-          pass1(int32_t{0});
-        } else {
-          pass1(int64_t{0});
-        }
-        DenseGrads<scalar_t, index_t>(t.indptr.data_ptr<index_t>(), t.indices.data_ptr<index_t>(),
-                                      t.perm.data_ptr<index_t>(), values.data_ptr<scalar_t>(),
-                                      grad.data_ptr<scalar_t>(),
-                                      reinterpret_cast<const uint64_t*>(wins.data_ptr<int64_t>()), n, K, block,
-                                      dense_acc.data_ptr<acc_t>());
+        const int64_t kb = std::min(kBlock, K - k0);
+        const Lanes lanes = LanesFor(values.scalar_type(), kb);
+        const extremum::WinnerArgs<scalar_t, acc_t, index_t> winners{
+            csr.indptr.data_ptr<index_t>(), csr.indices.data_ptr<index_t>(), values.data_ptr<scalar_t>(),
+            dense.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), grad.data_ptr<scalar_t>(), K, k0, kb,
+            position.data_ptr<index_t>(), reinterpret_cast<uint64_t*>(wins.data_ptr<int64_t>()),
+            values_grad ? values_acc.data_ptr<acc_t>() : nullptr};
+        ForRowsBalanced(winners.indptr, m, kb, [&](int64_t row_begin, int64_t row_end) {
+          Winners<scalar_t, index_t>(lanes, winners, row_begin, row_end);
+        });
+        const extremum::DenseGradArgs<scalar_t, acc_t, index_t> dense_grads{
+            t.indptr.data_ptr<index_t>(), t.indices.data_ptr<index_t>(), t.perm.data_ptr<index_t>(),
+            values.data_ptr<scalar_t>(), grad.data_ptr<scalar_t>(),
+            reinterpret_cast<const uint64_t*>(wins.data_ptr<int64_t>()), K, k0, kb, dense_acc.data_ptr<acc_t>()};
+        // The work is one word per non-zero and the won elements: count a
+        // non-zero as a few columns for the split into tasks.
+        ForRowsBalanced(dense_grads.t_indptr, n, 4, [&](int64_t row_begin, int64_t row_end) {
+          DenseGrads<scalar_t, index_t>(lanes, dense_grads, row_begin, row_end);
+        });
       }
     });
     grad_values = values_acc.scalar_type() == values.scalar_type() ? values_acc : values_acc.to(values.scalar_type());

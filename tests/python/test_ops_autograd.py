@@ -736,7 +736,7 @@ def _first_attaining_reference(ip, ix, values, dense, reduce, grad):
     return grad_v, grad_d
 
 
-@pytest.mark.parametrize("k", (1, 5, 37, 64, 65, 130))
+@pytest.mark.parametrize("k", (1, 5, 16, 24, 37, 64, 65, 128, 130))
 @pytest.mark.parametrize("idtype", IDTYPES)
 @pytest.mark.parametrize("dtype", (torch.float32, torch.float64))
 @pytest.mark.parametrize("reduce", ("max", "min"))

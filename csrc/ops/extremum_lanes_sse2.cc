@@ -1,0 +1,39 @@
+// spmm's max/min backward rows with SSE2 float32 vectors, the baseline of
+// every x86-64 CPU (the generic level): 4 lanes; a block whose width is not
+// a multiple of 4 takes the scalar loops (extremum_rows.h).
+#if defined(__x86_64__)
+#include <emmintrin.h>
+
+#include "extremum_rows.h"
+
+namespace sparsetir::ops::extremum {
+namespace {
+
+struct Sse2Lanes {
+  using scalar_t = float;
+  using acc_t = float;
+  using Vec = __m128;
+  static constexpr int kLanes = 4;
+
+  static bool Fits(int64_t kb) { return kb % kLanes == 0; }
+  static Vec Load(const float* p, int64_t) { return _mm_loadu_ps(p); }
+  static Vec Broadcast(float v) { return _mm_set1_ps(v); }
+  static Vec Product(Vec v, Vec x) { return _mm_mul_ps(v, x); }
+  static Vec Multiply(Vec x, Vec v) { return _mm_mul_ps(x, v); }
+  static uint64_t Equal(Vec a, Vec b) { return static_cast<unsigned>(_mm_movemask_ps(_mm_cmpeq_ps(a, b))); }
+  // As Avx2Lanes::AddWhere, 4 lanes wide.
+  static Vec AddWhere(Vec acc, uint64_t bits, Vec x) {
+    const __m128i lane_bit = _mm_setr_epi32(1, 2, 4, 8);
+    const __m128i chosen =
+        _mm_cmpeq_epi32(_mm_and_si128(_mm_set1_epi32(static_cast<int>(bits & 0xf)), lane_bit), lane_bit);
+    return _mm_add_ps(acc, _mm_and_ps(_mm_castsi128_ps(chosen), x));
+  }
+  static void Store(float* p, Vec v, int64_t) { _mm_storeu_ps(p, v); }
+};
+
+}  // namespace
+
+SPARSETIR_EXTREMUM_DEFINE_LEVEL(Sse2, Sse2Lanes)
+
+}  // namespace sparsetir::ops::extremum
+#endif
