@@ -33,8 +33,10 @@ except ImportError:
 class Net(torch.nn.Module):
     """conv -> ReLU -> dropout -> conv, from a layer library (st.nn or PyG's)."""
 
-    def __init__(self, nn, model: str, features: int, hidden: int, classes: int, heads: int, aggr: str):
+    def __init__(self, nn, model: str, features: int, hidden: int, classes: int, heads: int, aggr: str,
+                 dropout: float = 0.5):
         super().__init__()
+        self.dropout = dropout
         if model == "gcn":
             self.conv1, self.conv2 = nn.GCNConv(features, hidden), nn.GCNConv(hidden, classes)
         elif model == "sage":
@@ -49,34 +51,36 @@ class Net(torch.nn.Module):
             raise SystemExit(f"unknown model {model!r}")
 
     def forward(self, x, graph):
-        x = F.dropout(F.relu(self.conv1(x, graph)), p=0.5, training=self.training)
+        x = F.dropout(F.relu(self.conv1(x, graph)), p=self.dropout, training=self.training)
         return self.conv2(x, graph)
 
 
 class TorchSparseGCN(torch.nn.Module):
     """The same GCN with torch.sparse.mm on a normalized CSR adjacency."""
 
-    def __init__(self, features: int, hidden: int, classes: int):
+    def __init__(self, features: int, hidden: int, classes: int, dropout: float = 0.5):
         super().__init__()
+        self.dropout = dropout
         self.lin1, self.lin2 = torch.nn.Linear(features, hidden), torch.nn.Linear(hidden, classes)
 
     def forward(self, x, adj):
-        x = F.dropout(F.relu(torch.sparse.mm(adj, self.lin1(x))), p=0.5, training=self.training)
+        x = F.dropout(F.relu(torch.sparse.mm(adj, self.lin1(x))), p=self.dropout, training=self.training)
         return torch.sparse.mm(adj, self.lin2(x))
 
 
 class TorchSparseSAGE(torch.nn.Module):
     """The same GraphSAGE with torch.sparse.mm(reduce=...) on the CSR adjacency."""
 
-    def __init__(self, features: int, hidden: int, classes: int, aggr: str):
+    def __init__(self, features: int, hidden: int, classes: int, aggr: str, dropout: float = 0.5):
         super().__init__()
+        self.dropout = dropout
         self.reduce = {"mean": "mean", "max": "amax", "min": "amin", "sum": "sum"}[aggr]
         self.l1, self.r1 = torch.nn.Linear(features, hidden), torch.nn.Linear(features, hidden, bias=False)
         self.l2, self.r2 = torch.nn.Linear(hidden, classes), torch.nn.Linear(hidden, classes, bias=False)
 
     def forward(self, x, adj):
         x = self.l1(torch.sparse.mm(adj, x, self.reduce)) + self.r1(x)
-        x = F.dropout(F.relu(x), p=0.5, training=self.training)
+        x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
         return self.l2(torch.sparse.mm(adj, x, self.reduce)) + self.r2(x)
 
 
@@ -97,16 +101,18 @@ def normalized_adjacency(edge_index, n):
 def make_runs(args, edge_index, n, x, y):
     """name -> (model, graph argument) of every implementation to train."""
     classes = int(y.max()) + 1
-    shape = (x.shape[1], args.hidden, classes, args.heads, args.aggr)
+    shape = (x.shape[1], args.hidden, classes, args.heads, args.aggr, args.dropout)
     ours = Net(st.nn, args.model, *shape)
     runs = {"st.nn": compiled(ours, st.nn.as_graph(edge_index, n), x) if args.compile else (ours, edge_index)}
     if args.compare and pyg_nn is not None:
         runs["PyG"] = (Net(pyg_nn, args.model, *shape), edge_index)
         runs["PyG"][0].load_state_dict(ours.state_dict())
     if args.compare and args.model == "gcn":
-        runs["torch.sparse"] = (TorchSparseGCN(x.shape[1], args.hidden, classes), normalized_adjacency(edge_index, n))
+        runs["torch.sparse"] = (TorchSparseGCN(x.shape[1], args.hidden, classes, args.dropout),
+                                normalized_adjacency(edge_index, n))
     if args.compare and args.model == "sage":
-        runs["torch.sparse"] = (TorchSparseSAGE(x.shape[1], args.hidden, classes, args.aggr), adjacency(edge_index, n))
+        runs["torch.sparse"] = (TorchSparseSAGE(x.shape[1], args.hidden, classes, args.aggr, args.dropout),
+                                adjacency(edge_index, n))
     return runs
 
 
@@ -143,6 +149,10 @@ def main(argv=None):
     p.add_argument("--max-nodes", type=int, default=None, help="train on the first N nodes' subgraph")
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--dropout", type=float, default=0.5,
+                   help="dropout after the first layer; torch draws the CPU mask one element at a time "
+                        "(12 ns each on the AMD host of the README's figures), which can cost a 2-layer GNN "
+                        "more than its layers")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--compare", action="store_true", help="also train with PyG's layers and torch.sparse")
     p.add_argument("--compile", action="store_true", help="run the st.nn model under torch.compile")

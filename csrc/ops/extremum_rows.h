@@ -2,11 +2,12 @@
 // says what the two passes compute), written once over a lane policy so that
 // each instruction-set level gets them with its own vectors:
 //
-//   policy   built in                      lanes   columns of a block (<= 64)
-//   Scalar   op_spmm_extremum_backward.cc  1       any; every dtype (16-bit products rounded like the forward)
-//   Sse2     extremum_lanes_sse2.cc        4       a multiple of 4 (float32; the generic x86-64 level)
-//   Avx2     extremum_lanes_avx2.cc        8       a multiple of 8 (float32)
-//   Avx512   extremum_lanes_avx512.cc      16      any: the last group is a masked load (float32)
+//   policy   built in                      lanes (float, double)   columns of a block (<= 64)
+//   Scalar   op_spmm_extremum_backward.cc  1                       any; every dtype (16-bit products rounded
+//                                                                  like the forward)
+//   Sse2     extremum_lanes_sse2.cc        4, 2                    a multiple of the lanes (the generic level)
+//   Avx2     extremum_lanes_avx2.cc        8, 4                    a multiple of the lanes
+//   Avx512   extremum_lanes_avx512.cc      16, 8                   any: the last group is a masked load
 //
 // A level's file compiles its own policy and instantiates the loops with it
 // under `#pragma GCC target`, so this header includes nothing with inline
@@ -59,14 +60,18 @@ struct DenseGradArgs {
   acc_t* grad_dense;  // (n, K), every element of the block's columns written
 };
 
-// The float32 entry points of each level (x86-64 only), for index_t int32_t
-// and int64_t: the rows [row_begin, row_end) of one pass. `kb` must suit the
-// level (CanRun); the others take the Scalar policy.
-#define SPARSETIR_EXTREMUM_LEVEL(Level)                                                                     \
-  template <typename index_t>                                                                               \
-  void Winners##Level(const WinnerArgs<float, float, index_t>& a, int64_t row_begin, int64_t row_end);     \
-  template <typename index_t>                                                                               \
-  void DenseGrads##Level(const DenseGradArgs<float, float, index_t>& a, int64_t row_begin, int64_t row_end); \
+// The entry points of each level (x86-64 only), for float and double values
+// and int32_t / int64_t indices: the rows [row_begin, row_end) of one pass.
+// A block of kb columns must suit the level (CanRun); the others take the
+// Scalar policy.
+#define SPARSETIR_EXTREMUM_LEVEL(Level)                                                              \
+  template <typename scalar_t, typename index_t>                                                     \
+  void Winners##Level(const WinnerArgs<scalar_t, scalar_t, index_t>& a, int64_t row_begin,           \
+                      int64_t row_end);                                                              \
+  template <typename scalar_t, typename index_t>                                                     \
+  void DenseGrads##Level(const DenseGradArgs<scalar_t, scalar_t, index_t>& a, int64_t row_begin,     \
+                         int64_t row_end);                                                           \
+  template <typename scalar_t>                                                                       \
   bool CanRun##Level(int64_t kb);
 SPARSETIR_EXTREMUM_LEVEL(Sse2)
 SPARSETIR_EXTREMUM_LEVEL(Avx2)
@@ -183,26 +188,41 @@ void WithGroups(int64_t groups, const Run& run) {
   run.template operator()<G>();
 }
 
-// The instantiations a level's file exports: its policy P, every G.
-#define SPARSETIR_EXTREMUM_DEFINE_LEVEL(Level, P)                                                             \
-  template <typename index_t>                                                                                 \
-  void Winners##Level(const WinnerArgs<float, float, index_t>& a, int64_t row_begin, int64_t row_end) {       \
-    WithGroups<P>((a.kb + P::kLanes - 1) / P::kLanes, [&]<int G>() {                                          \
-      if (a.kb == G * P::kLanes) return WinnerRows<P, G, true, index_t>(a, row_begin, row_end);               \
-      WinnerRows<P, G, false, index_t>(a, row_begin, row_end);                                                \
-    });                                                                                                       \
-  }                                                                                                           \
-  template <typename index_t>                                                                                 \
-  void DenseGrads##Level(const DenseGradArgs<float, float, index_t>& a, int64_t row_begin, int64_t row_end) { \
-    WithGroups<P>((a.kb + P::kLanes - 1) / P::kLanes, [&]<int G>() {                                          \
-      if (a.kb == G * P::kLanes) return DenseGradRows<P, G, true, index_t>(a, row_begin, row_end);            \
-      DenseGradRows<P, G, false, index_t>(a, row_begin, row_end);                                             \
-    });                                                                                                       \
-  }                                                                                                           \
-  template void Winners##Level<int32_t>(const WinnerArgs<float, float, int32_t>&, int64_t, int64_t);          \
-  template void Winners##Level<int64_t>(const WinnerArgs<float, float, int64_t>&, int64_t, int64_t);          \
-  template void DenseGrads##Level<int32_t>(const DenseGradArgs<float, float, int32_t>&, int64_t, int64_t);    \
-  template void DenseGrads##Level<int64_t>(const DenseGradArgs<float, float, int64_t>&, int64_t, int64_t);    \
-  bool CanRun##Level(int64_t kb) { return P::Fits(kb); }
+// The instantiations a level's file exports: its policy Lanes<scalar_t>
+// for float and double, every G.
+#define SPARSETIR_EXTREMUM_DEFINE_LEVEL(Level, Lanes)                                                        \
+  template <typename scalar_t, typename index_t>                                                             \
+  void Winners##Level(const WinnerArgs<scalar_t, scalar_t, index_t>& a, int64_t row_begin, int64_t row_end) { \
+    using P = Lanes<scalar_t>;                                                                               \
+    WithGroups<P>((a.kb + P::kLanes - 1) / P::kLanes, [&]<int G>() {                                         \
+      if (a.kb == G * P::kLanes) return WinnerRows<P, G, true, index_t>(a, row_begin, row_end);              \
+      WinnerRows<P, G, false, index_t>(a, row_begin, row_end);                                               \
+    });                                                                                                      \
+  }                                                                                                          \
+  template <typename scalar_t, typename index_t>                                                             \
+  void DenseGrads##Level(const DenseGradArgs<scalar_t, scalar_t, index_t>& a, int64_t row_begin,             \
+                         int64_t row_end) {                                                                  \
+    using P = Lanes<scalar_t>;                                                                               \
+    WithGroups<P>((a.kb + P::kLanes - 1) / P::kLanes, [&]<int G>() {                                         \
+      if (a.kb == G * P::kLanes) return DenseGradRows<P, G, true, index_t>(a, row_begin, row_end);           \
+      DenseGradRows<P, G, false, index_t>(a, row_begin, row_end);                                            \
+    });                                                                                                      \
+  }                                                                                                          \
+  template <typename scalar_t>                                                                               \
+  bool CanRun##Level(int64_t kb) {                                                                           \
+    return Lanes<scalar_t>::Fits(kb);                                                                        \
+  }                                                                                                          \
+  SPARSETIR_EXTREMUM_INSTANTIATE(Level, float, int32_t)                                                      \
+  SPARSETIR_EXTREMUM_INSTANTIATE(Level, float, int64_t)                                                      \
+  SPARSETIR_EXTREMUM_INSTANTIATE(Level, double, int32_t)                                                     \
+  SPARSETIR_EXTREMUM_INSTANTIATE(Level, double, int64_t)                                                     \
+  template bool CanRun##Level<float>(int64_t);                                                               \
+  template bool CanRun##Level<double>(int64_t);
+
+#define SPARSETIR_EXTREMUM_INSTANTIATE(Level, scalar_t, index_t)                                              \
+  template void Winners##Level<scalar_t, index_t>(const WinnerArgs<scalar_t, scalar_t, index_t>&, int64_t,    \
+                                                  int64_t);                                                   \
+  template void DenseGrads##Level<scalar_t, index_t>(const DenseGradArgs<scalar_t, scalar_t, index_t>&,       \
+                                                     int64_t, int64_t);
 
 }  // namespace sparsetir::ops::extremum

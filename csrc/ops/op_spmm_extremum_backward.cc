@@ -26,8 +26,8 @@
 // transpose positions: a store out of order costs no wait, a load in pass 2
 // would (it decides which gradient rows to read).
 //
-// Both passes are written once over lanes (extremum_rows.h): float32 runs
-// them with the vectors of the level the kernels are built for (SSE2, AVX2,
+// Both passes are written once over lanes (extremum_rows.h): float and
+// double run them with the vectors of the level the kernels are built for (SSE2, AVX2,
 // AVX-512), compiled into this extension once per level and chosen at the
 // call, since the extension itself is built for the x86-64 baseline.
 //
@@ -92,18 +92,21 @@ struct ScalarLanes {
   static void Store(acc_t* p, Vec v, int64_t) { *p = v; }
 };
 
-// Which lanes run a block: float32 takes the vectors of the level the
-// kernels are built for (this CPU's, or $SPARSETIR_CPU_ISA's, so that the
-// tests reach every level), other dtypes and other CPUs the scalar loops.
+// Which lanes run a block: float and double take the vectors of the level
+// the kernels are built for (this CPU's, or $SPARSETIR_CPU_ISA's, so that
+// the tests reach every level), 16-bit dtypes and other CPUs the scalar
+// loops.
 enum class Lanes { kScalar, kSse2, kAvx2, kAvx512 };
 
-Lanes LanesFor(at::ScalarType dtype, int64_t kb) {
-  if (dtype != at::kFloat) return Lanes::kScalar;
+template <typename scalar_t>
+Lanes LanesFor(int64_t kb) {
 #if defined(__x86_64__)
-  const std::string& level = Target::HostCpu().arch;
-  if (level == "avx512" && extremum::CanRunAvx512(kb)) return Lanes::kAvx512;
-  if ((level == "avx512" || level == "avx2") && extremum::CanRunAvx2(kb)) return Lanes::kAvx2;
-  if (extremum::CanRunSse2(kb)) return Lanes::kSse2;
+  if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
+    const std::string& level = Target::HostCpu().arch;
+    if (level == "avx512" && extremum::CanRunAvx512<scalar_t>(kb)) return Lanes::kAvx512;
+    if ((level == "avx512" || level == "avx2") && extremum::CanRunAvx2<scalar_t>(kb)) return Lanes::kAvx2;
+    if (extremum::CanRunSse2<scalar_t>(kb)) return Lanes::kSse2;
+  }
 #endif
   return Lanes::kScalar;
 }
@@ -112,11 +115,11 @@ template <typename scalar_t, typename index_t>
 void Winners(Lanes lanes, const extremum::WinnerArgs<scalar_t, at::opmath_type<scalar_t>, index_t>& a,
              int64_t row_begin, int64_t row_end) {
 #if defined(__x86_64__)  // the vector loops exist on x86-64 only
-  if constexpr (std::is_same_v<scalar_t, float>) {
+  if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
     switch (lanes) {
-      case Lanes::kAvx512: return extremum::WinnersAvx512<index_t>(a, row_begin, row_end);
-      case Lanes::kAvx2: return extremum::WinnersAvx2<index_t>(a, row_begin, row_end);
-      case Lanes::kSse2: return extremum::WinnersSse2<index_t>(a, row_begin, row_end);
+      case Lanes::kAvx512: return extremum::WinnersAvx512<scalar_t, index_t>(a, row_begin, row_end);
+      case Lanes::kAvx2: return extremum::WinnersAvx2<scalar_t, index_t>(a, row_begin, row_end);
+      case Lanes::kSse2: return extremum::WinnersSse2<scalar_t, index_t>(a, row_begin, row_end);
       case Lanes::kScalar: break;
     }
   }
@@ -128,11 +131,11 @@ template <typename scalar_t, typename index_t>
 void DenseGrads(Lanes lanes, const extremum::DenseGradArgs<scalar_t, at::opmath_type<scalar_t>, index_t>& a,
                 int64_t row_begin, int64_t row_end) {
 #if defined(__x86_64__)  // the vector loops exist on x86-64 only
-  if constexpr (std::is_same_v<scalar_t, float>) {
+  if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
     switch (lanes) {
-      case Lanes::kAvx512: return extremum::DenseGradsAvx512<index_t>(a, row_begin, row_end);
-      case Lanes::kAvx2: return extremum::DenseGradsAvx2<index_t>(a, row_begin, row_end);
-      case Lanes::kSse2: return extremum::DenseGradsSse2<index_t>(a, row_begin, row_end);
+      case Lanes::kAvx512: return extremum::DenseGradsAvx512<scalar_t, index_t>(a, row_begin, row_end);
+      case Lanes::kAvx2: return extremum::DenseGradsAvx2<scalar_t, index_t>(a, row_begin, row_end);
+      case Lanes::kSse2: return extremum::DenseGradsSse2<scalar_t, index_t>(a, row_begin, row_end);
       case Lanes::kScalar: break;
     }
   }
@@ -180,7 +183,7 @@ std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackward(const at::Tensor& indptr
     AT_DISPATCH_INDEX_TYPES(csr.indptr.scalar_type(), "spmm_extremum_backward_index", [&] {
       for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
         const int64_t kb = std::min(kBlock, K - k0);
-        const Lanes lanes = LanesFor(values.scalar_type(), kb);
+        const Lanes lanes = LanesFor<scalar_t>(kb);
         const extremum::WinnerArgs<scalar_t, acc_t, index_t> winners{
             csr.indptr.data_ptr<index_t>(), csr.indices.data_ptr<index_t>(), values.data_ptr<scalar_t>(),
             dense.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), grad.data_ptr<scalar_t>(), K, k0, kb,

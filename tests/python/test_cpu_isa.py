@@ -167,27 +167,27 @@ _EXTREMUM_GRADS = """
     mask[4] = False                      # an empty row
     mask[9] = True                       # a dense row
     results = {"target": _C.cpu_target("")["target"]}
-    for idtype in (torch.int32, torch.int64):
+    for dtype, idtype in [(d, i) for d in (torch.float32, torch.float64) for i in (torch.int32, torch.int64)]:
         A = mask.float().to_sparse_csr()
         ip, ix = A.crow_indices().to(idtype), A.col_indices().to(idtype)
-        values = torch.randint(1, 3, (ix.numel(),), generator=g).float()
+        values = torch.randint(1, 3, (ix.numel(),), generator=g).to(dtype)
         for k in (3, 8, 24, 37, 64, 130):
             # Small integers, half of them zero: ties everywhere, as ReLU and dropout make.
-            dense = torch.randint(0, 3, (n, k), generator=g).float() * (torch.rand(n, k, generator=g) < 0.5)
-            grad = torch.randn(m, k, generator=g)
+            dense = torch.randint(0, 3, (n, k), generator=g).to(dtype) * (torch.rand(n, k, generator=g) < 0.5)
+            grad = torch.randn(m, k, generator=g, dtype=dtype)
             for reduce in ("max", "min"):
                 out = ops.spmm(ip, ix, values, dense, reduce)
                 gv, gd = ops._spmm_extremum_backward(ip, ix, values, dense, out, grad, True)
-                results[f"{idtype}-{k}-{reduce}"] = (gv, gd)
+                results[f"{dtype}-{idtype}-{k}-{reduce}"] = (gv, gd)
     torch.save(results, sys.argv[1])
 """
 
 
 def test_extremum_backward_gives_the_same_bits_at_every_level(tmp_path):
-    """spmm max/min's float32 backward runs vector loops of the level the
-    kernels are built for (SSE2, AVX2 or AVX-512 lanes, whole and partial
-    groups of columns); each level must send every gradient to the same
-    non-zero and round every sum alike: equal bits, not close values."""
+    """spmm max/min's float32 and float64 backward runs vector loops of the
+    level the kernels are built for (SSE2, AVX2 or AVX-512 lanes, whole and
+    partial groups of columns); each level must send every gradient to the
+    same non-zero and round every sum alike: equal bits, not close values."""
     outputs = {}
     for isa in RUNNABLE:
         path = tmp_path / f"{isa}.pt"
@@ -197,7 +197,7 @@ def test_extremum_backward_gives_the_same_bits_at_every_level(tmp_path):
         outputs[isa] = torch.load(path)
         assert outputs[isa].pop("target").startswith(f"cpu:{isa}")
     first = outputs[RUNNABLE[0]]
-    assert len(first) == 2 * 6 * 2
+    assert len(first) == 2 * 2 * 6 * 2
     for isa in RUNNABLE[1:]:
         for case, (gv, gd) in first.items():
             other_v, other_d = outputs[isa][case]
