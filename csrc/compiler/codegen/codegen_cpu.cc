@@ -245,6 +245,24 @@ namespace {
 
 enum class Access { kInvariant, kContiguous, kOther };
 
+// "half" / "bf16" for a float16 / bfloat16 buffer stored as 16-bit patterns
+// (the suffix of the prelude's vector conversions), null otherwise.
+const char* Narrow(const BufferNode* b) {
+  if (Widened(b)) return nullptr;
+  if (b->dtype == DataType::kFloat16) return "half";
+  if (b->dtype == DataType::kBFloat16) return "bf16";
+  return nullptr;
+}
+
+bool IsFloatVector(const std::string& vector_type) { return vector_type.rfind("sparsetir_floatx", 0) == 0; }
+
+// The indices with the lane variable bound to 0: a contiguous access's first element.
+std::vector<Expr> LaneZero(const std::vector<Expr>& indices, const VarNode* lane) {
+  std::vector<Expr> base;
+  for (const Expr& index : indices) base.push_back(Simplify(Substitute(index, {{lane, IntLike(0, index)}})));
+  return base;
+}
+
 // How an access moves with the lane variable: not at all, one element per lane
 // (the last index is `lane + something invariant`), or otherwise.
 Access Classify(const std::vector<Expr>& indices, const VarNode* lane) {
@@ -275,7 +293,10 @@ bool CodegenCpuImpl::TryEmitVectorLoop(const ForNode* loop) {
   while (const auto* block = body->as<BlockNode>()) body = block->body;
   const auto* store = body->as<BufferStoreNode>();
   if (!store) return false;
-  DataType dtype = Widened(store->buffer.get()) ? DataType::kFloat32 : store->buffer->dtype;
+  // A float16 / bfloat16 buffer is computed in float32 lanes and stored
+  // through the prelude's vector conversions.
+  const char* narrow_store = Narrow(store->buffer.get());
+  DataType dtype = Widened(store->buffer.get()) || narrow_store ? DataType::kFloat32 : store->buffer->dtype;
   if (dtype != DataType::kFloat32 && dtype != DataType::kFloat64 && dtype != DataType::kInt32 &&
       dtype != DataType::kInt64) {
     return false;
@@ -289,8 +310,7 @@ bool CodegenCpuImpl::TryEmitVectorLoop(const ForNode* loop) {
   bool ok = true;
   std::string value = VectorExpr(store->value, lane, type, &ok);
   if (!ok) return false;
-  std::vector<Expr> base;
-  for (const Expr& index : store->indices) base.push_back(Simplify(Substitute(index, {{lane, IntLike(0, index)}})));
+  std::vector<Expr> base = LaneZero(store->indices, lane);
   std::string target = "*(" + type + "*)&" + Name(store->buffer.get(), store->buffer->name) + "[" +
                        Index(store->buffer, base) + "]";
   Line("{  // " + CommentText(loop->var->name) + ": " + std::to_string(*lanes) + " lanes");
@@ -299,7 +319,12 @@ bool CodegenCpuImpl::TryEmitVectorLoop(const ForNode* loop) {
   // vector types alias their element type, so restrict still separates buffers.
   Line(std::string("typedef ") + StorageType(dtype) + " " + type + " __attribute__((vector_size(" +
        std::to_string(bytes) + "), aligned(" + std::to_string(BytesOf(dtype)) + ")));");
-  Line(target + " = " + value + ";");
+  if (narrow_store) {
+    Line(std::string("sparsetir_vstore_") + narrow_store + "<" + type + ">(&" +
+         Name(store->buffer.get(), store->buffer->name) + "[" + Index(store->buffer, base) + "], " + value + ");");
+  } else {
+    Line(target + " = " + value + ";");
+  }
   --indent_;
   Line("}");
   return true;
@@ -310,14 +335,18 @@ std::string CodegenCpuImpl::VectorExpr(const Expr& e, const VarNode* lane, const
   switch (e->kind) {
     case ExprKind::kBufferLoad: {
       const auto* n = e->as<BufferLoadNode>();
+      const char* narrow = Narrow(n->buffer.get());
+      if (narrow && Classify(n->indices, lane) == Access::kContiguous && IsFloatVector(vector_type)) {
+        return std::string("sparsetir_vload_") + narrow + "<" + vector_type + ">(&" +
+               Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, LaneZero(n->indices, lane)) + "])";
+      }
       if (n->dtype != e->dtype || Classify(n->indices, lane) != Access::kContiguous ||
           BufferStorage(n->buffer.get()) != std::string(ValueType(n->buffer->dtype))) {
         *ok = false;
         return "";
       }
-      std::vector<Expr> base;
-      for (const Expr& index : n->indices) base.push_back(Simplify(Substitute(index, {{lane, IntLike(0, index)}})));
-      return "(*(" + vector_type + "*)&" + Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, base) + "])";
+      return "(*(" + vector_type + "*)&" + Name(n->buffer.get(), n->buffer->name) + "[" +
+             Index(n->buffer, LaneZero(n->indices, lane)) + "])";
     }
     case ExprKind::kBinary: {
       const auto* n = e->as<BinaryNode>();

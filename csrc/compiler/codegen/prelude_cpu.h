@@ -126,6 +126,61 @@ typedef float sparsetir_v16sf __attribute__((vector_size(64)));
 typedef double sparsetir_v8df __attribute__((vector_size(64)));
 typedef float sparsetir_v8sf __attribute__((vector_size(32)));
 typedef double sparsetir_v4df __attribute__((vector_size(32)));
+// 16-bit operands in vectors: N float32 lanes loaded from, or stored to, N
+// float16 / bfloat16 patterns, with the scalar conversions' rounding (nearest
+// even, NaN kept quiet). bfloat16 is the upper half of a float32, so both
+// directions are integer vector arithmetic at every level; float16 takes
+// F16C's conversions 8 lanes at a time where the level has them and the
+// scalar ones lane by lane elsewhere.
+template <typename V> struct sparsetir_halves {
+  typedef uint16_t u16 __attribute__((vector_size(sizeof(V) / 2), aligned(2)));
+  typedef uint32_t u32 __attribute__((vector_size(sizeof(V))));
+  typedef int32_t i32 __attribute__((vector_size(sizeof(V))));
+  static constexpr int lanes = sizeof(V) / 4;
+};
+template <typename V> static inline V sparsetir_vload_bf16(const uint16_t* p) {
+  typedef sparsetir_halves<V> H;
+  return (V)(__builtin_convertvector(*(const typename H::u16*)p, typename H::u32) << 16);
+}
+template <typename V> static inline void sparsetir_vstore_bf16(uint16_t* p, V f) {
+  typedef sparsetir_halves<V> H;
+  typename H::u32 x = (typename H::u32)f;
+  typename H::u32 rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  typename H::u32 quiet = (x >> 16) | 0x40u;
+  typename H::i32 nan = (typename H::i32)((x & 0x7fffffffu) > 0x7f800000u);
+  *(typename H::u16*)p = __builtin_convertvector(nan ? quiet : rounded, typename H::u16);
+}
+#if defined(__F16C__)
+typedef short sparsetir_v8hi_u __attribute__((vector_size(16), aligned(2)));
+#endif
+template <typename V> static inline V sparsetir_vload_half(const uint16_t* p) {
+  V v;
+#if defined(__F16C__)
+  if constexpr (sparsetir_halves<V>::lanes % 8 == 0) {
+    for (int c = 0; c < sparsetir_halves<V>::lanes; c += 8) {
+      sparsetir_v8sf part = __builtin_ia32_vcvtph2ps256(*(const sparsetir_v8hi_u*)(p + c));
+      __builtin_memcpy((char*)&v + 4 * c, &part, sizeof(part));
+    }
+    return v;
+  }
+#endif
+  for (int l = 0; l < sparsetir_halves<V>::lanes; ++l) v[l] = sparsetir_half_to_float(p[l]);
+  return v;
+}
+template <typename V> static inline void sparsetir_vstore_half(uint16_t* p, V f) {
+#if defined(__F16C__)
+  if constexpr (sparsetir_halves<V>::lanes % 8 == 0) {
+    for (int c = 0; c < sparsetir_halves<V>::lanes; c += 8) {
+      sparsetir_v8sf part;
+      __builtin_memcpy(&part, (const char*)&f + 4 * c, sizeof(part));
+      *(sparsetir_v8hi_u*)(p + c) = __builtin_ia32_vcvtps2ph256(part, 0);  // 0: nearest even
+    }
+    return;
+  }
+#endif
+  for (int l = 0; l < sparsetir_halves<V>::lanes; ++l) p[l] = sparsetir_float_to_half(f[l]);
+}
+
 // r, with the lanes where b is NaN taken from b.
 template <typename V> static inline V sparsetir_nan_of(V b, V r) { return b == b ? r : b; }
 template <typename V> static inline V sparsetir_vmax(V a, V b) {
