@@ -130,7 +130,7 @@ typedef double sparsetir_v4df __attribute__((vector_size(32)));
 // float16 / bfloat16 patterns, with the scalar conversions' rounding (nearest
 // even, NaN kept quiet). bfloat16 is the upper half of a float32, so both
 // directions are integer vector arithmetic at every level; float16 takes
-// F16C's conversions 8 lanes at a time where the level has them and the
+// F16C (8 lanes) or AVX-512 (16) conversions where the level has them and the
 // scalar ones lane by lane elsewhere.
 template <typename V> struct sparsetir_halves {
   typedef uint16_t u16 __attribute__((vector_size(sizeof(V) / 2), aligned(2)));
@@ -138,8 +138,20 @@ template <typename V> struct sparsetir_halves {
   typedef int32_t i32 __attribute__((vector_size(sizeof(V))));
   static constexpr int lanes = sizeof(V) / 4;
 };
+typedef short sparsetir_v8hi_u __attribute__((vector_size(16), aligned(2)));
+typedef short sparsetir_v16hi_u __attribute__((vector_size(32), aligned(2)));
+typedef int sparsetir_v16si __attribute__((vector_size(64)));
 template <typename V> static inline V sparsetir_vload_bf16(const uint16_t* p) {
   typedef sparsetir_halves<V> H;
+  // GCC splits a generic 16-bit to 32-bit vector conversion into halves:
+  // the level's zero extension where it has one.
+#if defined(__AVX512F__)
+  if constexpr (H::lanes == 16)
+    return (V)(__builtin_ia32_pmovzxwd512_mask(*(const sparsetir_v16hi_u*)p, (sparsetir_v16si){}, (unsigned short)0xFFFF) << 16);
+#endif
+#if defined(__AVX2__)
+  if constexpr (H::lanes == 8) return (V)(__builtin_ia32_pmovzxwd256(*(const sparsetir_v8hi_u*)p) << 16);
+#endif
   return (V)(__builtin_convertvector(*(const typename H::u16*)p, typename H::u32) << 16);
 }
 template <typename V> static inline void sparsetir_vstore_bf16(uint16_t* p, V f) {
@@ -150,31 +162,29 @@ template <typename V> static inline void sparsetir_vstore_bf16(uint16_t* p, V f)
   typename H::i32 nan = (typename H::i32)((x & 0x7fffffffu) > 0x7f800000u);
   *(typename H::u16*)p = __builtin_convertvector(nan ? quiet : rounded, typename H::u16);
 }
-#if defined(__F16C__)
-typedef short sparsetir_v8hi_u __attribute__((vector_size(16), aligned(2)));
-#endif
 template <typename V> static inline V sparsetir_vload_half(const uint16_t* p) {
-  V v;
-#if defined(__F16C__)
-  if constexpr (sparsetir_halves<V>::lanes % 8 == 0) {
-    for (int c = 0; c < sparsetir_halves<V>::lanes; c += 8) {
-      sparsetir_v8sf part = __builtin_ia32_vcvtph2ps256(*(const sparsetir_v8hi_u*)(p + c));
-      __builtin_memcpy((char*)&v + 4 * c, &part, sizeof(part));
-    }
-    return v;
-  }
+#if defined(__AVX512F__)
+  if constexpr (sparsetir_halves<V>::lanes == 16)
+    return (V)__builtin_ia32_vcvtph2ps512_mask(*(const sparsetir_v16hi_u*)p, (sparsetir_v16sf){}, (unsigned short)0xFFFF, 4);
 #endif
+#if defined(__F16C__)
+  if constexpr (sparsetir_halves<V>::lanes == 8) return (V)__builtin_ia32_vcvtph2ps256(*(const sparsetir_v8hi_u*)p);
+#endif
+  V v;
   for (int l = 0; l < sparsetir_halves<V>::lanes; ++l) v[l] = sparsetir_half_to_float(p[l]);
   return v;
 }
 template <typename V> static inline void sparsetir_vstore_half(uint16_t* p, V f) {
+  // 0: round to nearest even.
+#if defined(__AVX512F__)
+  if constexpr (sparsetir_halves<V>::lanes == 16) {
+    *(sparsetir_v16hi_u*)p = __builtin_ia32_vcvtps2ph512_mask((sparsetir_v16sf)f, 0, (sparsetir_v16hi_u){}, (unsigned short)0xFFFF);
+    return;
+  }
+#endif
 #if defined(__F16C__)
-  if constexpr (sparsetir_halves<V>::lanes % 8 == 0) {
-    for (int c = 0; c < sparsetir_halves<V>::lanes; c += 8) {
-      sparsetir_v8sf part;
-      __builtin_memcpy(&part, (const char*)&f + 4 * c, sizeof(part));
-      *(sparsetir_v8hi_u*)(p + c) = __builtin_ia32_vcvtps2ph256(part, 0);  // 0: nearest even
-    }
+  if constexpr (sparsetir_halves<V>::lanes == 8) {
+    *(sparsetir_v8hi_u*)p = __builtin_ia32_vcvtps2ph256((sparsetir_v8sf)f, 0);
     return;
   }
 #endif
