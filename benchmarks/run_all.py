@@ -484,7 +484,9 @@ def main(argv=None) -> int:
     argv0 = os.path.relpath(os.path.abspath(sys.argv[0]), os.getcwd()) if argv is None else "benchmarks/run_all.py"
     command = shlex.join(["python3", argv0, *(sys.argv[1:] if argv is None else argv)])
     if os.environ.get("SPARSETIR_DATASETS"):
-        command = f"SPARSETIR_DATASETS={shlex.quote(os.environ['SPARSETIR_DATASETS'])} {command}"
+        # relative to the repository, like every path of a published report
+        datasets = os.path.relpath(os.path.abspath(os.environ["SPARSETIR_DATASETS"]), REPO)
+        command = f"SPARSETIR_DATASETS={shlex.quote(datasets)} {command}"
     import sparsetir_torch
     header = [machine_line(dict(info, threads=", ".join(map(str, threads)))) + ".",
               "", f"sparsetir_torch {sparsetir_torch.__version__}; {time.strftime('%Y-%m-%d %H:%M')}; "
