@@ -738,14 +738,14 @@ def _first_attaining_reference(ip, ix, values, dense, reduce, grad):
 
 @pytest.mark.parametrize("k", (1, 5, 16, 24, 37, 64, 65, 128, 130))
 @pytest.mark.parametrize("idtype", IDTYPES)
-@pytest.mark.parametrize("dtype", (torch.float32, torch.float64))
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64, torch.bfloat16, torch.float16))
 @pytest.mark.parametrize("reduce", ("max", "min"))
 def test_extremum_backward_sends_ties_to_the_first_attaining_nonzero(reduce, dtype, idtype, k):
     """Small integers make many products of a (row, column) equal, as ReLU and
     dropout zeros do in a GNN: the gradient goes to the first attaining
     non-zero, as torch.sparse.mm(reduce="amax"|"amin") sends it (checked against
-    both), for one block of columns (the passes take 64 at a time), exactly
-    one, and several with a partial last one."""
+    both; 16-bit against the reference), for one block of columns (the passes
+    take 64 at a time), exactly one, and several with a partial last one."""
     c, ip, ix = structure(40, 30, 0.2, seed=21, idtype=idtype, empty_rows=(0, 9), dense_rows=(5,))
     rng = np.random.default_rng(21)
     values = torch.from_numpy(rng.integers(1, 3, c.nnz).astype(np.float64)).to(dtype)
@@ -760,9 +760,13 @@ def test_extremum_backward_sends_ties_to_the_first_attaining_nonzero(reduce, dty
     attaining = torch.zeros(c.m, k, dtype=F64).index_add_(0, rows, (prod == out[rows]).double())
     assert (attaining > 1).any(), "the inputs must hold ties"
     ref_v, ref_d = _first_attaining_reference(ip, ix, values, dense, reduce, grad)
-    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    # 16-bit: the products of these small integers are exact, the gradient
+    # sums round once from float32.
+    tol = {torch.float64: 1e-12, torch.float32: 1e-5}.get(dtype, 1e-2)
     torch.testing.assert_close(vg.grad.double(), ref_v, rtol=tol, atol=tol)
     torch.testing.assert_close(dg.grad.double(), ref_d, rtol=tol, atol=tol)
+    if dtype in (torch.bfloat16, torch.float16):
+        return  # torch.sparse.mm(reduce=...) has no 16-bit CPU backward to compare with
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch: sparse CSR support is in beta
