@@ -22,6 +22,8 @@ struct Sse2Lanes<float> {
   static constexpr int kLanes = 4;
   static bool Fits(int64_t kb) { return kb % kLanes == 0; }
   static Vec Load(const float* p, int64_t) { return _mm_loadu_ps(p); }
+  static float Widen(float x) { return x; }
+  static Vec Zero() { return _mm_setzero_ps(); }
   static Vec Broadcast(float v) { return _mm_set1_ps(v); }
   static Vec Product(Vec v, Vec x) { return _mm_mul_ps(v, x); }
   static Vec Multiply(Vec x, Vec v) { return _mm_mul_ps(x, v); }
@@ -43,6 +45,8 @@ struct Sse2Lanes<double> {
   static constexpr int kLanes = 2;
   static bool Fits(int64_t kb) { return kb % kLanes == 0; }
   static Vec Load(const double* p, int64_t) { return _mm_loadu_pd(p); }
+  static double Widen(double x) { return x; }
+  static Vec Zero() { return _mm_setzero_pd(); }
   static Vec Broadcast(double v) { return _mm_set1_pd(v); }
   static Vec Product(Vec v, Vec x) { return _mm_mul_pd(v, x); }
   static Vec Multiply(Vec x, Vec v) { return _mm_mul_pd(x, v); }
@@ -59,6 +63,8 @@ struct Sse2Lanes<double> {
 }  // namespace
 
 SPARSETIR_EXTREMUM_DEFINE_LEVEL(Sse2, Sse2Lanes)
+SPARSETIR_EXTREMUM_INSTANTIATE(Sse2, float)
+SPARSETIR_EXTREMUM_INSTANTIATE(Sse2, double)
 
 }  // namespace sparsetir::ops::extremum
 #endif

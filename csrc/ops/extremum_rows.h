@@ -2,12 +2,14 @@
 // says what the two passes compute), written once over a lane policy so that
 // each instruction-set level gets them with its own vectors:
 //
-//   policy   built in                      lanes (float, double)   columns of a block (<= 64)
-//   Scalar   op_spmm_extremum_backward.cc  1                       any; every dtype (16-bit products rounded
-//                                                                  like the forward)
-//   Sse2     extremum_lanes_sse2.cc        4, 2                    a multiple of the lanes (the generic level)
-//   Avx2     extremum_lanes_avx2.cc        8, 4                    a multiple of the lanes
-//   Avx512   extremum_lanes_avx512.cc      16, 8                   any: the last group is a masked load
+//   policy   built in                      lanes (float, double, 16-bit)   columns of a block (<= 64)
+//   Scalar   op_spmm_extremum_backward.cc  1                               any; every dtype
+//   Sse2     extremum_lanes_sse2.cc        4, 2, -                         a multiple of the lanes (the generic level)
+//   Avx2     extremum_lanes_avx2.cc        8, 4, 8                         a multiple of the lanes
+//   Avx512   extremum_lanes_avx512.cc      16, 8, 16                       any: the last group is a masked load
+//
+// 16-bit values (bfloat16, float16) are computed in float32 lanes, their
+// products rounded to 16 bits as the forward rounded them.
 //
 // A level's file compiles its own policy and instantiates the loops with it
 // under `#pragma GCC target`, so this header includes nothing with inline
@@ -30,6 +32,27 @@ namespace sparsetir::ops::extremum {
 
 constexpr int64_t kBlock = 64;            // columns per pass: one bit each in a non-zero's word
 constexpr int64_t kPrefetchDistance = 8;  // non-zeros ahead whose dense row is fetched early
+
+// The element formats of the level files, which see no torch types: float,
+// double, and the 16-bit ones as their bit patterns (uint16_t), computed in
+// float.
+struct Bf16 {};
+struct Half {};
+template <typename T>
+struct Storage {
+  using scalar_t = T;
+  using acc_t = T;
+};
+template <>
+struct Storage<Bf16> {
+  using scalar_t = uint16_t;
+  using acc_t = float;
+};
+template <>
+struct Storage<Half> {
+  using scalar_t = uint16_t;
+  using acc_t = float;
+};
 
 // Pass 1: the winners of rows of the CSR structure, for the columns
 // [k0, k0 + kb) of dense / out / grad (row stride K).
@@ -60,18 +83,21 @@ struct DenseGradArgs {
   acc_t* grad_dense;  // (n, K), every element of the block's columns written
 };
 
-// The entry points of each level (x86-64 only), for float and double values
-// and int32_t / int64_t indices: the rows [row_begin, row_end) of one pass.
-// A block of kb columns must suit the level (CanRun); the others take the
-// Scalar policy.
-#define SPARSETIR_EXTREMUM_LEVEL(Level)                                                              \
-  template <typename scalar_t, typename index_t>                                                     \
-  void Winners##Level(const WinnerArgs<scalar_t, scalar_t, index_t>& a, int64_t row_begin,           \
-                      int64_t row_end);                                                              \
-  template <typename scalar_t, typename index_t>                                                     \
-  void DenseGrads##Level(const DenseGradArgs<scalar_t, scalar_t, index_t>& a, int64_t row_begin,     \
-                         int64_t row_end);                                                           \
-  template <typename scalar_t>                                                                       \
+// The entry points of each level (x86-64 only), for the formats T its file
+// instantiates (float and double everywhere, Bf16 and Half on AVX2 and
+// AVX-512) and int32_t / int64_t indices: the rows [row_begin, row_end) of
+// one pass. A block of kb columns must suit the level (CanRun); the others
+// take the Scalar policy.
+template <typename T, typename index_t>
+using WinnerArgsOf = WinnerArgs<typename Storage<T>::scalar_t, typename Storage<T>::acc_t, index_t>;
+template <typename T, typename index_t>
+using DenseGradArgsOf = DenseGradArgs<typename Storage<T>::scalar_t, typename Storage<T>::acc_t, index_t>;
+#define SPARSETIR_EXTREMUM_LEVEL(Level)                                                                   \
+  template <typename T, typename index_t>                                                                 \
+  void Winners##Level(const WinnerArgsOf<T, index_t>& a, int64_t row_begin, int64_t row_end);             \
+  template <typename T, typename index_t>                                                                 \
+  void DenseGrads##Level(const DenseGradArgsOf<T, index_t>& a, int64_t row_begin, int64_t row_end);       \
+  template <typename T>                                                                                   \
   bool CanRun##Level(int64_t kb);
 SPARSETIR_EXTREMUM_LEVEL(Sse2)
 SPARSETIR_EXTREMUM_LEVEL(Avx2)
@@ -87,12 +113,14 @@ static inline void PrefetchBytes(const void* p, int64_t bytes) {
 // first attaining non-zero takes its bit, and once every column has one the
 // rest of the row only writes empty words (no product is read).
 //
-// A policy P supplies: scalar_t, acc_t, Vec, kLanes; Load(p, n) (the first
-// min(n, kLanes) lanes of p, n >= 1, the rest zero); Broadcast(v);
+// A policy P supplies: scalar_t, acc_t, Vec, kLanes; Widen(x) (an element
+// as acc_t); Load(p, n) (the first min(n, kLanes) lanes of p, n >= 1, the
+// rest zero); Broadcast(v) (an element in every lane);
 // Product(v, x) (v x rounded as the forward rounded it); Multiply(x, v) (in
 // acc_t); Equal(a, b) (bit l set where lane l of a equals b's); AddWhere(acc,
 // bits, x) (acc + x in the lanes whose bit is set, acc elsewhere);
-// Store(p, v, n) (the first min(n, kLanes) lanes); Fits(kb) (the policy
+// Zero() (a vector of zeros); Store(p, v, n) (the first min(n, kLanes)
+// lanes, into acc_t); Fits(kb) (the policy
 // takes a block of kb columns).
 template <class P, int G, bool kWhole, typename index_t>
 void WinnerRows(const WinnerArgs<typename P::scalar_t, typename P::acc_t, index_t>& a, int64_t row_begin,
@@ -136,7 +164,7 @@ void WinnerRows(const WinnerArgs<typename P::scalar_t, typename P::acc_t, index_
       const typename P::scalar_t* grad_row = a.grad + i * K + k0;
       for (uint64_t bits = won; bits != 0; bits &= bits - 1) {
         const int k = __builtin_ctzll(bits);
-        a.grad_values[e] += typename P::acc_t(grad_row[k]) * typename P::acc_t(row[k]);
+        a.grad_values[e] += P::Widen(grad_row[k]) * P::Widen(row[k]);
       }
     }
   }
@@ -157,7 +185,7 @@ void DenseGradRows(const DenseGradArgs<typename P::scalar_t, typename P::acc_t, 
   for (int64_t j = row_begin; j < row_end; ++j) {
     Vec acc[G > 0 ? G : kBlock / P::kLanes];
 #pragma GCC unroll 16
-    for (int g = 0; g < groups; ++g) acc[g] = P::Broadcast(typename P::scalar_t(0));
+    for (int g = 0; g < groups; ++g) acc[g] = P::Zero();
     for (int64_t p = a.t_indptr[j], stop = a.t_indptr[j + 1]; p < stop; ++p) {
       if (p + kPrefetchDistance < last && a.wins[p + kPrefetchDistance] != 0) {
         PrefetchBytes(a.grad + static_cast<int64_t>(a.t_indices[p + kPrefetchDistance]) * K + k0,
@@ -188,41 +216,35 @@ void WithGroups(int64_t groups, const Run& run) {
   run.template operator()<G>();
 }
 
-// The instantiations a level's file exports: its policy Lanes<scalar_t>
-// for float and double, every G.
-#define SPARSETIR_EXTREMUM_DEFINE_LEVEL(Level, Lanes)                                                        \
-  template <typename scalar_t, typename index_t>                                                             \
-  void Winners##Level(const WinnerArgs<scalar_t, scalar_t, index_t>& a, int64_t row_begin, int64_t row_end) { \
-    using P = Lanes<scalar_t>;                                                                               \
-    WithGroups<P>((a.kb + P::kLanes - 1) / P::kLanes, [&]<int G>() {                                         \
-      if (a.kb == G * P::kLanes) return WinnerRows<P, G, true, index_t>(a, row_begin, row_end);              \
-      WinnerRows<P, G, false, index_t>(a, row_begin, row_end);                                               \
-    });                                                                                                      \
-  }                                                                                                          \
-  template <typename scalar_t, typename index_t>                                                             \
-  void DenseGrads##Level(const DenseGradArgs<scalar_t, scalar_t, index_t>& a, int64_t row_begin,             \
-                         int64_t row_end) {                                                                  \
-    using P = Lanes<scalar_t>;                                                                               \
-    WithGroups<P>((a.kb + P::kLanes - 1) / P::kLanes, [&]<int G>() {                                         \
-      if (a.kb == G * P::kLanes) return DenseGradRows<P, G, true, index_t>(a, row_begin, row_end);           \
-      DenseGradRows<P, G, false, index_t>(a, row_begin, row_end);                                            \
-    });                                                                                                      \
-  }                                                                                                          \
-  template <typename scalar_t>                                                                               \
-  bool CanRun##Level(int64_t kb) {                                                                           \
-    return Lanes<scalar_t>::Fits(kb);                                                                        \
-  }                                                                                                          \
-  SPARSETIR_EXTREMUM_INSTANTIATE(Level, float, int32_t)                                                      \
-  SPARSETIR_EXTREMUM_INSTANTIATE(Level, float, int64_t)                                                      \
-  SPARSETIR_EXTREMUM_INSTANTIATE(Level, double, int32_t)                                                     \
-  SPARSETIR_EXTREMUM_INSTANTIATE(Level, double, int64_t)                                                     \
-  template bool CanRun##Level<float>(int64_t);                                                               \
-  template bool CanRun##Level<double>(int64_t);
+// The functions a level's file exports for its policy Lanes<T>; the file
+// then instantiates them per format with SPARSETIR_EXTREMUM_INSTANTIATE.
+#define SPARSETIR_EXTREMUM_DEFINE_LEVEL(Level, Lanes)                                                      \
+  template <typename T, typename index_t>                                                                  \
+  void Winners##Level(const WinnerArgsOf<T, index_t>& a, int64_t row_begin, int64_t row_end) {             \
+    using P = Lanes<T>;                                                                                    \
+    WithGroups<P>((a.kb + P::kLanes - 1) / P::kLanes, [&]<int G>() {                                       \
+      if (a.kb == G * P::kLanes) return WinnerRows<P, G, true, index_t>(a, row_begin, row_end);            \
+      WinnerRows<P, G, false, index_t>(a, row_begin, row_end);                                             \
+    });                                                                                                    \
+  }                                                                                                        \
+  template <typename T, typename index_t>                                                                  \
+  void DenseGrads##Level(const DenseGradArgsOf<T, index_t>& a, int64_t row_begin, int64_t row_end) {       \
+    using P = Lanes<T>;                                                                                    \
+    WithGroups<P>((a.kb + P::kLanes - 1) / P::kLanes, [&]<int G>() {                                       \
+      if (a.kb == G * P::kLanes) return DenseGradRows<P, G, true, index_t>(a, row_begin, row_end);         \
+      DenseGradRows<P, G, false, index_t>(a, row_begin, row_end);                                          \
+    });                                                                                                    \
+  }                                                                                                        \
+  template <typename T>                                                                                    \
+  bool CanRun##Level(int64_t kb) {                                                                         \
+    return Lanes<T>::Fits(kb);                                                                             \
+  }
 
-#define SPARSETIR_EXTREMUM_INSTANTIATE(Level, scalar_t, index_t)                                              \
-  template void Winners##Level<scalar_t, index_t>(const WinnerArgs<scalar_t, scalar_t, index_t>&, int64_t,    \
-                                                  int64_t);                                                   \
-  template void DenseGrads##Level<scalar_t, index_t>(const DenseGradArgs<scalar_t, scalar_t, index_t>&,       \
-                                                     int64_t, int64_t);
+#define SPARSETIR_EXTREMUM_INSTANTIATE(Level, T)                                                            \
+  template void Winners##Level<T, int32_t>(const WinnerArgsOf<T, int32_t>&, int64_t, int64_t);             \
+  template void Winners##Level<T, int64_t>(const WinnerArgsOf<T, int64_t>&, int64_t, int64_t);             \
+  template void DenseGrads##Level<T, int32_t>(const DenseGradArgsOf<T, int32_t>&, int64_t, int64_t);       \
+  template void DenseGrads##Level<T, int64_t>(const DenseGradArgsOf<T, int64_t>&, int64_t, int64_t);       \
+  template bool CanRun##Level<T>(int64_t);
 
 }  // namespace sparsetir::ops::extremum

@@ -26,8 +26,8 @@
 // transpose positions: a store out of order costs no wait, a load in pass 2
 // would (it decides which gradient rows to read).
 //
-// Both passes are written once over lanes (extremum_rows.h): float and
-// double run them with the vectors of the level the kernels are built for (SSE2, AVX2,
+// Both passes are written once over lanes (extremum_rows.h): every dtype
+// runs them with the vectors of the level the kernels are built for (SSE2, AVX2,
 // AVX-512), compiled into this extension once per level and chosen at the
 // call, since the extension itself is built for the x86-64 baseline.
 //
@@ -83,6 +83,8 @@ struct ScalarLanes {
   using Vec = acc_t;
   static constexpr int kLanes = 1;
 
+  static acc_t Widen(scalar_t x) { return acc_t(x); }
+  static Vec Zero() { return acc_t(0); }
   static Vec Load(const scalar_t* p, int64_t) { return acc_t(*p); }
   static Vec Broadcast(scalar_t v) { return acc_t(v); }
   static Vec Product(Vec v, Vec x) { return acc_t(static_cast<scalar_t>(v * x)); }
@@ -92,20 +94,56 @@ struct ScalarLanes {
   static void Store(acc_t* p, Vec v, int64_t) { *p = v; }
 };
 
-// Which lanes run a block: float and double take the vectors of the level
-// the kernels are built for (this CPU's, or $SPARSETIR_CPU_ISA's, so that
-// the tests reach every level), 16-bit dtypes and other CPUs the scalar
-// loops.
+// The format of a dtype in extremum_rows.h, and an operator's arguments
+// seen in it (16-bit values as their bit patterns).
+template <typename scalar_t>
+struct FormatOf {
+  using type = scalar_t;
+};
+template <>
+struct FormatOf<at::BFloat16> {
+  using type = extremum::Bf16;
+};
+template <>
+struct FormatOf<at::Half> {
+  using type = extremum::Half;
+};
+
+template <typename F, typename scalar_t>
+const typename extremum::Storage<F>::scalar_t* Bits(const scalar_t* p) {
+  return reinterpret_cast<const typename extremum::Storage<F>::scalar_t*>(p);
+}
+
+template <typename F, typename scalar_t, typename acc_t, typename index_t>
+extremum::WinnerArgsOf<F, index_t> AsFormat(const extremum::WinnerArgs<scalar_t, acc_t, index_t>& a) {
+  return {a.indptr, a.indices, Bits<F>(a.values), Bits<F>(a.dense), Bits<F>(a.out), Bits<F>(a.grad), a.K, a.k0,
+          a.kb, a.position, a.wins, a.grad_values};
+}
+
+template <typename F, typename scalar_t, typename acc_t, typename index_t>
+extremum::DenseGradArgsOf<F, index_t> AsFormat(const extremum::DenseGradArgs<scalar_t, acc_t, index_t>& a) {
+  return {a.t_indptr, a.t_indices, a.perm, Bits<F>(a.values), Bits<F>(a.grad), a.wins, a.K, a.k0, a.kb,
+          a.grad_dense};
+}
+
+template <typename F>
+constexpr bool kNarrow = std::is_same_v<F, extremum::Bf16> || std::is_same_v<F, extremum::Half>;
+
+// Which lanes run a block: the vectors of the level the kernels are built
+// for (this CPU's, or $SPARSETIR_CPU_ISA's, so that the tests reach every
+// level) where the level has them for the dtype (16-bit values: AVX2 and
+// AVX-512), the scalar loops elsewhere and on other CPUs.
 enum class Lanes { kScalar, kSse2, kAvx2, kAvx512 };
 
 template <typename scalar_t>
 Lanes LanesFor(int64_t kb) {
 #if defined(__x86_64__)
-  if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
-    const std::string& level = Target::HostCpu().arch;
-    if (level == "avx512" && extremum::CanRunAvx512<scalar_t>(kb)) return Lanes::kAvx512;
-    if ((level == "avx512" || level == "avx2") && extremum::CanRunAvx2<scalar_t>(kb)) return Lanes::kAvx2;
-    if (extremum::CanRunSse2<scalar_t>(kb)) return Lanes::kSse2;
+  using F = typename FormatOf<scalar_t>::type;
+  const std::string& level = Target::HostCpu().arch;
+  if (level == "avx512" && extremum::CanRunAvx512<F>(kb)) return Lanes::kAvx512;
+  if ((level == "avx512" || level == "avx2") && extremum::CanRunAvx2<F>(kb)) return Lanes::kAvx2;
+  if constexpr (!kNarrow<F>) {
+    if (extremum::CanRunSse2<F>(kb)) return Lanes::kSse2;
   }
 #endif
   return Lanes::kScalar;
@@ -115,13 +153,14 @@ template <typename scalar_t, typename index_t>
 void Winners(Lanes lanes, const extremum::WinnerArgs<scalar_t, at::opmath_type<scalar_t>, index_t>& a,
              int64_t row_begin, int64_t row_end) {
 #if defined(__x86_64__)  // the vector loops exist on x86-64 only
-  if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
-    switch (lanes) {
-      case Lanes::kAvx512: return extremum::WinnersAvx512<scalar_t, index_t>(a, row_begin, row_end);
-      case Lanes::kAvx2: return extremum::WinnersAvx2<scalar_t, index_t>(a, row_begin, row_end);
-      case Lanes::kSse2: return extremum::WinnersSse2<scalar_t, index_t>(a, row_begin, row_end);
-      case Lanes::kScalar: break;
-    }
+  using F = typename FormatOf<scalar_t>::type;
+  switch (lanes) {
+    case Lanes::kAvx512: return extremum::WinnersAvx512<F, index_t>(AsFormat<F>(a), row_begin, row_end);
+    case Lanes::kAvx2: return extremum::WinnersAvx2<F, index_t>(AsFormat<F>(a), row_begin, row_end);
+    case Lanes::kSse2:
+      if constexpr (!kNarrow<F>) return extremum::WinnersSse2<F, index_t>(AsFormat<F>(a), row_begin, row_end);
+      break;
+    case Lanes::kScalar: break;
   }
 #endif
   extremum::WinnerRows<ScalarLanes<scalar_t>, 0, true, index_t>(a, row_begin, row_end);
@@ -131,13 +170,14 @@ template <typename scalar_t, typename index_t>
 void DenseGrads(Lanes lanes, const extremum::DenseGradArgs<scalar_t, at::opmath_type<scalar_t>, index_t>& a,
                 int64_t row_begin, int64_t row_end) {
 #if defined(__x86_64__)  // the vector loops exist on x86-64 only
-  if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
-    switch (lanes) {
-      case Lanes::kAvx512: return extremum::DenseGradsAvx512<scalar_t, index_t>(a, row_begin, row_end);
-      case Lanes::kAvx2: return extremum::DenseGradsAvx2<scalar_t, index_t>(a, row_begin, row_end);
-      case Lanes::kSse2: return extremum::DenseGradsSse2<scalar_t, index_t>(a, row_begin, row_end);
-      case Lanes::kScalar: break;
-    }
+  using F = typename FormatOf<scalar_t>::type;
+  switch (lanes) {
+    case Lanes::kAvx512: return extremum::DenseGradsAvx512<F, index_t>(AsFormat<F>(a), row_begin, row_end);
+    case Lanes::kAvx2: return extremum::DenseGradsAvx2<F, index_t>(AsFormat<F>(a), row_begin, row_end);
+    case Lanes::kSse2:
+      if constexpr (!kNarrow<F>) return extremum::DenseGradsSse2<F, index_t>(AsFormat<F>(a), row_begin, row_end);
+      break;
+    case Lanes::kScalar: break;
   }
 #endif
   extremum::DenseGradRows<ScalarLanes<scalar_t>, 0, true, index_t>(a, row_begin, row_end);

@@ -167,7 +167,8 @@ _EXTREMUM_GRADS = """
     mask[4] = False                      # an empty row
     mask[9] = True                       # a dense row
     results = {"target": _C.cpu_target("")["target"]}
-    for dtype, idtype in [(d, i) for d in (torch.float32, torch.float64) for i in (torch.int32, torch.int64)]:
+    dtypes = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+    for dtype, idtype in [(d, i) for d in dtypes for i in (torch.int32, torch.int64)]:
         A = mask.float().to_sparse_csr()
         ip, ix = A.crow_indices().to(idtype), A.col_indices().to(idtype)
         values = torch.randint(1, 3, (ix.numel(),), generator=g).to(dtype)
@@ -184,10 +185,11 @@ _EXTREMUM_GRADS = """
 
 
 def test_extremum_backward_gives_the_same_bits_at_every_level(tmp_path):
-    """spmm max/min's float32 and float64 backward runs vector loops of the
-    level the kernels are built for (SSE2, AVX2 or AVX-512 lanes, whole and
-    partial groups of columns); each level must send every gradient to the
-    same non-zero and round every sum alike: equal bits, not close values."""
+    """spmm max/min's backward runs vector loops of the level the kernels are
+    built for (SSE2, AVX2 or AVX-512 lanes, whole and partial groups of
+    columns; 16-bit products rounded in vectors where the generic level
+    rounds them one by one); each level must send every gradient to the same
+    non-zero and round every sum alike: equal bits, not close values."""
     outputs = {}
     for isa in RUNNABLE:
         path = tmp_path / f"{isa}.pt"
@@ -197,7 +199,7 @@ def test_extremum_backward_gives_the_same_bits_at_every_level(tmp_path):
         outputs[isa] = torch.load(path)
         assert outputs[isa].pop("target").startswith(f"cpu:{isa}")
     first = outputs[RUNNABLE[0]]
-    assert len(first) == 2 * 2 * 6 * 2
+    assert len(first) == 4 * 2 * 6 * 2
     for isa in RUNNABLE[1:]:
         for case, (gv, gd) in first.items():
             other_v, other_d = outputs[isa][case]
