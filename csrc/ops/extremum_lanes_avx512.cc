@@ -83,11 +83,8 @@ struct Avx512Lanes<double> : Avx512Masks<8> {
 // 16 bits (nearest even) and widens again, as the forward's 16-bit output
 // rounded; the rest is the float policy's.
 template <typename Format>
-struct Avx512Narrow : Avx512Masks<16> {
+struct Avx512Narrow : Avx512Lanes<float> {
   using scalar_t = uint16_t;
-  using acc_t = float;
-  using Vec = __m512;
-  static Vec Zero() { return _mm512_setzero_ps(); }
   static Vec Load(const uint16_t* p, int64_t n) {
     const __m256i bits = n >= kLanes ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
                                      : _mm256_maskz_loadu_epi16(__mmask16(First(n)), p);
@@ -96,13 +93,6 @@ struct Avx512Narrow : Avx512Masks<16> {
   static float Widen(uint16_t x) { return _mm512_cvtss_f32(Format::Widen(_mm256_set1_epi16(static_cast<short>(x)))); }
   static Vec Broadcast(uint16_t v) { return _mm512_set1_ps(Widen(v)); }
   static Vec Product(Vec v, Vec x) { return Format::Round(_mm512_mul_ps(v, x)); }
-  static Vec Multiply(Vec x, Vec v) { return _mm512_mul_ps(x, v); }
-  static uint64_t Equal(Vec a, Vec b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
-  static Vec AddWhere(Vec acc, uint64_t bits, Vec x) { return _mm512_mask_add_ps(acc, __mmask16(bits), acc, x); }
-  static void Store(float* p, Vec v, int64_t n) {
-    if (n >= kLanes) return _mm512_storeu_ps(p, v);
-    _mm512_mask_storeu_ps(p, __mmask16(First(n)), v);
-  }
 };
 
 struct Bf16Bits {
