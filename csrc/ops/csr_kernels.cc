@@ -105,15 +105,21 @@ bool PrefetchPays(const CsrSummary& structure, const at::Tensor& dense) {
   return PrefetchPays(structure, dense.size(0), dense.size(1) * dense.element_size());
 }
 
-void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Tensor& indices,
-              const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out, bool prefetch) {
+namespace {
+
+// A csrmm kernel (`script`, scheduled by `recipe`) on a CPU or cuda target;
+// `lengths`, when defined, is csrmm_mean's row lengths.
+void RunCsrmmKernel(const std::string& script, const std::string& recipe, const at::Tensor& indptr,
+                    const at::Tensor& indices, const at::Tensor& values, const at::Tensor& dense,
+                    const at::Tensor& lengths, const at::Tensor& out, bool prefetch) {
   const int64_t rows = indptr.numel() - 1, feat = dense.size(1), nnz = indices.numel();
   if (rows == 0 || feat == 0) return;
-  const Target target = TargetFor(dense, "csrmm");
+  const Target target = TargetFor(dense, recipe);
   auto kernel = GetOpKernel(
-      {script, "csrmm", values.scalar_type(), indptr.scalar_type(), CsrmmSizes(dense, target), prefetch, target});
-  KernelCall(*kernel)
-      .Set("a", values)
+      {script, recipe, values.scalar_type(), indptr.scalar_type(), CsrmmSizes(dense, target), prefetch, target});
+  KernelCall call(*kernel);
+  if (lengths.defined()) call.Set("lengths", lengths);
+  call.Set("a", values)
       .Set("b", dense)
       .Set("c", out)
       .Set("indptr", indptr)
@@ -123,6 +129,19 @@ void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Ten
       .Set("feat_size", feat)
       .Set("nnz", nnz)
       .Run(2 * nnz * feat + rows * feat);
+}
+
+}  // namespace
+
+void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Tensor& indices,
+              const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out, bool prefetch) {
+  RunCsrmmKernel(script, "csrmm", indptr, indices, values, dense, at::Tensor(), out, prefetch);
+}
+
+void RunCsrmmMean(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
+                  const at::Tensor& dense, const at::Tensor& lengths, const at::Tensor& out, bool prefetch) {
+  ICHECK(TargetFor(dense, "csrmm_mean").is_cpu()) << "csrmm_mean has only a CPU recipe";
+  RunCsrmmKernel("csrmm_mean", "csrmm_mean", indptr, indices, values, dense, lengths, out, prefetch);
 }
 
 void RunCsrmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,

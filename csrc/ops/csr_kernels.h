@@ -17,6 +17,12 @@ namespace sparsetir::ops {
 void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Tensor& indices,
               const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out, bool prefetch = true);
 
+// out (rows, K) = the mean over each row's non-zeros of values * dense[j, :]:
+// the sum divided by `lengths` (rows,), the row lengths (at least 1) in the
+// values' dtype, in the same pass (csrmm_mean: float32 / float64 on a CPU).
+void RunCsrmmMean(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
+                  const at::Tensor& dense, const at::Tensor& lengths, const at::Tensor& out, bool prefetch = true);
+
 // out (rows, K) = sum over the non-zeros of values * dense[j, :], the rows cut
 // into the segments (seg_row, seg_ptr) of GraphInfo::Segments; `out` is zeroed
 // here, then each segment adds into its row (atomically: the order of a long

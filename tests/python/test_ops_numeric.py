@@ -177,6 +177,24 @@ def test_spmm_feature_sizes(feat, dtype, idtype):
         check_spmm(csr, feat, dtype, idtype, reduce, seed=feat)
 
 
+@pytest.mark.parametrize("feat", (1, 3, 20, 64, 130))
+@pytest.mark.parametrize("dtype,idtype", [("float32", "int32"), ("float64", "int64"), ("float32", "int64")])
+def test_spmm_mean_is_the_sum_divided_by_the_row_length(feat, dtype, idtype):
+    """float32 / float64 means divide each row in the kernel (csrmm_mean, the
+    row still in registers): the same bits as the sum kernel's rows divided
+    by their lengths afterwards, over empty, dense and duplicate-holding rows,
+    whole vectors, partial ones and scalar widths."""
+    csr = make_csr(37, 41, density=0.15, seed=feat + 11, empty_rows=(0, 9, 36), dense_rows=(5,), shuffle=True,
+                   duplicates=6)
+    indptr, indices = structure(csr, idtype)
+    values = to_tensor(csr.values, dtype)
+    b = dense(np.random.default_rng(feat), (csr.n, feat), dtype)
+    lengths = (indptr[1:] - indptr[:-1]).clamp_min(1).to(values.dtype)[:, None]
+    mean = ops.spmm(indptr, indices, values, b, "mean")
+    assert torch.equal(mean, ops.spmm(indptr, indices, values, b, "sum") / lengths)
+    assert torch.equal(mean[[0, 9, 36]], torch.zeros(3, feat, dtype=values.dtype))
+
+
 @pytest.mark.parametrize("reduce,dtype,idtype", [("max", "float32", "int32"), ("min", "bfloat16", "int32")])
 @pytest.mark.parametrize("feat", (1, 100))
 def test_spmm_max_min_feature_sizes(feat, reduce, dtype, idtype):
@@ -196,10 +214,9 @@ def test_spmm_duplicates_are_added():
     out = ops.spmm(*structure_for("sum"), values, b)
     expected = torch.tensor([[3.5, 11.25, 95.0], [0.0, 0.0, 0.0]], dtype=torch.float64)
     assert torch.equal(out, expected)
-    # mean scales each non-zero by 1 / row length before summing, so it may
-    # differ from sum / length in the last bit; both entries must count.
-    torch.testing.assert_close(ops.spmm(*structure_for("sum"), values, b, "mean"),
-                               expected / torch.tensor([[3.0], [1.0]], dtype=torch.float64), rtol=4e-16, atol=0)
+    # mean divides the row's sum by its length, once: both entries count.
+    assert torch.equal(ops.spmm(*structure_for("sum"), values, b, "mean"),
+                       expected / torch.tensor([[3.0], [1.0]], dtype=torch.float64))
     assert torch.equal(ops.spmm(*structure_for("max"), values, b, "max"),
                        torch.tensor([[1.5, 10.0, 100.0], [0, 0, 0]], dtype=torch.float64))
     assert torch.equal(ops.spmm(*structure_for("min"), values, b, "min"),

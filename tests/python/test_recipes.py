@@ -62,6 +62,29 @@ def test_spmm_cpu_without_prefetch_or_parallel_asks_the_recipe():
     assert "sch.prefetch(" in full and "sch.parallel(" in full
 
 
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta:UserWarning")
+@pytest.mark.parametrize("feat", (3, 64))
+def test_spmm_mean_divides_each_row_before_it_is_stored(feat):
+    """csrmm_mean's recipe merges the division's row loop into the SpMM's, so
+    the division runs on the row in the local cache; the kernel it schedules
+    gives the row sums divided by the lengths."""
+    from sparsetir_torch import _C
+    from sparsetir_torch.kernels import kernel_script
+
+    trace = _C.recipe_trace("csrmm_mean", "csrmm_mean", "float32", "int32", {"feat_size": feat}, "cpu", True)
+    assert "sch.merge(" in trace and "sch.cache_write(" in trace
+    kernel = st.compile(st.Schedule.replay(trace, st.parse(kernel_script("csrmm_mean"))))
+    A = random_csr(40, 30, seed=feat).float().to_sparse_csr()
+    indptr, indices = A.crow_indices().int(), A.col_indices().int()
+    lengths = (indptr[1:] - indptr[:-1]).clamp_min(1).float()
+    B = torch.randn(30, feat)
+    C = torch.full((40, feat), float("nan"))
+    kernel(a=A.values(), b=B, c=C, lengths=lengths, indptr=indptr, indices=indices, m=40, n=30, feat_size=feat,
+           nnz=indices.numel())
+    expected = (A.to_dense().double() @ B.double()) / lengths.double()[:, None]
+    torch.testing.assert_close(C.double(), expected, rtol=1e-5, atol=1e-6)
+
+
 def test_explain_prints_the_recipe_trace_and_it_replays(monkeypatch):
     from sparsetir_torch import _C
     from sparsetir_torch.kernels import kernel_script

@@ -47,9 +47,17 @@ void PrefetchGather(Schedule& sch, const std::string& j, const std::string& buff
   if (options.prefetch) sch.Prefetch(j, buffer, kPrefetchDistance);
 }
 
-// csrmm / csrmm_max / csrmm_min: loops i, j, k.
-void Csrmm(Schedule& sch, int64_t feat, int64_t element_bytes, const RecipeOptions& options) {
+// csrmm / csrmm_max / csrmm_min: loops i, j, k. `epilogue`, when given, is
+// a block of csrmm_mean's kind (loops i, k) run on each output row after its
+// reduction: its row loop is merged into csrmm's first, so it runs on the row
+// in the local cache, before the row is stored.
+void Csrmm(Schedule& sch, int64_t feat, int64_t element_bytes, const RecipeOptions& options,
+           const std::string& epilogue = "") {
   const CsrmmPlan plan = PlanCsrmm(feat, element_bytes, options.target);
+  if (!epilogue.empty()) {
+    sch.Merge({sch.GetLoops("csrmm")[0], sch.GetLoops(epilogue)[0]});
+    VectorizeInner(sch, sch.GetLoops(epilogue)[1], feat, element_bytes, options.target);
+  }
   auto loops = sch.GetLoops("csrmm");
   std::string j = loops[1];
   VectorizeInner(sch, loops[2], feat, element_bytes, options.target);
@@ -332,6 +340,8 @@ Schedule ScheduleForCpu(const PrimFunc& f, const std::string& recipe, const std:
   ICHECK(options.target.is_cpu()) << "a cpu recipe for a " << options.target.str() << " target";
   if (recipe == "csrmm") {
     Csrmm(sch, Size(sizes, "feat_size"), ElementBytes(f, "C"), options);
+  } else if (recipe == "csrmm_mean") {
+    Csrmm(sch, Size(sizes, "feat_size"), ElementBytes(f, "C"), options, "row_div");
   } else if (IsEllBucketRecipe(recipe)) {
     CsrmmEll(sch, recipe.substr(sizeof(kEllBucketRecipe) - 1), Size(sizes, "feat_size"),
              sizes.count("width_ell") > 0, ElementBytes(f, "C"), options);

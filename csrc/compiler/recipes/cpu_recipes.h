@@ -37,7 +37,7 @@ struct RecipeOptions {
 constexpr char kEllBucketRecipe[] = "csrmm_ell_";
 inline bool IsEllBucketRecipe(const std::string& recipe) { return recipe.rfind(kEllBucketRecipe, 0) == 0; }
 
-// Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "sddmm",
+// Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "csrmm_mean", "sddmm",
 // "bsrmm", "sparse_attention", "attention_grad_scores", ...; "csrmm_ell_<mode>"
 // for an ELL bucket of hyb, mode "overwrite", "add" or "atomic"), for the given
 // sizes (script parameter -> value; each is specialized into the kernel).
