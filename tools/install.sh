@@ -78,8 +78,8 @@ if ! "$PY" -c "import torch" >/dev/null 2>&1; then
 else
   echo "==> torch $("$PY" -c 'import torch; print(torch.__version__)') already installed"
 fi
-step "installing the test and benchmark tools (numpy, scipy, pytest, hypothesis, matplotlib, torch_geometric)"
-"$PY" -m pip install -q numpy scipy pytest hypothesis matplotlib torch_geometric
+step "installing the test and benchmark tools (numpy, scipy, pytest, pytest-xdist, hypothesis, matplotlib, torch_geometric)"
+"$PY" -m pip install -q numpy scipy pytest pytest-xdist hypothesis matplotlib torch_geometric
 done_step
 
 # The extension, compiled against that torch (no isolated build environment,

@@ -29,3 +29,16 @@ marker = os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
 sys.exit(0 if (not in_env and os.path.exists(marker)) else 1)
 PYEOF
 }
+
+# Sets PYTEST_JOBS to the pytest arguments that spread a run over the cores
+# (pytest-xdist, installed by tools/install.sh): most of a test's time is the
+# system compiler building kernels, one process per compile, and the workers
+# share one kernel cache (tests/python/conftest.py). Empty on one core, or
+# without pytest-xdist, or when SPARSETIR_TEST_JOBS=1.
+sparsetir_pytest_jobs() {
+  local jobs="${SPARSETIR_TEST_JOBS:-$(nproc)}"
+  PYTEST_JOBS=()
+  if [ "$jobs" -gt 1 ] && "$PY" -c "import xdist" 2>/dev/null; then
+    PYTEST_JOBS=(-n "$jobs")
+  fi
+}

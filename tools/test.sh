@@ -6,6 +6,7 @@ SPARSETIR_ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$SPARSETIR_ROOT"
 . tools/python_env.sh
 sparsetir_pick_python
+sparsetir_pytest_jobs
 
 # Kernels compiled by the tests go to a private cache, not the user's.
 export SPARSETIR_CACHE_DIR="${SPARSETIR_CACHE_DIR:-$PWD/build/test-kernel-cache}"
@@ -25,19 +26,19 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 SPARSETIR_CACHE_DIR
 # The parser, the lowering pipeline and the CSR validation under libFuzzer
 # (clang, ASan + UBSan), a bounded time per target: any finding fails the run.
 bash tools/fuzz.sh
-"$PY" -m pytest tests/python -q -rs "$@"
+"$PY" -m pytest tests/python -q -rs "${PYTEST_JOBS[@]}" "$@"
 # The CUDA path once more, without a GPU: the operators' numeric and autograd
 # tests with every spmm / sddmm call running the generated CUDA kernels under
 # the SIMT emulator.
 SPARSETIR_EMULATE_CUDA=1 "$PY" -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py \
-  -q -k "spmm or sddmm" "$@"
+  -q -k "spmm or sddmm" "${PYTEST_JOBS[@]}" "$@"
 # The operators once more at every lower x86-64 level this CPU runs (generic
 # SSE2, and AVX2 on an AVX-512 host): kernels built for that level
 # ($SPARSETIR_CPU_ISA), into a cache of their own.
 for isa in $("$PY" -c "from sparsetir_torch.recipes import runnable_levels; print(' '.join(runnable_levels()[1:]))"); do
   echo "==> the operator tests with kernels built for $isa"
   SPARSETIR_CPU_ISA="$isa" SPARSETIR_CACHE_DIR="$SPARSETIR_CACHE_DIR-$isa" \
-    "$PY" -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py -q "$@"
+    "$PY" -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py -q "${PYTEST_JOBS[@]}" "$@"
 done
 # A part of the Python suite once more on an extension built with ASan + UBSan.
 bash tools/test_sanitized.sh "$@"

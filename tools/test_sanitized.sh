@@ -14,6 +14,7 @@ SPARSETIR_ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$SPARSETIR_ROOT"
 . tools/python_env.sh
 sparsetir_pick_python
+sparsetir_pytest_jobs
 
 echo "==> building the extension with ASan + UBSan into build/sanitized"
 SPARSETIR_SANITIZE=address,undefined MAX_JOBS="${MAX_JOBS:-$(nproc)}" \
@@ -36,7 +37,7 @@ export SPARSETIR_CACHE_DIR="${SPARSETIR_CACHE_DIR:-$SPARSETIR_ROOT/build/test-ke
 cd "$lib"
 tests="$SPARSETIR_ROOT/tests/python"
 echo "==> a part of the Python suite on the ASan + UBSan extension"
-"$PY" -m pytest -q -p no:cacheprovider --rootdir "$SPARSETIR_ROOT" \
+"$PY" -m pytest -q -p no:cacheprovider --rootdir "$SPARSETIR_ROOT" "${PYTEST_JOBS[@]}" \
   "$tests/test_ops_errors.py" "$tests/test_hardening.py" "$tests/test_validate_every_call.py" \
   "$tests/test_conversions.py" "$tests/test_script.py" "$tests/test_kernel_errors.py" \
   "$tests/test_ops_numeric.py" "$tests/test_spmm_dense_backward.py" \

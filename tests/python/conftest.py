@@ -10,9 +10,17 @@ import os
 import shutil
 import tempfile
 
-_SESSION_CACHE_DIR = tempfile.mkdtemp(prefix="sparsetir_test_cache_")
+# Under pytest-xdist the controller imports this file first and its workers
+# inherit its environment: they share its directory (the cache takes one lock
+# per key, so a kernel two workers need is compiled once), and only the
+# controller, which outlives them, removes it.
+if "PYTEST_XDIST_WORKER" in os.environ and os.environ.get("SPARSETIR_TEST_SHARED_CACHE"):
+    _SESSION_CACHE_DIR = os.environ["SPARSETIR_TEST_SHARED_CACHE"]
+else:
+    _SESSION_CACHE_DIR = tempfile.mkdtemp(prefix="sparsetir_test_cache_")
+    os.environ["SPARSETIR_TEST_SHARED_CACHE"] = _SESSION_CACHE_DIR
+    atexit.register(shutil.rmtree, _SESSION_CACHE_DIR, True)
 os.environ["SPARSETIR_CACHE_DIR"] = _SESSION_CACHE_DIR
-atexit.register(shutil.rmtree, _SESSION_CACHE_DIR, True)
 
 import dataclasses  # noqa: E402
 import glob  # noqa: E402
