@@ -17,6 +17,12 @@ def csrmm_mean(
     # scaled, so tiny products do not underflow where their mean is
     # representable. The recipe merges the two row loops, so the division
     # runs on the row while it is still in registers.
+    #
+    # T.float32 (a name, not a string) is the accumulator's type: float32
+    # for float32 and 16-bit values, float64 for float64 ones. The lengths
+    # and the division take it, so a 16-bit row is divided before it is
+    # rounded to 16 bits (once), and lengths past 256 (bfloat16) or 2048
+    # (float16) stay exact.
     T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 2})
     I = T.sp.dense_fixed(m)
     J = T.sp.compressed_varied(I, (n, nnz), (indptr, indices), "int32")
@@ -25,10 +31,10 @@ def csrmm_mean(
     A = T.sp.match_buffer(a, (I, J), "float32")
     B = T.sp.match_buffer(b, (J_detach, K), "float32")
     C = T.sp.match_buffer(c, (I, K), "float32")
-    L = T.sp.match_buffer(lengths, (I,), "float32")
+    L = T.sp.match_buffer(lengths, (I,), T.float32)
     with T.sp.iteration([I, J, K], "SRS", "csrmm") as [i, j, k]:
         with T.init():
             C[i, k] = 0.0
         C[i, k] = C[i, k] + A[i, j] * B[j, k]
     with T.sp.iteration([I, K], "SS", "row_div") as [i, k]:
-        C[i, k] = C[i, k] / L[i]
+        C[i, k] = T.Cast("float32", T.float32(C[i, k]) / L[i])

@@ -22,7 +22,9 @@ def kernel_script(name: str, float32: str = "float32", int32: str = "int32") -> 
     """The text of kernels/<name>.py with the value dtype put in for its
     "float32" and the index dtype for its "int32", as the operators build it
     (the substitution is C++'s, PutDtypes), e.g. kernel_script("csrmm",
-    float32="float64", int32="int64")."""
+    float32="float64", int32="int64"). T.float32 written as a name (not a
+    string) is the accumulator's dtype: float64 for float64 values, float32
+    for float32 and 16-bit ones."""
     # Absolute: this module also runs from a built tree (tests/python/test_packaging.py).
     from sparsetir_torch import _C
 

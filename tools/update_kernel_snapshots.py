@@ -65,7 +65,8 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
             yield script, "csrmm", dtype, "int64", {"feat_size": 64}
     for feat in (3, 64, 10000):
         yield "csrmm_mean", "csrmm_mean", "float32", "int32", {"feat_size": feat}
-    yield "csrmm_mean", "csrmm_mean", "float64", "int64", {"feat_size": 64}
+    for dtype in DTYPES[1:]:
+        yield "csrmm_mean", "csrmm_mean", dtype, "int64", {"feat_size": 64}
     for feat in (1, 32, 100):
         yield "csrmm_segments", "csrmm_segments", "float32", "int32", {"feat_size": feat}
     yield "csrmm_segments", "csrmm_segments", "float64", "int64", {"feat_size": 64}

@@ -115,6 +115,15 @@ void RunCsrmmKernel(const std::string& script, const std::string& recipe, const 
   const int64_t rows = indptr.numel() - 1, feat = dense.size(1), nnz = indices.numel();
   if (rows == 0 || feat == 0) return;
   const Target target = TargetFor(dense, recipe);
+  // (A max or min takes one of its products: nothing to round.)
+  if (script != "csrmm_max" && script != "csrmm_min" &&
+      AccumulatesInNarrowOutput(values.scalar_type(), target, feat)) {
+    at::Tensor sums = at::empty(out.sizes(), out.options().dtype(at::kFloat));
+    RunCsrmmKernel(script, recipe, indptr, indices, values.to(at::kFloat), dense.to(at::kFloat), lengths, sums,
+                   prefetch);
+    out.copy_(sums);
+    return;
+  }
   auto kernel = GetOpKernel(
       {script, recipe, values.scalar_type(), indptr.scalar_type(), CsrmmSizes(dense, target), prefetch, target});
   KernelCall call(*kernel);
@@ -140,7 +149,6 @@ void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Ten
 
 void RunCsrmmMean(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
                   const at::Tensor& dense, const at::Tensor& lengths, const at::Tensor& out, bool prefetch) {
-  ICHECK(TargetFor(dense, "csrmm_mean").is_cpu()) << "csrmm_mean has only a CPU recipe";
   RunCsrmmKernel("csrmm_mean", "csrmm_mean", indptr, indices, values, dense, lengths, out, prefetch);
 }
 
@@ -195,8 +203,15 @@ void RunCsrmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at
                    const at::Tensor& dense, const at::Tensor& out, bool prefetch) {
   const int64_t rows = indptr.numel() - 1, heads = dense.size(1), feat = dense.size(2);
   if (out.numel() == 0) return;
+  const Target target = TargetFor(dense, "csrmm_heads");
+  if (AccumulatesInNarrowOutput(values.scalar_type(), target, heads * feat)) {
+    at::Tensor sums = at::empty(out.sizes(), out.options().dtype(at::kFloat));
+    RunCsrmmHeads(indptr, indices, values.to(at::kFloat), dense.to(at::kFloat), sums, prefetch);
+    out.copy_(sums);
+    return;
+  }
   auto kernel = GetOpKernel({"csrmm_heads", "csrmm_heads", values.scalar_type(), indptr.scalar_type(),
-                             {{"heads", heads}, {"feat_size", feat}}, prefetch, TargetFor(dense, "csrmm_heads")});
+                             {{"heads", heads}, {"feat_size", feat}}, prefetch, target});
   KernelCall(*kernel)
       .Set("a", values)
       .Set("b", dense)

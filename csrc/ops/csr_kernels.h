@@ -19,7 +19,8 @@ void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Ten
 
 // out (rows, K) = the mean over each row's non-zeros of values * dense[j, :]:
 // the sum divided by `lengths` (rows,), the row lengths (at least 1) in the
-// values' dtype, in the same pass (csrmm_mean: float32 / float64 on a CPU).
+// values' accumulator dtype (float32 for 16-bit values), in the same pass
+// (csrmm_mean, a CPU kernel: a cuda target finds no recipe).
 void RunCsrmmMean(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
                   const at::Tensor& dense, const at::Tensor& lengths, const at::Tensor& out, bool prefetch = true);
 

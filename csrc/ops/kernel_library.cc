@@ -1,6 +1,7 @@
 #include "kernel_library.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -106,11 +107,31 @@ Target TargetFor(const at::Tensor& t, const std::string& recipe) {
   return Target::HostCpu();
 }
 
+bool AccumulatesInNarrowOutput(at::ScalarType dtype, const Target& target, int64_t tile) {
+  return (dtype == at::kHalf || dtype == at::kBFloat16) && target.is_cpu() && tile > kMaxLocalTile;
+}
+
 std::string ReadKernelScript(const std::string& name) { return ReadScript(name); }
+
+// Every `from` not inside a longer name (T.float32, not T.float32x or xT.float32).
+void ReplaceName(std::string* text, const std::string& from, const std::string& to) {
+  auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = text->find(from); at != std::string::npos; at = text->find(from, at)) {
+    const size_t end = at + from.size();
+    if ((at > 0 && (name_char((*text)[at - 1]) || (*text)[at - 1] == '.')) ||
+        (end < text->size() && name_char((*text)[end]))) {
+      at = end;
+      continue;
+    }
+    text->replace(at, from.size(), to);
+    at += to.size();
+  }
+}
 
 std::string PutDtypes(std::string text, DataType value_dtype, DataType index_dtype) {
   ReplaceQuoted(&text, "float32", ToString(value_dtype));
   ReplaceQuoted(&text, "int32", ToString(index_dtype));
+  ReplaceName(&text, "T.float32", "T." + ToString(AccumulatorOf(value_dtype)));
   return text;
 }
 

@@ -23,8 +23,9 @@ void SetKernelDirectory(const std::string& directory);
 // The text of kernels/<name>.py.
 std::string ReadKernelScript(const std::string& name);
 // A built-in script's text with the value and index dtypes put in for its
-// "float32" and "int32": the one place a dtype is substituted into a
-// built-in script (Python's kernel_script asks for this too).
+// "float32" and "int32", and the accumulator's (AccumulatorOf the values')
+// for T.float32 written as a name: the one place a dtype is substituted into
+// a built-in script (Python's kernel_script asks for this too).
 std::string PutDtypes(std::string text, DataType value_dtype, DataType index_dtype);
 // kernels/<name>.py through PutDtypes.
 std::string KernelScriptFor(const std::string& name, DataType value_dtype, DataType index_dtype);
@@ -52,6 +53,12 @@ bool EmulateCuda();
 // tensors, and for CPU tensors under EmulateCuda() when `recipe` has a cuda
 // schedule; else this CPU's level (Target::HostCpu()).
 Target TargetFor(const at::Tensor& t, const std::string& recipe);
+
+// True where a CPU kernel for 16-bit values would sum an output tile of
+// `tile` elements in the 16-bit output itself (the tile is too large for the
+// recipes' float32 local one, kMaxLocalTile), rounding at every non-zero: the
+// operator then computes on float32 copies and rounds once.
+bool AccumulatesInNarrowOutput(at::ScalarType dtype, const Target& target, int64_t tile);
 
 // A compiled operator kernel and the position of each parameter.
 class OpKernel {

@@ -39,9 +39,13 @@ at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Te
   shape.back() = out_features;
   // Without stored blocks (or rows) no kernel writes the output.
   if (csr.nnz() == 0 || batch == 0) return at::zeros(shape, xc.options());
+  const Target target = TargetFor(xc, "bsr_linear");
+  if (AccumulatesInNarrowOutput(xc.scalar_type(), target, block_h)) {
+    return BsrLinear(xc.to(at::kFloat), csr.indptr, csr.indices, blocks.to(at::kFloat)).to(xc.scalar_type());
+  }
   at::Tensor out = EmptyOutput({batch, out_features}, xc.options());
   auto kernel = GetOpKernel({"bsr_linear", "bsr_linear", wt.scalar_type(), csr.indptr.scalar_type(),
-                             {{"block_h", block_h}, {"block_w", block_w}}, true, TargetFor(xc, "bsr_linear")});
+                             {{"block_h", block_h}, {"block_w", block_w}}, true, target});
   KernelCall(*kernel)
       .Set("x", xc.reshape({batch, in_features}))
       .Set("wt", wt)
@@ -77,10 +81,14 @@ at::Tensor BsrLinearGradBlocks(const at::Tensor& x, const at::Tensor& grad, cons
                     ShapeString(g.sizes()), " must have the batch of 'x' ", ShapeString(xc.sizes()), " and ",
                     out_features, " features");
   if (batch == 0 || csr.nnz() == 0) return at::zeros({csr.nnz(), block_h, block_w}, xc.options());
+  const Target target = TargetFor(xc, "bsr_linear_grad_blocks");
+  if (AccumulatesInNarrowOutput(xc.scalar_type(), target, block_h * block_w)) {
+    return BsrLinearGradBlocks(xc.to(at::kFloat), g.to(at::kFloat), csr.indptr, csr.indices, block_h, block_w)
+        .to(xc.scalar_type());
+  }
   at::Tensor out = EmptyOutput({csr.nnz(), block_h, block_w}, xc.options());
   auto kernel = GetOpKernel({"bsr_linear_grad_blocks", "bsr_linear_grad_blocks", xc.scalar_type(),
-                             csr.indptr.scalar_type(), {{"block_h", block_h}, {"block_w", block_w}}, true,
-                             TargetFor(xc, "bsr_linear_grad_blocks")});
+                             csr.indptr.scalar_type(), {{"block_h", block_h}, {"block_w", block_w}}, true, target});
   KernelCall(*kernel)
       .Set("x", xc.reshape({batch, in_features}))
       .Set("grad_y", g.reshape({batch, out_features}))

@@ -22,11 +22,14 @@ at::Tensor Bsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::
   CheckedCsr csr = CheckCsr(op, indptr, indices, block_columns, "dense.size(0) / block width");
   TORCH_CHECK_VALUE(a.size(0) == csr.nnz(), op, ": argument 'blocks' must hold one block per non-zero block (",
                     csr.nnz(), ", the length of 'indices'), got shape ", ShapeString(a.sizes()));
+  const Target target = TargetFor(b, "bsrmm");
+  if (AccumulatesInNarrowOutput(a.scalar_type(), target, block_h * feat)) {
+    return Bsrmm(csr.indptr, csr.indices, a.to(at::kFloat), b.to(at::kFloat)).to(a.scalar_type());
+  }
   at::Tensor out = EmptyOutput({csr.rows() * block_h, feat}, b.options());
   if (out.numel() == 0) return out;
   auto kernel = GetOpKernel({"bsrmm", "bsrmm", a.scalar_type(), csr.indptr.scalar_type(),
-                             {{"block_h", block_h}, {"block_w", block_w}, {"feat_size", feat}}, true,
-                             TargetFor(b, "bsrmm")});
+                             {{"block_h", block_h}, {"block_w", block_w}, {"feat_size", feat}}, true, target});
   KernelCall(*kernel)
       .Set("a", a)
       .Set("b", b)

@@ -50,20 +50,22 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
       return out;
     }
     RunCsrmmSegments(segments.row, segments.ptr, csr.indices, a, b, out);
-  } else if (how == "mean" && wide && !on_gpu) {
+  } else if (how == "mean" && !on_gpu) {
     // The division by the row length inside the kernel, on the row in
-    // registers (csrmm_mean): one pass over the output instead of two.
-    RunCsrmmMean(csr.indptr, csr.indices, a, b, csr.info->MeanDivisors(a.scalar_type()).view({-1}), out,
+    // registers (csrmm_mean): one pass over the output instead of two, and
+    // 16-bit rows rounded once, after the division (the lengths are float32
+    // for them, exact at any length).
+    const at::ScalarType accumulator = wide ? a.scalar_type() : at::kFloat;
+    RunCsrmmMean(csr.indptr, csr.indices, a, b, csr.info->MeanDivisors(accumulator).view({-1}), out,
                  PrefetchPays(csr.info->summary(), b));
     return out;
   } else {
     RunCsrmm(script, csr.indptr, csr.indices, a, b, out, PrefetchPays(csr.info->summary(), b));
   }
   if (how == "mean" && csr.rows() > 0) {
-    // The row's sum divided by its length, on a GPU and for 16-bit values.
-    // 16-bit outputs divide in float32 (their 8- or 11-bit mantissa holds
-    // lengths exactly only up to 256 / 2048, which is also why csrmm_mean,
-    // whose lengths take the values' dtype, does not serve them).
+    // The row's sum divided by its length, on a GPU (csrmm_mean has no cuda
+    // recipe). 16-bit outputs divide in float32 (their 8- or 11-bit mantissa
+    // holds lengths exactly only up to 256 / 2048).
     out.div_(csr.info->MeanDivisors(wide ? a.scalar_type() : at::kFloat));
   }
   if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {

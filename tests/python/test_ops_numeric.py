@@ -195,6 +195,62 @@ def test_spmm_mean_is_the_sum_divided_by_the_row_length(feat, dtype, idtype):
     assert torch.equal(mean[[0, 9, 36]], torch.zeros(3, feat, dtype=values.dtype))
 
 
+@pytest.mark.parametrize("feat", (1, 3, 20, 64, 130, 8200))
+@pytest.mark.parametrize("dtype,idtype", [("bfloat16", "int32"), ("float16", "int64")])
+def test_spmm_16bit_mean_rounds_once(feat, dtype, idtype):
+    """A 16-bit mean is the float32 row sum divided by the row length in
+    float32 and rounded to 16 bits once: the float32 kernel's sum (the
+    16-bit kernel accumulates in float32 in the same order) divided and
+    rounded gives the same bits. Rows of 300 non-zeros hold lengths a
+    bfloat16 cannot (its integers are exact up to 256). K = 8200 is wider
+    than a kernel keeps in registers."""
+    rows = 40 if feat < 8200 else 6
+    csr = make_csr(rows, 301, density=0.1, seed=feat + 5, empty_rows=(0, 3), dense_rows=(1,), shuffle=True,
+                   duplicates=4)
+    indptr, indices = structure(csr, idtype)
+    values = to_tensor(csr.values, dtype)
+    b = dense(np.random.default_rng(feat), (csr.n, feat), dtype)
+    lengths = (indptr[1:] - indptr[:-1]).clamp_min(1).float()[:, None]
+    assert lengths.max() > 256
+    expected = (ops.spmm(indptr, indices, values.float(), b.float(), "sum") / lengths).to(values.dtype)
+    assert torch.equal(ops.spmm(indptr, indices, values, b, "mean"), expected)
+    assert torch.equal(ops.spmm(indptr, indices, values, b, "sum"),
+                       ops.spmm(indptr, indices, values.float(), b.float(), "sum").to(values.dtype))
+
+
+@pytest.mark.parametrize("dtype", ("bfloat16", "float16"))
+def test_16bit_outputs_wider_than_registers_round_once(dtype):
+    """A 16-bit kernel sums in float32 registers; an output tile wider than
+    those registers hold (kMaxLocalTile, 8192 elements) would otherwise add up
+    in the 16-bit output and round at every non-zero. The operators then
+    compute in float32 and round once: the bits of the float32 operator's
+    result rounded."""
+    t = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(7)
+    csr = make_csr(5, 40, density=0.5, seed=2, empty_rows=(3,), dense_rows=(1,))
+    indptr, indices = structure(csr, "int32")
+    values = to_tensor(csr.values, dtype)
+
+    def rounded_once(op, *args):
+        wide = [a.float() if torch.is_tensor(a) and a.is_floating_point() else a for a in args]
+        return op(*wide).to(t)
+
+    # spmm with heads: 2 heads x 4100 features per row.
+    hv = torch.randn(indices.numel(), 2, generator=g).to(t)
+    hb = torch.randn(csr.n, 2, 4100, generator=g).to(t)
+    assert torch.equal(ops.spmm(indptr, indices, hv, hb, "sum"), rounded_once(ops.spmm, indptr, indices, hv, hb, "sum"))
+    # bsrmm: 2-row blocks x 4100 features.
+    blocks = torch.randn(indices.numel(), 2, 2, generator=g).to(t)
+    bd = torch.randn(csr.n * 2, 4100, generator=g).to(t)
+    assert torch.equal(ops.bsrmm(indptr, indices, blocks, bd), rounded_once(ops.bsrmm, indptr, indices, blocks, bd))
+    # bsr_linear's block gradients: 128 x 128 blocks summed over the batch.
+    bi, bx = torch.tensor([0, 1, 1], dtype=torch.int32), torch.tensor([0], dtype=torch.int32)
+    x = torch.randn(16, 128, generator=g).to(t)
+    grad = torch.randn(16, 256, generator=g).to(t)
+    assert torch.equal(ops._bsr_linear_grad_blocks(x, grad, bi, bx, 128, 128),
+                       rounded_once(ops._bsr_linear_grad_blocks, x, grad, bi, bx, 128, 128))
+
+
 @pytest.mark.parametrize("reduce,dtype,idtype", [("max", "float32", "int32"), ("min", "bfloat16", "int32")])
 @pytest.mark.parametrize("feat", (1, 100))
 def test_spmm_max_min_feature_sizes(feat, reduce, dtype, idtype):

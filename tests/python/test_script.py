@@ -205,6 +205,28 @@ def test_script_error_on_a_path_names_the_file(tmp_path):
     assert re.search(r"broken\.py:\d+:\d+", str(info.value)), str(info.value)
 
 
+def test_a_dtype_may_be_written_as_a_type_name():
+    """T.float64 names the dtype "float64" names (as TVMScript writes both)."""
+    text = read("csrmm.py")
+    named = text.replace('"float32")', "T.float64)")
+    assert named.count("T.float64)") == 3
+    assert st.parse(named) == st.parse(text.replace('"float32")', '"float64")'))
+
+
+@pytest.mark.parametrize("value,accumulator", [("float32", "float32"), ("float64", "float64"),
+                                               ("bfloat16", "float32"), ("float16", "float32")])
+def test_kernel_scripts_name_their_accumulator_dtype(value, accumulator):
+    """In the built-in scripts "float32" is the values' dtype and T.float32 the
+    accumulator's: csrmm_mean's row lengths and division are float32 for
+    16-bit values, float64 for float64 ones."""
+    from sparsetir_torch.kernels import kernel_script
+    text = kernel_script("csrmm_mean", value, "int64")
+    assert f'L = T.sp.match_buffer(lengths, (I,), T.{accumulator})' in text
+    assert f'T.Cast("{value}", T.{accumulator}(C[i, k]) / L[i])' in text
+    f = st.parse(text)
+    assert f.name == "csrmm_mean"
+
+
 MUST_FAIL = sorted(os.path.basename(p) for p in glob.glob(os.path.join(MUST_FAIL_DIR, "*.py")))
 
 

@@ -365,6 +365,20 @@ std::string CodegenCpuImpl::VectorExpr(const Expr& e, const VarNode* lane, const
     case ExprKind::kUnary:
       if (e->as<UnaryNode>()->op == UnaryOp::kNeg) return "(-" + VectorExpr(e->as<UnaryNode>()->a, lane, vector_type, ok) + ")";
       break;
+    case ExprKind::kCast: {
+      // Between float32 and the 16-bit types, in float32 lanes (where 16-bit
+      // values are computed): widening is exact, so the lanes stay as they
+      // are; narrowing rounds each lane to the 16-bit type.
+      const auto* n = e->as<CastNode>();
+      auto in_float_lanes = [](DataType t) {
+        return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+      };
+      if (!IsFloatVector(vector_type) || !in_float_lanes(e->dtype) || !in_float_lanes(n->value->dtype)) break;
+      std::string value = VectorExpr(n->value, lane, vector_type, ok);
+      if (e->dtype == DataType::kFloat32) return value;
+      const char* round = e->dtype == DataType::kBFloat16 ? "sparsetir_vround_bf16<" : "sparsetir_vround_half<";
+      return round + vector_type + ">(" + value + ")";
+    }
     default:
       break;
   }

@@ -190,6 +190,18 @@ template <typename V> static inline void sparsetir_vstore_half(uint16_t* p, V f)
 #endif
   for (int l = 0; l < sparsetir_halves<V>::lanes; ++l) p[l] = sparsetir_float_to_half(f[l]);
 }
+// N float32 lanes rounded to bfloat16 / float16 and back (a cast to 16 bits
+// inside a vector loop): a store and a load, which stay in registers.
+template <typename V> static inline V sparsetir_vround_bf16(V f) {
+  typename sparsetir_halves<V>::u16 h;
+  sparsetir_vstore_bf16<V>((uint16_t*)&h, f);
+  return sparsetir_vload_bf16<V>((const uint16_t*)&h);
+}
+template <typename V> static inline V sparsetir_vround_half(V f) {
+  typename sparsetir_halves<V>::u16 h;
+  sparsetir_vstore_half<V>((uint16_t*)&h, f);
+  return sparsetir_vload_half<V>((const uint16_t*)&h);
+}
 
 // r, with the lanes where b is NaN taken from b.
 template <typename V> static inline V sparsetir_nan_of(V b, V r) { return b == b ? r : b; }

@@ -29,6 +29,11 @@ inline bool IsFloat(DataType t) {
          t == DataType::kFloat64;
 }
 inline bool IsNumeric(DataType t) { return IsInteger(t) || IsFloat(t); }
+// The type a kernel accumulates values of type `t` in: float32 for float16 /
+// bfloat16 (as the code generators compute them), `t` otherwise.
+inline DataType AccumulatorOf(DataType t) {
+  return t == DataType::kFloat16 || t == DataType::kBFloat16 ? DataType::kFloat32 : t;
+}
 // Size of one element in bytes (handles: 8).
 int BytesOf(DataType t);
 

@@ -298,10 +298,17 @@ class Builder {
   // `what` names the argument in errors, e.g. "the dtype of buffer 'A'".
   DataType ParseDtypeArg(const AstExprPtr& e, DataType fallback, const std::string& what) {
     if (!e) return fallback;
-    if (e->kind != Kind::kString) ThrowScriptError(what + " must be a dtype string such as \"float32\"", e->span);
-    std::optional<DataType> dtype = ParseDataType(e->text);
+    // A string, "float32", or the type's name, T.float32 (as TVMScript
+    // writes both).
+    const std::string dotted = DottedName(e);
+    const bool named = dotted.rfind("T.", 0) == 0;
+    if (e->kind != Kind::kString && !named) {
+      ThrowScriptError(what + " must be a dtype string such as \"float32\" (or T.float32)", e->span);
+    }
+    const std::string text = named ? dotted.substr(2) : e->text;
+    std::optional<DataType> dtype = ParseDataType(text);
     if (!dtype) {
-      ThrowScriptError(what + ": unknown dtype \"" + e->text +
+      ThrowScriptError(what + ": unknown dtype \"" + text +
                            "\" (expected bool, int32, int64, float16, bfloat16, float32 or float64)",
                        e->span);
     }

@@ -5,9 +5,6 @@
 namespace sparsetir {
 namespace {
 
-// Largest local output tile (elements) kept on the stack by cache_write.
-constexpr int64_t kMaxLocalTile = 8192;
-
 // The bytes of one lane when `buffer` of `f` is computed in vectors: 16-bit
 // values accumulate in float32 (the code generator widens them), so they take
 // 4 bytes like float32.

@@ -19,6 +19,12 @@
 
 namespace sparsetir {
 
+// Largest output tile (elements) a recipe keeps local, on the stack, while it
+// accumulates (cache_write). A larger one accumulates in the output itself:
+// for 16-bit values that rounds at every step, so the operators run such
+// calls on float32 copies (AccumulatesInNarrowOutput in the kernel library).
+constexpr int64_t kMaxLocalTile = 8192;
+
 // Choices a caller makes per call site (the graph decides them, not the kernel).
 struct RecipeOptions {
   // The cpu target whose registers size the vectors and tiles (the
