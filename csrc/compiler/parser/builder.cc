@@ -320,7 +320,11 @@ class Builder {
     if (e && e->kind == Kind::kString && e->text != "int32" && e->text != "int64") {
       ThrowScriptError("the idtype of " + where + " must be \"int32\" or \"int64\", got \"" + e->text + "\"", e->span);
     }
-    return ParseDtypeArg(e, DataType::kInt32, "the idtype of " + where);
+    const DataType dtype = ParseDtypeArg(e, DataType::kInt32, "the idtype of " + where);
+    if (dtype != DataType::kInt32 && dtype != DataType::kInt64) {  // a name: T.float32
+      ThrowScriptError("the idtype of " + where + " must be int32 or int64, got " + ToString(dtype), e->span);
+    }
+    return dtype;
   }
 
   // (a, b) -> {a, b}; anything else -> error naming `what`.
