@@ -55,9 +55,8 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
     // registers (csrmm_mean): one pass over the output instead of two, and
     // 16-bit rows rounded once, after the division (the lengths are float32
     // for them, exact at any length).
-    const at::ScalarType accumulator = wide ? a.scalar_type() : at::kFloat;
-    RunCsrmmMean(csr.indptr, csr.indices, a, b, csr.info->MeanDivisors(accumulator).view({-1}), out,
-                 PrefetchPays(csr.info->summary(), b));
+    const at::Tensor lengths = csr.info->MeanDivisors(ComputeDtype(a.scalar_type())).view({-1});
+    RunCsrmmMean(csr.indptr, csr.indices, a, b, lengths, out, PrefetchPays(csr.info->summary(), b));
     return out;
   } else {
     RunCsrmm(script, csr.indptr, csr.indices, a, b, out, PrefetchPays(csr.info->summary(), b));
@@ -66,7 +65,7 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
     // The row's sum divided by its length, on a GPU (csrmm_mean has no cuda
     // recipe). 16-bit outputs divide in float32 (their 8- or 11-bit mantissa
     // holds lengths exactly only up to 256 / 2048).
-    out.div_(csr.info->MeanDivisors(wide ? a.scalar_type() : at::kFloat));
+    out.div_(csr.info->MeanDivisors(ComputeDtype(a.scalar_type())));
   }
   if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {
     out.index_fill_(0, csr.info->empty_rows(), 0);  // the kernel leaves the identity (+-inf) there

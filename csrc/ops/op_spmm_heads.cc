@@ -36,12 +36,11 @@ at::Tensor SpmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const 
                     "got \"", how, "\" (a max or min runs one head at a time: spmm(indptr, indices, values[:, h], "
                     "dense[:, h], reduce))");
   at::Tensor out = EmptyOutput({csr.rows(), heads, feat}, b.options());
-  const bool wide = a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble;
   const int64_t row_bytes = heads * feat * b.element_size();
   RunCsrmmHeads(csr.indptr, csr.indices, a, b, out, PrefetchPays(csr.info->summary(), n, row_bytes));
   if (how == "mean" && out.numel() > 0) {
     // As the 2-D mean: 16-bit outputs divide in float32.
-    out.div_(csr.info->MeanDivisors(wide ? a.scalar_type() : at::kFloat).unsqueeze(2));
+    out.div_(csr.info->MeanDivisors(ComputeDtype(a.scalar_type())).unsqueeze(2));
   }
   return out;
 }
