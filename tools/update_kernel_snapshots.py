@@ -123,8 +123,9 @@ def kernel_name(script: str, recipe: str, dtype: str, idtype: str, sizes: Dict[s
 
 
 def has_cuda_recipe(recipe: str) -> bool:
-    return recipe in ("csrmm", "csrmm_segments", "sddmm", "csrmm_heads", "sddmm_heads", "sddmm_add", "sddmm_mul",
-                      "edge_softmax", "edge_softmax_backward", "bsrmm", "bsr_linear", "bsr_linear_grad_blocks")
+    from sparsetir_torch import _C
+
+    return _C.has_cuda_recipe(recipe)
 
 
 def has_cpu_recipe(recipe: str) -> bool:

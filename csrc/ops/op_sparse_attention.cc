@@ -57,19 +57,25 @@ AttentionArgs CheckAttention(const std::string& op, const at::Tensor& indptr, co
   return {csr, Heads(qc, compute), Heads(kc, compute), Heads(vc, compute), qc.scalar_type(), s};
 }
 
+// The kernel of `script` for the device of `a`'s tensors (cuda for CUDA
+// tensors and under SPARSETIR_EMULATE_CUDA=1, else this CPU's level).
 KernelRequest Request(const char* script, const AttentionArgs& a, std::map<std::string, int64_t> sizes) {
-  return {script, script, a.q.scalar_type(), a.csr.indptr.scalar_type(), std::move(sizes)};
+  KernelRequest r{script, script, a.q.scalar_type(), a.csr.indptr.scalar_type(), std::move(sizes)};
+  r.target = TargetFor(a.q, script);
+  return r;
 }
 
-// Runs `body(head)` for every head: heads in parallel when there are at least
-// as many as threads and enough work (the kernels' own launches then run
-// inline), one after another otherwise, each head's rows in parallel when
-// large enough.
+// Runs `body(head)` for every head: on the CPU, heads in parallel when there
+// are at least as many as threads and enough work (the kernels' own launches
+// then run inline), one after another otherwise, each head's rows in
+// parallel when large enough. cuda kernels launch one head after another from
+// the calling thread: torch's current stream is per thread, so a worker's
+// launch would miss the caller's stream.
 constexpr int64_t kParallelHeadsWork = 1 << 16;
 
 template <typename Body>
-void ForEachHead(int64_t heads, int64_t work_per_head, const Body& body) {
-  if (heads < at::get_num_threads() || heads * work_per_head < kParallelHeadsWork) {
+void ForEachHead(const Target& target, int64_t heads, int64_t work_per_head, const Body& body) {
+  if (target.is_cuda() || heads < at::get_num_threads() || heads * work_per_head < kParallelHeadsWork) {
     for (int64_t h = 0; h < heads; ++h) body(h);
     return;
   }
@@ -91,7 +97,7 @@ at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, 
   if (out.numel() > 0 && nnz > 0) {
     at::Tensor qs = (a.q * a.scale).contiguous();
     auto kernel = GetOpKernel(Request("sparse_attention", a, {{"head_dim", D}, {"value_dim", Dv}}));
-    ForEachHead(a.heads(), 2 * nnz * (D + Dv), [&](int64_t h) {
+    ForEachHead(kernel->kernel().target(), a.heads(), 2 * nnz * (D + Dv), [&](int64_t h) {
       at::Tensor probs = EmptyOutput({nnz}, a.q.options()), row_max = at::empty({L}, a.q.options()),
                  row_sum = at::empty({L}, a.q.options());
       at::Tensor out_h = out[h];
@@ -126,7 +132,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
     at::Tensor qs = (a.q * a.scale).contiguous();
     auto probs_kernel = GetOpKernel(Request("attention_probs", a, {{"head_dim", D}}));
     auto grad_kernel = GetOpKernel(Request("attention_grad_scores", a, {{"value_dim", Dv}}));
-    ForEachHead(a.heads(), 4 * nnz * (D + Dv), [&](int64_t h) {
+    ForEachHead(probs_kernel->kernel().target(), a.heads(), 4 * nnz * (D + Dv), [&](int64_t h) {
       auto options = a.q.options();
       at::Tensor probs = at::empty({nnz}, options), row_max = at::empty({L}, options),
                  row_sum = at::empty({L}, options);

@@ -349,6 +349,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 
   // ---- CUDA: availability, NVRTC, the operators' cuda kernels (cuda_check.py)
   m.def("emulated_runs", [] { return EmulatedRuns().load(); }, "cuda kernels run under the SIMT emulator so far");
+  m.def("has_cuda_recipe", &HasCudaRecipe, py::arg("recipe"),
+        "Whether the built-in kernel recipe `recipe` has a cuda schedule.");
   m.def("cuda_unavailable_reason", &CudaUnavailableReason,
         "Why CUDA kernels cannot run in this process (\"\" when they can).");
   m.def("nvrtc_info", [] {

@@ -6,8 +6,9 @@ softmax over each node's incoming edges and the weighted sum are one kernel
 for all heads (sparsetir::gat_attention). With attention dropout in training
 the coefficients are dropped between the softmax and the sum, so that path
 runs three kernels, each for all heads: an element-wise SDDMM (the scores),
-st.edge_softmax and a multi-head SpMM. CUDA tensors take that path too (the
-fused kernel has no CUDA recipe yet).
+st.edge_softmax and a multi-head SpMM. CUDA tensors take that path too: the
+fused kernel's CUDA recipe runs a whole row in one thread, where the three
+kernels spread a row's features over a group of lanes.
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ class GATConv(torch.nn.Module):
         h = self.lin(x).view(-1, H, C)
         alpha_src = (h * self.att_src).sum(-1)  # (N, H)
         alpha_dst = (h * self.att_dst).sum(-1)
-        # The fused kernel has no CUDA recipe yet: on a GPU the three kernels run.
+        # On a GPU the three kernels, whose recipes spread a row over lanes, run.
         if (self.dropout > 0 and self.training) or h.is_cuda:
             scores = ops.sddmm(graph.indptr, graph.indices, None, alpha_dst, alpha_src, "add")  # (nnz, H)
             alpha = ops.edge_softmax(graph.indptr, graph.indices, F.leaky_relu(scores, self.negative_slope))

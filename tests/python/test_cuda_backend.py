@@ -324,6 +324,93 @@ def test_emulated_edge_softmax_gradients_match_the_cpu_kernels(emulate, monkeypa
     torch.testing.assert_close(emulated[0], cpu[0], rtol=1e-12, atol=1e-12)
 
 
+def reference_attention(a, q, k, v, scale):
+    """float64, per non-zero (a duplicated column is two terms): the softmax of
+    scale * q_i . k_j over row i's non-zeros, times v_j; (heads, L, Dv)."""
+    qd, kd, vd = (t.double().numpy() for t in (q, k, v))
+    out = np.zeros(qd.shape[:-1] + vd.shape[-1:])
+    for i in range(a.m):
+        cols = a.indices[a.indptr[i]:a.indptr[i + 1]]
+        if len(cols):
+            s = np.einsum("hd,hjd->hj", qd[:, i], kd[:, cols]) * scale
+            p = np.exp(s - s.max(-1, keepdims=True))
+            out[:, i] = np.einsum("hj,hjd->hd", p / p.sum(-1, keepdims=True), vd[:, cols])
+    return out
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype, idtype", HEAD_DTYPES)
+def test_emulated_sparse_attention_matches_float64(emulate, case, dtype, idtype):
+    a = make_csr(seed=16, **CSR_CASES[case])
+    rng = np.random.default_rng(16)
+    lead, D, Dv = (2, 3), 8, 5  # batch 2 x 3 heads
+    q = to_tensor(rng.standard_normal(lead + (a.m, D)), dtype)
+    k = to_tensor(rng.standard_normal(lead + (a.n, D)), dtype)
+    v = to_tensor(rng.standard_normal(lead + (a.n, Dv)), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    out = ops.sparse_attention(indptr, indices, q, k, v)
+    check_emulated_runs(before, a.nnz > 0)
+    assert out.shape == lead + (a.m, Dv) and out.dtype == q.dtype
+    ref = reference_attention(a, q.reshape(6, a.m, D), k.reshape(6, a.n, D), v.reshape(6, a.n, Dv), D**-0.5)
+    # Computed in float32 (float64) and rounded once to the dtype: a weighted
+    # mean of values of magnitude < 5.
+    tol = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}[dtype]
+    np.testing.assert_allclose(out.double().numpy().reshape(6, a.m, Dv), ref, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("idtype", ["int32", "int64"])
+def test_emulated_sparse_attention_gradients_match_the_cpu_kernels(emulate, monkeypatch, idtype):
+    # The backward runs attention_probs and attention_grad_scores (cuda
+    # recipes of their own), an sddmm and three spmm per head.
+    a = make_csr(30, 20, density=0.2, seed=17, empty_rows=(2, 9), dense_rows=(4,))
+    indptr, indices = a.torch_structure(idtype)
+    gen = torch.Generator().manual_seed(17)
+    q = torch.randn(2, 30, 6, dtype=torch.float64, generator=gen, requires_grad=True)
+    k = torch.randn(2, 20, 6, dtype=torch.float64, generator=gen, requires_grad=True)
+    v = torch.randn(2, 20, 4, dtype=torch.float64, generator=gen, requires_grad=True)
+    weight = torch.randn(2, 30, 4, dtype=torch.float64, generator=gen)
+
+    def attention(q, k, v):
+        return ops.sparse_attention(indptr, indices, q, k, v, 0.7)
+
+    torch.autograd.gradcheck(attention, (q, k, v))
+    before = _C.emulated_runs()
+    emulated = torch.autograd.grad((attention(q, k, v) * weight).sum(), (q, k, v))
+    assert _C.emulated_runs() >= before + 2 * (1 + 2 + 1 + 3), "the forward and every backward kernel ran emulated"
+    monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "0")
+    cpu = torch.autograd.grad((attention(q, k, v) * weight).sum(), (q, k, v))
+    for e, c in zip(emulated, cpu):
+        torch.testing.assert_close(e, c, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype, idtype", HEAD_DTYPES)
+def test_emulated_gat_attention_matches_float64(emulate, case, dtype, idtype):
+    a = make_csr(seed=18, **CSR_CASES[case])
+    rng = np.random.default_rng(18)
+    heads, feat, slope = 3, 4, 0.2
+    a_dst = to_tensor(rng.uniform(-3, 3, (a.m, heads)), dtype)
+    a_src = to_tensor(rng.uniform(-3, 3, (a.n, heads)), dtype)
+    x = to_tensor(rng.standard_normal((a.n, heads, feat)), dtype)
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    out = ops.gat_attention(indptr, indices, a_dst, a_src, x, slope)
+    check_emulated_runs(before, a.nnz > 0)
+    assert out.shape == (a.m, heads, feat) and out.dtype == x.dtype
+    ref = np.zeros((a.m, heads, feat))
+    ad, as_, xd = a_dst.double().numpy(), a_src.double().numpy(), x.double().numpy()
+    for i in range(a.m):
+        cols = a.indices[a.indptr[i]:a.indptr[i + 1]]
+        if len(cols):
+            e = ad[i] + as_[cols]  # (row length, heads)
+            e = np.where(e > 0, e, slope * e)
+            p = np.exp(e - e.max(0))
+            ref[i] = np.einsum("jh,jhc->hc", p / p.sum(0), xd[cols])
+    tol = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}[dtype]
+    np.testing.assert_allclose(out.double().numpy(), ref, rtol=0, atol=tol)
+
+
 def random_bsr(mb, nb, block_h, block_w, density, seed, idtype, empty_rows=()):
     """A BSR structure of mb x nb blocks (the rows in empty_rows empty, every
     other one with at least one block) and its blocks."""
@@ -702,7 +789,8 @@ def test_gpu_multi_head_ops_edge_softmax_and_gradients_match_the_cpu(dtype, idty
 @gpu
 def test_gpu_gat_layer_matches_the_cpu_layer():
     # On a GPU the layer runs the element-wise SDDMM, edge_softmax and the
-    # multi-head SpMM (gat_attention has no CUDA recipe yet).
+    # multi-head SpMM (their recipes spread a row over lanes; gat_attention's
+    # runs a row per thread).
     torch.manual_seed(15)
     n = 50
     edge_index = torch.randint(0, n, (2, 300))
