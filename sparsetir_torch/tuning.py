@@ -16,7 +16,9 @@ calls. The CSR kernel's schedule parameters come from the cost model
 (csr_schedule). The choice is cached on the matrix and persisted beside the
 kernel cache (choices/, one file per choice), keyed by a signature of the
 graph (shape, nnz, degree histogram), the op, the width and the dtypes, so a
-new process reuses it. SPARSETIR_TUNE=0 turns the search off: CSR everywhere.
+new process reuses it. A graph whose only candidate is CSR (most sampled
+minibatches) is settled without a lookup or a file. SPARSETIR_TUNE=0 turns
+the search off: CSR everywhere.
 """
 from __future__ import annotations
 
@@ -303,8 +305,9 @@ def _plan(budget: int, candidates: int):
     return confirm, repeats, min(count, remaining // (repeats + 1))
 
 
-def _measure(A, K: int, dtype) -> dict:
-    candidates = candidates_for(A)
+def _measure(A, K: int, dtype, candidates: list | None = None) -> dict:
+    if candidates is None:
+        candidates = candidates_for(A)
     # Every candidate gets a warm-up (which compiles its kernels and converts
     # the structure) and up to REPEATS timed calls, within the budget.
     confirm, repeats, count = _plan(MAX_TUNING_CALLS, len(candidates))
@@ -360,8 +363,14 @@ def choose(A, op: str, K: int, dtype) -> dict:
     memo = ("choice", op, K, dtype)
     if memo in A._derived:
         return A._derived[memo]
-    if A.is_block or not tuning_enabled() or A.nnz == 0:
-        record = {"format": "csr", "block": None, "candidates": [], "source": "default"}
+    candidates = [] if A.is_block or not tuning_enabled() or A.nnz == 0 else candidates_for(A)
+    if len(candidates) < 2:
+        # Nothing but CSR to choose from (most sampled minibatches of a GNN:
+        # no block size fits, the row lengths spread little), so nothing is
+        # looked up or written: a new graph every step costs no file access.
+        # No persisted choice could hold here either: it would be a block
+        # size within MAX_FILL or this graph's hyb form, both candidates.
+        record = {"format": "csr", "block": None, "candidates": candidates, "source": "default"}
     else:
         key = _key(A, op, K, dtype)
         record = _load_choice(key)
@@ -370,7 +379,7 @@ def choose(A, op: str, K: int, dtype) -> dict:
         if record is not None:
             record = dict(record, source="persisted")
         else:
-            record = _measure(A, K, dtype)
+            record = _measure(A, K, dtype, candidates)
             _store_choice(key, record)
     A._derived[memo] = record
     return record

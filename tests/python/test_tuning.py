@@ -504,6 +504,33 @@ def test_explain_zero_nnz_is_default():
     assert (info["format"], info["source"], info["candidates"]) == ("csr", "default", [])
 
 
+def test_a_graph_with_nothing_to_time_touches_no_choice_file(monkeypatch, tmp_path):
+    # 31 x 31 (no block size divides it), rows of equal length (no hyb): CSR
+    # is the only candidate, as for most sampled minibatches of a GNN, a new
+    # graph every step. The choice is made without reading or writing the
+    # choices directory, and the product is right.
+    folder = tmp_path / "choices"
+    monkeypatch.setattr(tuning, "_choices_dir", lambda: str(folder))
+
+    def no_file_access(*args, **kwargs):
+        raise AssertionError("a graph with CSR as its only candidate must not look up or store a choice")
+
+    monkeypatch.setattr(tuning, "_load_choice", no_file_access)
+    monkeypatch.setattr(tuning, "_store_choice", no_file_access)
+    rng = np.random.default_rng(31)
+    rows = np.repeat(np.arange(31), 4)
+    cols = np.concatenate([rng.choice(31, 4, replace=False) for _ in range(31)])
+    dense = np.zeros((31, 31))
+    dense[rows, cols] = rng.uniform(0.5, 1.5, rows.size)
+    A = torch.from_numpy(dense).float().to_sparse_csr()
+    B = torch.randn(31, K)
+    out = st.spmm(A, B)
+    np.testing.assert_allclose(out.double().numpy(), dense @ B.double().numpy(), rtol=1e-5, atol=1e-5)
+    info = st.explain(A, k=K)
+    assert (info["format"], info["source"], len(info["candidates"])) == ("csr", "default", 1)
+    assert not folder.exists()
+
+
 def test_explain_float64_matrix_default_dtype():
     A = sparse_matrix(make_csr(20, 20, density=0.3, seed=21), dtype=torch.float64)
     try:
