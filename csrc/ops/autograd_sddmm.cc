@@ -16,6 +16,7 @@
 
 #include "csr_rows.h"
 #include "dispatched_ops.h"
+#include "no_gradient_flows.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -92,6 +93,11 @@ class SddmmFunction : public torch::autograd::Function<SddmmFunction> {
 
 at::Tensor SddmmAutograd(const at::Tensor& indptr, const at::Tensor& indices, const std::optional<at::Tensor>& values,
                          const at::Tensor& x, const at::Tensor& y, c10::string_view op) {
+  const at::Tensor no_values;
+  if (NoGradientFlows({values.has_value() ? *values : no_values, x, y})) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return CallSddmm(indptr, indices, values, x, y, op);
+  }
   return SddmmFunction::apply(indptr, indices, values, x, y, op);
 }
 

@@ -21,6 +21,7 @@
 
 #include "csr_rows.h"
 #include "dispatched_ops.h"
+#include "no_gradient_flows.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -167,6 +168,10 @@ class SpmmExtremumBackwardFunction : public torch::autograd::Function<SpmmExtrem
 
 at::Tensor SpmmAutograd(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
                         const at::Tensor& dense, c10::string_view reduce) {
+  if (NoGradientFlows({values, dense})) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return CallSpmm(indptr, indices, values, dense, reduce);
+  }
   return SpmmFunction::apply(indptr, indices, values, dense, reduce);
 }
 

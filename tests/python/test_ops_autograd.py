@@ -824,3 +824,48 @@ def test_extremum_backward_refuses_bad_arguments():
         y = ops.spmm(ip, ix, vg, dg, "max")
         (g,) = torch.autograd.grad(y.sum(), dg, create_graph=True)
         g.sum().backward()
+
+
+# --------------------------------------------------------------------------- calls without gradients
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max"])
+def test_a_call_without_gradients_builds_no_node_and_gives_the_same_bits(reduce):
+    # Inputs that need no gradient (or grad mode off) run the operator below
+    # autograd directly; the result is the one the autograd path computes.
+    a = make_csr(40, 30, density=0.2, seed=41, empty_rows=(3,), dense_rows=(7,))
+    ip, ix = a.torch_structure("int32")
+    gen = torch.Generator().manual_seed(41)
+    v, d = torch.randn(a.nnz, generator=gen), torch.randn(30, 8, generator=gen)
+    x, y = torch.randn(40, 8, generator=gen), torch.randn(30, 8, generator=gen)
+    tracked_spmm = ops.spmm(ip, ix, v, d.clone().requires_grad_(), reduce)
+    tracked_sddmm = ops.sddmm(ip, ix, v, x.clone().requires_grad_(), y, "dot")
+    assert tracked_spmm.grad_fn is not None and tracked_sddmm.grad_fn is not None
+    spmm, sddmm = ops.spmm(ip, ix, v, d, reduce), ops.sddmm(ip, ix, v, x, y, "dot")
+    assert spmm.grad_fn is None and not spmm.requires_grad
+    assert sddmm.grad_fn is None and not sddmm.requires_grad
+    assert torch.equal(spmm, tracked_spmm.detach()) and torch.equal(sddmm, tracked_sddmm.detach())
+    with torch.no_grad():
+        spmm = ops.spmm(ip, ix, v.clone().requires_grad_(), d.clone().requires_grad_(), reduce)
+        sddmm = ops.sddmm(ip, ix, v.clone().requires_grad_(), x.clone().requires_grad_(), y, "dot")
+    assert spmm.grad_fn is None and sddmm.grad_fn is None
+    assert torch.equal(spmm, tracked_spmm.detach()) and torch.equal(sddmm, tracked_sddmm.detach())
+    # And against float64: the sampled product of the pattern.
+    rows = np.repeat(np.arange(40), np.diff(a.indptr))
+    ref = v.double().numpy() * np.einsum("ek,ek->e", x.double().numpy()[rows], y.double().numpy()[a.indices])
+    np.testing.assert_allclose(sddmm.double().numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_forward_mode_tangents_are_refused_not_dropped():
+    # A tangent on an input that does not require grad still goes through the
+    # autograd Function, which refuses forward mode: it is never silently lost.
+    import torch.autograd.forward_ad as fwAD
+
+    ip, ix = torch.tensor([0, 2, 3]), torch.tensor([0, 1, 1])
+    v, d = torch.tensor([1.0, 2.0, 3.0]), torch.randn(2, 4)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(d, torch.ones_like(d))
+        with pytest.raises(RuntimeError, match="jvp"):
+            ops.spmm(ip, ix, v, dual, "sum")
+        with pytest.raises(RuntimeError, match="jvp"):
+            ops.sddmm(ip, ix, None, torch.randn(2, 4), dual, "dot")
