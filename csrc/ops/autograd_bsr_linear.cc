@@ -15,6 +15,7 @@
 #include <torch/library.h>
 
 #include "dispatched_ops.h"
+#include "no_gradient_flows.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -58,6 +59,10 @@ class BsrLinearFunction : public torch::autograd::Function<BsrLinearFunction> {
 
 at::Tensor BsrLinearAutograd(const at::Tensor& x, const at::Tensor& indptr, const at::Tensor& indices,
                              const at::Tensor& blocks) {
+  if (NoGradientFlows({x, blocks})) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return CallBsrLinear(x, indptr, indices, blocks);
+  }
   return BsrLinearFunction::apply(x, indptr, indices, blocks);
 }
 

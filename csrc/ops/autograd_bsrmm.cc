@@ -14,6 +14,7 @@
 
 #include "csr_rows.h"
 #include "dispatched_ops.h"
+#include "no_gradient_flows.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -55,6 +56,10 @@ class BsrmmFunction : public torch::autograd::Function<BsrmmFunction> {
 
 at::Tensor BsrmmAutograd(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& blocks,
                          const at::Tensor& dense) {
+  if (NoGradientFlows({blocks, dense})) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return CallBsrmm(indptr, indices, blocks, dense);
+  }
   return BsrmmFunction::apply(indptr, indices, blocks, dense);
 }
 

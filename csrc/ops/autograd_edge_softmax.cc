@@ -16,6 +16,7 @@
 
 #include "csr_rows.h"
 #include "dispatched_ops.h"
+#include "no_gradient_flows.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -79,6 +80,10 @@ class EdgeSoftmaxBackwardFunction : public torch::autograd::Function<EdgeSoftmax
 };
 
 at::Tensor EdgeSoftmaxAutograd(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& scores) {
+  if (NoGradientFlows({scores})) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return CallEdgeSoftmax(indptr, indices, scores);
+  }
   return EdgeSoftmaxFunction::apply(indptr, indices, scores);
 }
 

@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "dispatched_ops.h"
+#include "no_gradient_flows.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -65,6 +66,10 @@ class GatAttentionBackwardFunction : public torch::autograd::Function<GatAttenti
 
 at::Tensor GatAttentionAutograd(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& a_dst,
                                 const at::Tensor& a_src, const at::Tensor& x, double negative_slope) {
+  if (NoGradientFlows({a_dst, a_src, x})) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return std::get<0>(CallGatAttentionForward(indptr, indices, a_dst, a_src, x, negative_slope));
+  }
   return GatAttentionFunction::apply(indptr, indices, a_dst, a_src, x, negative_slope);
 }
 

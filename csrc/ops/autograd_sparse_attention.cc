@@ -11,6 +11,7 @@
 #include <torch/library.h>
 
 #include "dispatched_ops.h"
+#include "no_gradient_flows.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -68,6 +69,10 @@ class SparseAttentionBackwardFunction : public torch::autograd::Function<SparseA
 
 at::Tensor SparseAttentionAutograd(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
                                    const at::Tensor& k, const at::Tensor& v, std::optional<double> scale) {
+  if (NoGradientFlows({q, k, v})) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    return CallSparseAttention(indptr, indices, q, k, v, scale);
+  }
   return SparseAttentionFunction::apply(indptr, indices, q, k, v, scale);
 }
 

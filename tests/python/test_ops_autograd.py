@@ -856,6 +856,41 @@ def test_a_call_without_gradients_builds_no_node_and_gives_the_same_bits(reduce)
     np.testing.assert_allclose(sddmm.double().numpy(), ref, rtol=1e-5, atol=1e-5)
 
 
+def _calls_of_every_other_op():
+    """name -> (call, differentiable inputs) of the operators besides spmm / sddmm."""
+    gen = torch.Generator().manual_seed(43)
+    a = make_csr(12, 10, density=0.3, seed=43, empty_rows=(2,))
+    ip, ix = a.torch_structure("int64")
+    bip, bix = torch.tensor([0, 2, 2, 3]), torch.tensor([0, 2, 1])  # 3 x 3 blocks of 2 x 4
+    heads = 2
+    return {
+        "bsrmm": (lambda b, d: ops.bsrmm(bip, bix, b, d),
+                  [torch.randn(3, 2, 4, generator=gen), torch.randn(12, 5, generator=gen)]),
+        "bsr_linear": (lambda x, b: ops.bsr_linear(x, bip, bix, b),
+                       [torch.randn(7, 12, generator=gen), torch.randn(3, 2, 4, generator=gen)]),
+        "edge_softmax": (lambda s: ops.edge_softmax(ip, ix, s), [torch.randn(a.nnz, heads, generator=gen)]),
+        "gat_attention": (lambda d, s, x: ops.gat_attention(ip, ix, d, s, x, 0.2),
+                          [torch.randn(12, heads, generator=gen), torch.randn(10, heads, generator=gen),
+                           torch.randn(10, heads, 3, generator=gen)]),
+        "sparse_attention": (lambda q, k, v: ops.sparse_attention(ip, ix, q, k, v),
+                             [torch.randn(heads, 12, 4, generator=gen), torch.randn(heads, 10, 4, generator=gen),
+                              torch.randn(heads, 10, 3, generator=gen)]),
+    }
+
+
+@pytest.mark.parametrize("name", ["bsrmm", "bsr_linear", "edge_softmax", "gat_attention", "sparse_attention"])
+def test_every_op_without_gradients_builds_no_node_and_gives_the_same_bits(name):
+    call, inputs = _calls_of_every_other_op()[name]
+    tracked = call(*[t.clone().requires_grad_() for t in inputs])
+    assert tracked.grad_fn is not None
+    plain = call(*inputs)
+    with torch.no_grad():
+        no_grad = call(*[t.clone().requires_grad_() for t in inputs])
+    for out in (plain, no_grad):
+        assert out.grad_fn is None and not out.requires_grad
+        assert torch.equal(out, tracked.detach())
+
+
 def test_forward_mode_tangents_are_refused_not_dropped():
     # A tangent on an input that does not require grad still goes through the
     # autograd Function, which refuses forward mode: it is never silently lost.
