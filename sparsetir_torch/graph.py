@@ -9,7 +9,9 @@ from any form a PyG user holds:
   ``num_nodes`` (default: the largest index + 1);
 - a ``torch_geometric.EdgeIndex`` (its sparse size gives the node count);
 - a ``torch_sparse.SparseTensor`` ``adj_t``, a torch sparse CSR / COO tensor
-  or an ``st.SparseMatrix``: already the transposed adjacency, as in PyG.
+  or an ``st.SparseMatrix``: already the transposed adjacency, as in PyG;
+  values other than all ones are edge weights (`adjacency_weights`), as PyG's
+  layers take them.
 
 Graphs are cached by the identity and version of the tensor they came from,
 so the conversion, the self loops, the normalization and the format choice of
@@ -129,6 +131,10 @@ class SelfLoops:
     def carry(self, values: torch.Tensor, fill: float) -> torch.Tensor:
         """Per-edge values of the original graph (CSR order) on this graph:
         added loops get `fill`."""
+        if values.shape[0] == 0:
+            # A graph without edges: every edge here is an added loop (and
+            # there is no position 0 to gather from).
+            return values.new_full((self.source.shape[0],) + tuple(values.shape[1:]), fill)
         moved = values.index_select(0, self._kept)
         mask = self._added.view((-1,) + (1,) * (values.dim() - 1))
         return torch.where(mask, torch.full_like(moved, fill), moved)
@@ -236,6 +242,29 @@ def _from_matrix(a, what: str) -> Graph:
 
 
 _GRAPHS = IdentityCache()
+
+
+def adjacency_weights(a, what: str = "st.nn: argument 'edge_index'") -> torch.Tensor | None:
+    """The edge weights of a weighted adjacency, in CSR order: the values of a
+    torch sparse tensor, an st.SparseMatrix or a torch_sparse SparseTensor
+    (PyG's layers weight their messages by them), unless all are ones. None
+    for an edge_index, an EdgeIndex, a Graph and an unweighted matrix, whose
+    layers use the graph's cached ones and normalization. Values that require
+    grad are weights whatever they hold: the gradient reaches them."""
+    if isinstance(a, Graph) or _is_edge_index_class(a) or (isinstance(a, torch.Tensor) and a.layout == torch.strided):
+        return None
+    if not (_is_torch_sparse_tensor(a) or isinstance(a, (torch.Tensor, SparseMatrix))):
+        return None  # as_graph names what it does not take
+    m = as_sparse_matrix(a, what)
+    if m.is_block:
+        return None  # refused by as_graph
+    if m.values.dim() != 1:
+        raise ValueError(f"{what}: an adjacency's values are edge weights, one per edge, got shape "
+                         f"{tuple(m.values.shape)}")
+    if m.values.requires_grad:
+        return m.values
+    unweighted = m.values_derived("st.nn.unweighted", lambda v: bool(torch.all(v == 1)))
+    return None if unweighted else m.values
 
 
 def as_graph(a, num_nodes: int | None = None, what: str = "st.nn: argument 'edge_index'") -> Graph:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+import zlib
 from collections import OrderedDict
 
 import torch
@@ -20,6 +21,31 @@ from .ell_formats import EllMatrix, HybMatrix, scatter_values
 from .identity_cache import IdentityCache, is_edge_index_class, is_torch_sparse_tensor
 from .ops import ops
 from .torch_warnings import quiet_sparse_warnings
+
+
+# The entry of SparseMatrix._derived that records which structure the rest
+# was derived from.
+_STRUCTURE_KEY = "structure"
+
+
+def _version(t: torch.Tensor):
+    try:
+        return t._version
+    except RuntimeError:  # an inference tensor: no counter, and no in-place writes outside inference mode
+        return None
+
+
+def _contents(t: torch.Tensor) -> int:
+    return zlib.crc32(t.detach().contiguous().cpu().numpy().view("uint8"))
+
+
+def _structure_key(indptr: torch.Tensor, indices: torch.Tensor) -> tuple:
+    """The version counters of the index tensors, and with
+    st.validate_every_call on, a digest of their contents."""
+    key = (id(indptr), id(indices), _version(indptr), _version(indices))
+    if _C.validate_every_call():
+        key += (_contents(indptr), _contents(indices))
+    return key
 
 
 class SparseMatrix:
@@ -50,6 +76,28 @@ class SparseMatrix:
             raise ValueError(f"SparseMatrix: shape {shape} is not a whole number of blocks of width {block[1]}")
         self.indptr, self.indices, self.values, self.shape = indptr, indices, values, shape
         self._derived = {}
+
+    # ------------------------------------------------------------------ derived forms
+    @property
+    def _derived(self) -> dict:
+        """What is derived from this structure (transpose, ELL / hyb / BSR
+        forms, format choices, a layer's normalized graph), shared by the
+        matrices with_values makes. Emptied when the structure changes: an
+        in-place write to indptr or indices moves their version counters, and
+        under st.validate_every_call the contents are compared too (writes
+        that bypass the counters)."""
+        store = self._derived_store
+        if torch.compiler.is_compiling():
+            return store  # traced code reads what eager calls derived (a graph's guards cover its inputs)
+        key = _structure_key(self.indptr, self.indices)
+        if store.get(_STRUCTURE_KEY) != key:
+            store.clear()
+            store[_STRUCTURE_KEY] = key
+        return store
+
+    @_derived.setter
+    def _derived(self, store: dict) -> None:
+        self._derived_store = store
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -119,6 +167,8 @@ class SparseMatrix:
         runtime (values_t = values[perm])."""
         if "transpose" not in self._derived:
             columns = self.shape[1] // (self.values.shape[2] if self.is_block else 1)
+            _C.check_csr("SparseMatrix.t", self.indptr, self.indices, columns,
+                         f"the {'block ' if self.is_block else ''}columns of shape {self.shape}")
             self._derived["transpose"] = ops._csr_transpose(self.indptr, self.indices, columns)
         return self._derived["transpose"]
 
@@ -368,13 +418,14 @@ def as_sparse_matrix(a, what: str) -> SparseMatrix:
     if cached is not None:
         return cached
     if isinstance(a, torch.Tensor):
-        if a.layout in (torch.sparse_csr, torch.sparse_bsr):
-            return _TORCH_SPARSE_CACHE.get(a)
-        if a.layout == torch.sparse_coo:
-            if not a.is_coalesced():
-                # Coalescing makes a new tensor each time: nothing to key a cache on.
-                return SparseMatrix.from_torch(a)
-            return _TORCH_SPARSE_CACHE.get(a)
+        if a.layout in (torch.sparse_csr, torch.sparse_bsr, torch.sparse_coo):
+            try:
+                if a.layout == torch.sparse_coo and not a.is_coalesced():
+                    # Coalescing makes a new tensor each time: nothing to key a cache on.
+                    return SparseMatrix.from_torch(a)
+                return _TORCH_SPARSE_CACHE.get(a)
+            except ValueError as e:  # a batched tensor, wrong hybrid dimensions: named for the operator
+                raise ValueError(f"{what}: {e}") from None
         raise ValueError(f"{what}: expected a sparse tensor (CSR, COO or BSR), st.SparseMatrix, "
                          f"torch_geometric.EdgeIndex or torch_sparse.SparseTensor, got a {a.layout} tensor")
     raise ValueError(f"{what}: expected a sparse tensor or st.SparseMatrix, got {type(a).__name__}")

@@ -357,12 +357,16 @@ def _still_fits(A, record: dict) -> bool:
     return _C.bsr_block_count(A.indptr, A.indices, n, b, b) * b * b <= MAX_FILL * max(A.nnz, 1)
 
 
-def choose(A, op: str, K: int, dtype) -> dict:
+def choose(A, op: str, K: int, dtype, caller: str = "st.spmm") -> dict:
     """The format for `op` on A with feature width K (cached on A, then in
-    the choices directory, else measured)."""
+    the choices directory, else measured). A malformed A is refused first,
+    named for `caller` (the candidates' block counters would otherwise name
+    themselves)."""
     memo = ("choice", op, K, dtype)
     if memo in A._derived:
         return A._derived[memo]
+    if not A.is_block:
+        _C.check_csr(caller, A.indptr, A.indices, A.shape[1], f"the columns of argument 'A' of shape {A.shape}")
     candidates = [] if A.is_block or not tuning_enabled() or A.nnz == 0 else candidates_for(A)
     if len(candidates) < 2:
         # Nothing but CSR to choose from (most sampled minibatches of a GNN:
@@ -443,7 +447,7 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
         bh, bw = A.values.shape[1:]
         record = {"format": "bsr", "block": bh if bh == bw else (bh, bw), "candidates": [], "source": "input"}
     else:
-        record = choose(A, op, int(k), dtype)
+        record = choose(A, op, int(k), dtype, caller="st.explain")
     out = {"op": op, "k": int(k), "shape": A.shape, "nnz": A.nnz, "tuning": tuning_enabled(), **record}
     if record["format"] == "csr":
         out["schedule"] = csr_schedule(A, int(k), dtype)

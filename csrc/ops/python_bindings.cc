@@ -496,6 +496,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def("bsr_block_count", &BsrBlockCount, "Blocks a CSR -> BSR(block_h, block_w) conversion would store.");
   m.def(
+      "check_csr",
+      [](const std::string& op, const at::Tensor& indptr, const at::Tensor& indices, int64_t columns,
+         const std::string& columns_name) { CheckCsr(op, indptr, indices, columns, columns_name); },
+      py::arg("op"), py::arg("indptr"), py::arg("indices"), py::arg("columns"), py::arg("columns_name"),
+      "Validates a CSR structure of `columns` columns (cached per graph like the operators' own check); a "
+      "ValueError names `op` and, for an index out of range, `columns_name`.");
+  m.def(
       "hyb_plan",
       [](const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t parts, int64_t max_width) {
         const std::string op = "sparsetir.hyb_plan";

@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from ..api import spmm
-from ..graph import as_graph, gcn_norm
+from ..graph import adjacency_weights, as_graph, gcn_norm
 from ._common import check_features, glorot_
 
 
@@ -13,8 +13,9 @@ class GCNConv(torch.nn.Module):
 
     ``cached`` is accepted for compatibility: the normalization of a graph
     without edge weights is always cached with the graph. With
-    ``edge_weight`` (in edge_index order) it is recomputed per call and
-    gradients reach the weights."""
+    ``edge_weight`` (in edge_index order), or a weighted adjacency (values
+    other than ones), it is recomputed per call and gradients reach the
+    weights."""
 
     def __init__(self, in_channels: int, out_channels: int, improved: bool = False, cached: bool = False,
                  add_self_loops: bool = True, normalize: bool = True, bias: bool = True):
@@ -34,6 +35,8 @@ class GCNConv(torch.nn.Module):
     def forward(self, x: torch.Tensor, edge_index, edge_weight: torch.Tensor | None = None) -> torch.Tensor:
         check_features("GCNConv", x, self.in_channels)
         graph = as_graph(edge_index, x.shape[0])
+        if edge_weight is None:
+            edge_weight = adjacency_weights(edge_index)  # a weighted adjacency's values (CSR order)
         if self.normalize:
             graph, values = gcn_norm(graph, edge_weight, improved=self.improved,
                                      add_self_loops=self.add_self_loops, dtype=x.dtype)

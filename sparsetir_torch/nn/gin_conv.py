@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from ..api import spmm
-from ..graph import as_graph
+from ..graph import adjacency_weights, as_graph
 from ._common import check_features
 
 
@@ -30,7 +30,9 @@ class GINConv(torch.nn.Module):
     def forward(self, x: torch.Tensor, edge_index) -> torch.Tensor:
         check_features("GINConv", x, -1)
         graph = as_graph(edge_index, x.shape[0])
-        return self.nn(spmm(graph.with_values(graph.ones(x.dtype)), x) + (1 + self.eps.to(x.dtype)) * x)
+        weights = adjacency_weights(edge_index)
+        values = graph.ones(x.dtype) if weights is None else weights.to(x.dtype)
+        return self.nn(spmm(graph.with_values(values), x) + (1 + self.eps.to(x.dtype)) * x)
 
     def __repr__(self):
         return f"{type(self).__name__}(nn={self.nn})"

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from ..api import spmm
-from ..graph import as_graph
+from ..graph import adjacency_weights, as_graph
 from ._common import check_features
 
 _AGGREGATIONS = ("mean", "max", "sum", "min")
@@ -37,6 +37,7 @@ class SAGEConv(torch.nn.Module):
     def forward(self, x: torch.Tensor, edge_index) -> torch.Tensor:
         check_features("SAGEConv", x, self.in_channels)
         graph = as_graph(edge_index, x.shape[0])
+        weights = adjacency_weights(edge_index)
         source = F.relu(self.lin(x)) if self.project else x
         bias = self.lin_l.bias
         if self.aggr in ("mean", "sum") and self.out_channels < source.shape[1]:
@@ -52,15 +53,15 @@ class SAGEConv(torch.nn.Module):
                 if bias is not None:
                     bias = torch.cat([torch.zeros_like(bias), bias])
                 left, root = F.linear(x, weight, bias).split(self.out_channels, dim=1)
-                out = self._aggregate(graph, left) + root
+                out = self._aggregate(graph, weights, left) + root
             else:
-                out = self._aggregate(graph, F.linear(source, self.lin_l.weight))
+                out = self._aggregate(graph, weights, F.linear(source, self.lin_l.weight))
                 if bias is not None:
                     out = out + bias
                 if self.root_weight:
                     out = out + self.lin_r(x)
         else:
-            out = self.lin_l(self._aggregate(graph, source))
+            out = self.lin_l(self._aggregate(graph, weights, source))
             if self.root_weight and torch.is_autocast_enabled(x.device.type):
                 out = out + self.lin_r(x)  # autocast casts out-of-place products only
             elif self.root_weight:
@@ -69,11 +70,14 @@ class SAGEConv(torch.nn.Module):
                 out = out.addmm_(x, self.lin_r.weight.t())
         return F.normalize(out, p=2.0, dim=-1) if self.normalize else out
 
-    def _aggregate(self, graph, source: torch.Tensor) -> torch.Tensor:
-        # The values are the graph's cached ones: constant, so the backward
-        # keeps their transpose (and, for the mean, the 1 / in-degree weights)
-        # per graph instead of rebuilding them at every step.
-        return spmm(graph.with_values(graph.ones(source.dtype)), source, reduce=self.aggr)
+    def _aggregate(self, graph, weights, source: torch.Tensor) -> torch.Tensor:
+        # Unweighted, the values are the graph's cached ones: constant, so the
+        # backward keeps their transpose (and, for the mean, the 1 / in-degree
+        # weights) per graph instead of rebuilding them at every step. A
+        # weighted adjacency's values weight the messages (the mean: their
+        # weighted sum over the in-degree, as PyG's).
+        values = graph.ones(source.dtype) if weights is None else weights.to(source.dtype)
+        return spmm(graph.with_values(values), source, reduce=self.aggr)
 
     def __repr__(self):
         return f"{type(self).__name__}({self.in_channels}, {self.out_channels}, aggr={self.aggr})"

@@ -91,6 +91,22 @@ def test_gcn_matches_dense_reference_for_every_graph_form(form):
     torch.testing.assert_close(g, g_ref)
 
 
+
+def test_gcn_on_a_graph_without_edges_sees_only_the_self_loops():
+    # Every node gets its loop: the normalized adjacency is the identity, so
+    # the layer is its linear map plus the bias (as PyG's GCNConv gives).
+    torch.manual_seed(3)
+    conv, x = stnn.GCNConv(4, 3), torch.randn(5, 4)
+    expected = conv.lin(x) + conv.bias
+    empty_csr = torch.sparse_csr_tensor(torch.zeros(6, dtype=torch.int64), torch.zeros(0, dtype=torch.int64),
+                                        torch.zeros(0), (5, 5))
+    for graph in (torch.zeros(2, 0, dtype=torch.long), empty_csr,
+                  st.SparseMatrix(torch.zeros(6, dtype=torch.int64), torch.zeros(0, dtype=torch.int64),
+                                  torch.zeros(0), (5, 5))):
+        torch.testing.assert_close(conv(x, graph), expected)
+    graph, weights = stnn.gcn_norm(torch.zeros(2, 0, dtype=torch.long), num_nodes=5)
+    assert graph.num_edges == 5 and torch.equal(weights, torch.ones(5))
+
 @pytest.mark.parametrize("improved", (False, True))
 def test_gcn_with_edge_weights_and_their_gradient(improved):
     n = 25
@@ -375,3 +391,60 @@ def test_sage_mean_compiles_into_one_graph(channels):
     (cgx,) = torch.autograd.grad(out.square().sum(), x)
     torch.testing.assert_close(out, eager)
     torch.testing.assert_close(cgx, gx)
+
+
+def _weighted_adjacency():
+    torch.manual_seed(5)
+    ei = torch.tensor([[0, 1, 2, 3, 4, 5, 1, 2], [1, 2, 3, 4, 5, 0, 0, 5]])
+    w = torch.rand(8, dtype=torch.float64) + 0.5
+    adj_t = torch.sparse_coo_tensor(ei.flip(0), w, (6, 6)).coalesce().to_sparse_csr()
+    return ei, w, adj_t, torch.randn(6, 3, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("form", ["csr", "coo", "SparseMatrix"])
+def test_a_weighted_adjacency_weights_the_messages(form):
+    # The values of a torch sparse / SparseMatrix adjacency are edge weights
+    # (as in PyG): dense float64 references of GIN's sum, SAGE's sum and mean
+    # and GCN's normalization with weighted degrees.
+    ei, w, adj_t, x = _weighted_adjacency()
+    graph = {"csr": adj_t, "coo": adj_t.to_sparse_coo().coalesce(),
+             "SparseMatrix": st.SparseMatrix(adj_t.crow_indices(), adj_t.col_indices(), adj_t.values(), (6, 6))}[form]
+    dense = adj_t.to_dense()
+    gin = stnn.GINConv(torch.nn.Identity())
+    torch.testing.assert_close(gin(x, graph), dense @ x + x)
+    sage = stnn.SAGEConv(3, 2, aggr="sum", root_weight=False, bias=False).double()
+    torch.testing.assert_close(sage(x, graph), (dense @ x) @ sage.lin_l.weight.T)
+    mean = stnn.SAGEConv(3, 2, aggr="mean", root_weight=False, bias=False).double()
+    counts = (dense != 0).sum(1, keepdim=True).clamp(min=1)
+    torch.testing.assert_close(mean(x, graph), ((dense @ x) / counts) @ mean.lin_l.weight.T)
+    gcn = stnn.GCNConv(3, 2, bias=False).double()
+    loops = dense + torch.eye(6, dtype=torch.float64)
+    d = loops.sum(1).rsqrt()
+    torch.testing.assert_close(gcn(x, graph), (d[:, None] * loops * d[None, :]) @ (x @ gcn.lin.weight.T))
+    # All-ones values are the unweighted graph (its normalization cached).
+    ones = torch.sparse_csr_tensor(adj_t.crow_indices(), adj_t.col_indices(), torch.ones(8, dtype=torch.float64))
+    torch.testing.assert_close(gcn(x, ones), gcn(x, ei))
+
+
+def test_a_weighted_adjacency_matches_pyg_layers():
+    pnn = pytest.importorskip("torch_geometric.nn", reason="PyG is an optional dependency")
+    ei, w, adj_t, x = _weighted_adjacency()
+    torch.manual_seed(6)
+    for ours, ref in [(stnn.SAGEConv(3, 2, aggr="sum"), pnn.SAGEConv(3, 2, aggr="sum")),
+                      (stnn.SAGEConv(3, 2, aggr="mean"), pnn.SAGEConv(3, 2, aggr="mean")),
+                      (stnn.SAGEConv(3, 2, aggr="max"), pnn.SAGEConv(3, 2, aggr="max")),
+                      (stnn.GCNConv(3, 2), pnn.GCNConv(3, 2)),
+                      (stnn.GINConv(torch.nn.Linear(3, 2)), pnn.GINConv(torch.nn.Linear(3, 2)))]:
+        ours, ref = ours.double(), ref.double()
+        ours.load_state_dict(ref.state_dict())
+        torch.testing.assert_close(ours(x, adj_t), ref(x, adj_t))
+
+
+def test_weights_that_require_grad_get_their_gradient():
+    ei, w, adj_t, x = _weighted_adjacency()
+    values = adj_t.values().clone().requires_grad_()
+    graph = st.SparseMatrix(adj_t.crow_indices(), adj_t.col_indices(), values, (6, 6))
+    gin = stnn.GINConv(torch.nn.Identity())
+    (grad,) = torch.autograd.grad(gin(x, graph).sum(), values)
+    # d/dv_e of sum(A x) = sum_k x[j_e, k]
+    torch.testing.assert_close(grad, x[adj_t.col_indices()].sum(1))

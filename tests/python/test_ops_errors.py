@@ -532,3 +532,24 @@ def test_untracked_write_to_cached_indices(how):
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
                           env=dict(os.environ))
     assert proc.returncode == 0 and "RAISED" in proc.stdout, (proc.returncode, proc.stdout, proc.stderr[-2000:])
+
+
+def test_a_matrix_narrower_than_its_indices_is_named_for_the_call():
+    # The format chooser and the transpose check the structure first, so the
+    # error names the user's call and A's shape, not an internal counter.
+    A = st.SparseMatrix(torch.tensor([0, 2, 3, 5, 6]), torch.tensor([0, 5, 1, 7, 2, 3]), torch.randn(6), (4, 4))
+    pattern = r"holds column 7, out of range for 4 columns \(the columns of (argument 'A' of )?shape \(4, 4\)\)"
+    for call, name in ((lambda: st.spmm(A, torch.randn(4, 3)), "st.spmm"), (lambda: A @ torch.randn(4, 3), "st.spmm"),
+                       (lambda: st.explain(A, k=3), "st.explain"), (lambda: A.t(), "SparseMatrix.t")):
+        with pytest.raises(ValueError, match=rf"^{name}: .*{pattern}"):
+            call()
+
+
+@pytest.mark.parametrize("op", ["spmm", "sddmm", "edge_softmax"])
+def test_a_batched_sparse_tensor_is_named_for_the_call(op):
+    batched = torch.eye(3).expand(2, 3, 3).to_sparse_csr()
+    calls = {"spmm": lambda: st.spmm(batched, torch.randn(3, 5)),
+             "sddmm": lambda: st.sddmm(batched, torch.randn(3, 5), torch.randn(3, 5)),
+             "edge_softmax": lambda: st.edge_softmax(batched, torch.randn(3))}
+    with pytest.raises(ValueError, match=rf"^st\.{op}: argument 'A': .*must be 2-D.*\(2, 3, 3\)"):
+        calls[op]()

@@ -125,3 +125,52 @@ def test_an_unchanged_structure_keeps_its_cache_entry():
             ops.spmm(indptr, indices, values, b, "sum")
     info = st.graph_cache_info()
     assert info["entries"] == 1 and info["hits"] == 2, info
+
+
+# --------------------------------------------------------------------------- a SparseMatrix's derived forms
+
+
+def _edited_matrix():
+    """A 3 x 3 SparseMatrix and its indices, whose rows get new columns below."""
+    ip, ix = torch.tensor([0, 2, 3, 5]), torch.tensor([0, 1, 2, 0, 2])
+    return st.SparseMatrix(ip, ix, torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0]), (3, 3)), ix
+
+
+def test_derived_forms_follow_an_in_place_edit_of_the_indices():
+    # The transpose, ELL and hyb forms are cached on the matrix; an in-place
+    # write to its indices (the version counter moves) derives them anew.
+    A, ix = _edited_matrix()
+    A.t(), A.ell(2), A.hyb(1, 2)
+    ix.copy_(torch.tensor([1, 2, 0, 1, 2]))
+    dense = A.to_dense()
+    assert torch.equal(dense, torch.tensor([[0.0, 1.0, 2.0], [3.0, 0.0, 0.0], [0.0, 4.0, 5.0]]))
+    assert torch.equal(A.t().to_dense(), dense.t())
+    assert torch.equal(A.ell(2).to_dense(), dense)
+    assert torch.equal(A.hyb(1, 2).to_dense(), dense)
+
+
+def test_derived_forms_follow_writes_that_bypass_the_version_counter_under_validate_every_call():
+    A, ix = _edited_matrix()
+    A.t()
+    ix.numpy()[:] = [1, 2, 0, 1, 2]  # no version bump: unseen unless asked
+    with st.validate_every_call():
+        assert torch.equal(A.t().to_dense(), A.to_dense().t())
+
+
+def test_a_layer_and_a_block_mask_follow_an_in_place_edit_of_the_graph():
+    torch.manual_seed(0)
+    ip, ix = torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 0])
+    A = st.SparseMatrix(ip, ix, torch.ones(3), (3, 3))
+    conv, x = st.nn.GCNConv(2, 2, bias=False), torch.randn(3, 2)
+    with torch.no_grad():
+        conv(x, A)
+        ix.copy_(torch.tensor([0, 1, 2]))  # self loops only: the normalized adjacency is I
+        torch.testing.assert_close(conv(x, A), conv.lin(x))
+    q, k, v = torch.randn(4, 2), torch.randn(4, 2), torch.randn(4, 2)
+    block_columns = torch.tensor([0, 1])
+    M = st.SparseMatrix(torch.tensor([0, 1, 2]), block_columns, torch.ones(2, 2, 2), (4, 4))
+    st.sparse_attention(q, k, v, M)
+    block_columns.copy_(torch.tensor([1, 0]))
+    mask = torch.tensor([[0, 0, 1, 1], [0, 0, 1, 1], [1, 1, 0, 0], [1, 1, 0, 0]], dtype=torch.bool)
+    scores = (q @ k.T / 2**0.5).masked_fill(~mask, float("-inf"))
+    torch.testing.assert_close(st.sparse_attention(q, k, v, M), torch.softmax(scores, -1) @ v)
