@@ -234,6 +234,11 @@ class SparseMatrix:
         return SparseMatrix(t_indptr, t_indices, values, (self.shape[1], self.shape[0]))
 
     def to_torch(self) -> torch.Tensor:
+        # torch builds the tensor without checking its invariants: an index
+        # out of range would put a value in another row of to_dense().
+        columns = self.shape[1] // (self.values.shape[2] if self.is_block else 1)
+        _C.check_csr("SparseMatrix.to_torch", self.indptr, self.indices, columns,
+                     f"the {'block ' if self.is_block else ''}columns of shape {self.shape}")
         with quiet_sparse_warnings():
             if self.is_block:
                 return torch.sparse_bsr_tensor(self.indptr, self.indices, self.values, self.shape)

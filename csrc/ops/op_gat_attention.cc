@@ -8,6 +8,8 @@
 // range) and the output rounded once. The backward pass is built from the
 // library's own kernels: a per-head SDDMM, a per-head SpMM on the transpose,
 // the edge softmax's backward and an element-wise SDDMM.
+#include <cmath>
+
 #include "csr_kernels.h"
 #include "csr_rows.h"
 #include "graph_cache.h"
@@ -59,6 +61,8 @@ std::tuple<at::Tensor, at::Tensor> GatAttentionForward(const at::Tensor& indptr,
                                                        const at::Tensor& x, double negative_slope) {
   const std::string op = "sparsetir.gat_attention";
   GatInputs in = CheckGatInputs(op, indptr, indices, a_dst, a_src, x);
+  TORCH_CHECK_VALUE(std::isfinite(negative_slope), op, ": argument 'negative_slope' must be finite, got ",
+                    negative_slope);
   const int64_t rows = in.csr.rows(), nnz = in.csr.nnz();
   const auto options = in.x.options();
   at::Tensor out = EmptyOutput({rows, in.heads, in.feat}, options);

@@ -553,3 +553,19 @@ def test_a_batched_sparse_tensor_is_named_for_the_call(op):
              "edge_softmax": lambda: st.edge_softmax(batched, torch.randn(3))}
     with pytest.raises(ValueError, match=rf"^st\.{op}: argument 'A': .*must be 2-D.*\(2, 3, 3\)"):
         calls[op]()
+
+
+def test_to_dense_of_indices_out_of_range_is_refused_not_misplaced():
+    # torch builds a CSR tensor without checking it: row 1's value would land
+    # in row 0 of to_dense().
+    A = st.SparseMatrix(torch.tensor([0, 1, 2]), torch.tensor([0, -3]), torch.tensor([1.0, 2.0]), (2, 4))
+    for call in (A.to_dense, A.to_torch):
+        with pytest.raises(ValueError, match=r"^SparseMatrix\.to_torch: .*-3"):
+            call()
+
+
+@pytest.mark.parametrize("slope", [float("nan"), float("inf")])
+def test_gat_attention_refuses_a_slope_that_is_not_finite(slope):
+    ip, ix = torch.tensor([0, 2, 3]), torch.tensor([0, 1, 1])
+    with pytest.raises(ValueError, match=r"^sparsetir\.gat_attention: argument 'negative_slope' must be finite"):
+        torch.ops.sparsetir.gat_attention(ip, ix, torch.randn(2, 2), torch.randn(2, 2), torch.randn(2, 2, 3), slope)
