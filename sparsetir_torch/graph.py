@@ -255,16 +255,32 @@ def adjacency_weights(a, what: str = "st.nn: argument 'edge_index'") -> torch.Te
         return None
     if not (_is_torch_sparse_tensor(a) or isinstance(a, (torch.Tensor, SparseMatrix))):
         return None  # as_graph names what it does not take
+    return _matrix_weights(a, what)
+
+
+# Run eagerly under torch.compile: it looks at the values (are they all
+# ones?), and a matrix adjacency breaks the traced graph here (an edge_index
+# or a Graph returns before).
+@torch.compiler.disable
+def _matrix_weights(a, what: str) -> torch.Tensor | None:
     m = as_sparse_matrix(a, what)
     if m.is_block:
         return None  # refused by as_graph
     if m.values.dim() != 1:
         raise ValueError(f"{what}: an adjacency's values are edge weights, one per edge, got shape "
                          f"{tuple(m.values.shape)}")
-    if m.values.requires_grad:
-        return m.values
-    unweighted = m.values_derived("st.nn.unweighted", lambda v: bool(torch.all(v == 1)))
-    return None if unweighted else m.values
+    if not m.values.requires_grad and m.values_derived("st.nn.unweighted", lambda v: bool(torch.all(v == 1))):
+        return None
+    return _plain(m.values)
+
+
+def _plain(values: torch.Tensor) -> torch.Tensor:
+    """`values`, or for a view of a torch sparse tensor's values (what
+    t.values() returns) a new tensor with the same values and gradient: a
+    compiled layer receives it as an input, and torch.compile cannot take a
+    view whose base is sparse."""
+    base = values._base
+    return values if base is None or base.layout == torch.strided else values * 1
 
 
 def as_graph(a, num_nodes: int | None = None, what: str = "st.nn: argument 'edge_index'") -> Graph:

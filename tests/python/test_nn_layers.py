@@ -448,3 +448,18 @@ def test_weights_that_require_grad_get_their_gradient():
     (grad,) = torch.autograd.grad(gin(x, graph).sum(), values)
     # d/dv_e of sum(A x) = sum_k x[j_e, k]
     torch.testing.assert_close(grad, x[adj_t.col_indices()].sum(1))
+
+
+@pytest.mark.parametrize("views", [True, False], ids=["views-of-a-torch-csr", "plain-tensors"])
+def test_a_weighted_adjacency_under_torch_compile(views):
+    # The weights are looked at eagerly (a graph break there); the rest
+    # compiles and gives the eager values, also when the matrix's tensors are
+    # views of a torch sparse tensor's.
+    ei, w, adj_t, x = _weighted_adjacency()
+    parts = (adj_t.crow_indices(), adj_t.col_indices(), adj_t.values())
+    A = st.SparseMatrix(*(parts if views else [p.clone() for p in parts]), (6, 6))
+    for layer in (stnn.GCNConv(3, 2).double(), stnn.SAGEConv(3, 2, aggr="sum").double(),
+                  stnn.GINConv(torch.nn.Linear(3, 2).double())):
+        eager = layer(x, A)
+        torch._dynamo.reset()
+        torch.testing.assert_close(torch.compile(layer, backend="aot_eager")(x, A), eager)
