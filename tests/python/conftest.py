@@ -190,6 +190,22 @@ def make_csr(
     return Csr(indptr, cols.copy(), random_values(rng, rows.size), (m, n))
 
 
+def gat_reference(csr, a_dst, a_src, x, slope):
+    """float64: leaky scores, softmax per row and head, weighted sum."""
+    rows = csr.rows()
+    s = a_dst[rows] + a_src[csr.indices]
+    e = np.where(s > 0, s, s * slope)
+    out = np.zeros((csr.m,) + x.shape[1:])
+    probs = np.zeros_like(e)
+    for i in range(csr.m):
+        lo, hi = csr.indptr[i], csr.indptr[i + 1]
+        if hi > lo:
+            w = np.exp(e[lo:hi] - e[lo:hi].max(axis=0))
+            probs[lo:hi] = w / w.sum(axis=0)
+            out[i] = np.einsum("eh,ehc->hc", probs[lo:hi], x[csr.indices[lo:hi]])
+    return out, probs
+
+
 # Named shapes used by the numeric tests: name -> make_csr kwargs.
 CSR_CASES = {
     "1x1": dict(m=1, n=1, density=1.0),

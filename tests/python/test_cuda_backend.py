@@ -21,7 +21,8 @@ import torch
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
-from conftest import CSR_CASES, REPO_ROOT, TORCH_DTYPES, assert_within_bound, make_csr, read_script, to_tensor
+from conftest import (CSR_CASES, REPO_ROOT, TORCH_DTYPES, assert_within_bound, gat_reference, make_csr, read_script,
+                      to_tensor)
 
 ops = torch.ops.sparsetir
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
@@ -398,15 +399,7 @@ def test_emulated_gat_attention_matches_float64(emulate, case, dtype, idtype):
     out = ops.gat_attention(indptr, indices, a_dst, a_src, x, slope)
     check_emulated_runs(before, a.nnz > 0)
     assert out.shape == (a.m, heads, feat) and out.dtype == x.dtype
-    ref = np.zeros((a.m, heads, feat))
-    ad, as_, xd = a_dst.double().numpy(), a_src.double().numpy(), x.double().numpy()
-    for i in range(a.m):
-        cols = a.indices[a.indptr[i]:a.indptr[i + 1]]
-        if len(cols):
-            e = ad[i] + as_[cols]  # (row length, heads)
-            e = np.where(e > 0, e, slope * e)
-            p = np.exp(e - e.max(0))
-            ref[i] = np.einsum("jh,jhc->hc", p / p.sum(0), xd[cols])
+    ref, _ = gat_reference(a, a_dst.double().numpy(), a_src.double().numpy(), x.double().numpy(), slope)
     tol = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}[dtype]
     np.testing.assert_allclose(out.double().numpy(), ref, rtol=0, atol=tol)
 

@@ -11,7 +11,7 @@ from torch.library import opcheck
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
-from conftest import CSR_CASES, UNIT_ROUNDOFF, assert_within_bound, make_csr
+from conftest import CSR_CASES, UNIT_ROUNDOFF, assert_within_bound, gat_reference, make_csr
 
 ops = torch.ops.sparsetir
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
@@ -139,22 +139,6 @@ def test_st_sddmm_returns_a_hybrid_csr_tensor_that_st_spmm_takes_back():
 
 
 # --------------------------------------------------------------------------- gat_attention
-
-
-def gat_reference(csr, a_dst, a_src, x, slope):
-    """float64: leaky scores, softmax per row and head, weighted sum."""
-    rows = csr.rows()
-    s = a_dst[rows] + a_src[csr.indices]
-    e = np.where(s > 0, s, s * slope)
-    out = np.zeros((csr.m,) + x.shape[1:])
-    probs = np.zeros_like(e)
-    for i in range(csr.m):
-        lo, hi = csr.indptr[i], csr.indptr[i + 1]
-        if hi > lo:
-            w = np.exp(e[lo:hi] - e[lo:hi].max(axis=0))
-            probs[lo:hi] = w / w.sum(axis=0)
-            out[i] = np.einsum("eh,ehc->hc", probs[lo:hi], x[csr.indices[lo:hi]])
-    return out, probs
 
 
 @pytest.mark.parametrize("slope", (0.2, 1.5))
