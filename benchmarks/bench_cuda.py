@@ -847,7 +847,8 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", default=default_datasets(),
                    help="folder of *.mtx.gz matrices (default ../shared/datasets beside the repo, if it exists)")
-    p.add_argument("--ops", default=",".join(ALL_OPS), help=f"comma-separated subset of {','.join(ALL_OPS)}")
+    p.add_argument("--ops", default=",".join(ALL_OPS),
+                   help=f"comma-separated subset of {','.join(ALL_OPS)}, run in that order")
     p.add_argument("--k", type=int, nargs="+", default=None,
                    help="K for spmm and sddmm (default spmm 32 64 128 256 512, sddmm 32 128)")
     p.add_argument("--matrices", default=".", help="regex on matrix names (spmm, sddmm)")
@@ -911,25 +912,28 @@ def main() -> int:
         write_csv(csv_path, bench.rows)
         say(f"[{time.perf_counter() - t_start:5.0f} s] {what} done")
 
-    if {"spmm", "sddmm"} & set(args.ops):
-        graphs = load_graphs(args)
-        done("loading matrices")
-        if "spmm" in args.ops:
-            bench_spmm(bench, graphs, args.k or ([32, 128] if quick else [32, 64, 128, 256, 512]),
-                       ["float32", "float16"])
-            done("spmm")
-        if "sddmm" in args.ops:
-            bench_sddmm(bench, graphs, args.k or ([32] if quick else [32, 128]))
-            done("sddmm")
-        del graphs
-        torch.cuda.empty_cache()
-    if "bsrmm" in args.ops:
-        bench_bsrmm(bench, [0.9] if quick else [0.8, 0.9, 0.95], [64] if quick else [64, 256], ["float32", "float16"])
-        done("bsrmm")
-    if "attention" in args.ops:
-        bench_attention(bench, [1024] if quick else [1024, 4096], [0] if quick else [0, 64],
-                        ["float16"] if quick else ["float16", "float32"], Flex(not args.no_flex))
-        done("attention")
+    graphs: List[Graph] = []
+
+    def matrices() -> List[Graph]:  # loaded once, by the first op that needs them
+        if not graphs:
+            graphs.extend(load_graphs(args))
+            done("loading matrices")
+        return graphs
+
+    runners = {  # the ops run in the order --ops names them
+        "spmm": lambda: bench_spmm(bench, matrices(), args.k or ([32, 128] if quick else [32, 64, 128, 256, 512]),
+                                   ["float32", "float16"]),
+        "sddmm": lambda: bench_sddmm(bench, matrices(), args.k or ([32] if quick else [32, 128])),
+        "bsrmm": lambda: bench_bsrmm(bench, [0.9] if quick else [0.8, 0.9, 0.95], [64] if quick else [64, 256],
+                                     ["float32", "float16"]),
+        "attention": lambda: bench_attention(bench, [1024] if quick else [1024, 4096], [0] if quick else [0, 64],
+                                             ["float16"] if quick else ["float16", "float32"], Flex(not args.no_flex)),
+    }
+    for op in args.ops:
+        runners[op]()
+        done(op)
+    graphs.clear()
+    torch.cuda.empty_cache()
 
     print_tables(bench.rows)
     print_summary(bench.rows)

@@ -5,7 +5,9 @@
 # (benchmarks/bench_cuda.py) against cuSPARSE. Every log and CSV goes into
 # DIR (default build/gpu-check), packed into DIR.tgz at the end unless PACK=0.
 # Each step has a time limit (BUILD_LIMIT, TEST_LIMIT, SWEEP_LIMIT,
-# BENCH_LIMIT seconds) so that one slow step leaves the others their time.
+# BENCH_LIMIT, BENCH2_LIMIT seconds) so that one slow step leaves the others
+# their time; a limit of 0 skips the step. BENCH2_ARGS, when set, runs
+# bench_cuda.py a second time with another selection (into DIR/bench2).
 #
 #     bash tools/gpu_check.sh [DIR]
 set -uo pipefail
@@ -18,6 +20,7 @@ export PYTHONUNBUFFERED=1 SPARSETIR_CACHE_DIR="$PWD/build/gpu-kernel-cache"
 step() {  # step NAME SECONDS COMMAND...: runs COMMAND, its output into DIR/NAME.log, the end of it shown
   local name="$1" limit="$2"
   shift 2
+  [ "$limit" = 0 ] && { echo "==> $name: skipped"; return 0; }
   local t0=$SECONDS
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
   local rc=$?
@@ -32,7 +35,7 @@ cat "$out/device.txt"
 pack() { [ "${PACK:-1}" = 0 ] || tar czf "$out.tgz" -C "$out" .; }
 TAIL=5 step build "${BUILD_LIMIT:-300}" env MAX_JOBS="$(nproc)" "$PY" setup.py build_ext --inplace || { pack; exit 1; }
 step tests "${TEST_LIMIT:-180}" "$PY" -m pytest tests/python/test_cuda_backend.py tests/python/test_ops_errors.py \
-  -q -rs -p no:cacheprovider -k "gpu or mixed_device or nvrtc"
+  tests/python/test_ops_autograd.py -q -rs -p no:cacheprovider -n "${TEST_WORKERS:-4}" -k "gpu or mixed_device or nvrtc"
 # SWEEP_SETTINGS: bench_cuda_segments.py's L:V pairs; BENCH_ARGS: bench_cuda.py's selection.
 # shellcheck disable=SC2086
 TAIL=12 step segments "${SWEEP_LIMIT:-180}" "$PY" benchmarks/bench_cuda_segments.py --out "$out/segments" \
@@ -40,4 +43,9 @@ TAIL=12 step segments "${SWEEP_LIMIT:-180}" "$PY" benchmarks/bench_cuda_segments
 # shellcheck disable=SC2086
 TAIL=60 step bench "${BENCH_LIMIT:-240}" "$PY" benchmarks/bench_cuda.py ${BENCH_ARGS:---ops spmm,sddmm --k 32 128} \
   --time-limit "$(( ${BENCH_LIMIT:-240} - 40 ))" --out "$out/bench"
+if [ -n "${BENCH2_ARGS:-}" ]; then
+  # shellcheck disable=SC2086
+  TAIL=40 step bench2 "${BENCH2_LIMIT:-180}" "$PY" benchmarks/bench_cuda.py $BENCH2_ARGS \
+    --time-limit "$(( ${BENCH2_LIMIT:-180} - 30 ))" --out "$out/bench2"
+fi
 pack

@@ -819,6 +819,55 @@ def test_gpu_block_sparse_ops_and_gradients_match_the_cpu(block):
 
 
 @gpu
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_gpu_sparse_attention_matches_float64(case, dtype, idtype):
+    a = make_csr(seed=16, **CSR_CASES[case])
+    rng = np.random.default_rng(16)
+    lead, D, Dv = (2, 3), 8, 5  # batch 2 x 3 heads
+    q = to_tensor(rng.standard_normal(lead + (a.m, D)), dtype).cuda()
+    k = to_tensor(rng.standard_normal(lead + (a.n, D)), dtype).cuda()
+    v = to_tensor(rng.standard_normal(lead + (a.n, Dv)), dtype).cuda()
+    indptr, indices = (t.cuda() for t in a.torch_structure(idtype))
+    out = ops.sparse_attention(indptr, indices, q, k, v)
+    assert out.is_cuda and out.shape == lead + (a.m, Dv) and out.dtype == q.dtype
+    ref = reference_attention(a, q.cpu().reshape(6, a.m, D), k.cpu().reshape(6, a.n, D),
+                              v.cpu().reshape(6, a.n, Dv), D**-0.5)
+    tol = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}[dtype]
+    np.testing.assert_allclose(out.double().cpu().numpy().reshape(6, a.m, Dv), ref, rtol=0, atol=tol)
+
+
+@gpu
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_gpu_sparse_attention_gradients(idtype):
+    a = make_csr(30, 20, density=0.2, seed=17, empty_rows=(2, 9), dense_rows=(4,))
+    indptr, indices = (t.cuda() for t in a.torch_structure(idtype))
+    gen = torch.Generator().manual_seed(17)
+    q, k, v = (torch.randn(2, n, d, dtype=torch.float64, generator=gen).cuda().requires_grad_()
+               for n, d in ((30, 6), (20, 6), (20, 4)))
+    torch.autograd.gradcheck(lambda q, k, v: ops.sparse_attention(indptr, indices, q, k, v, 0.7), (q, k, v))
+
+
+@gpu
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype, idtype", HEAD_DTYPES)
+def test_gpu_gat_attention_matches_float64(case, dtype, idtype):
+    a = make_csr(seed=18, **CSR_CASES[case])
+    rng = np.random.default_rng(18)
+    heads, feat, slope = 3, 4, 0.2
+    a_dst = to_tensor(rng.uniform(-3, 3, (a.m, heads)), dtype)
+    a_src = to_tensor(rng.uniform(-3, 3, (a.n, heads)), dtype)
+    x = to_tensor(rng.standard_normal((a.n, heads, feat)), dtype)
+    indptr, indices = (t.cuda() for t in a.torch_structure(idtype))
+    out = ops.gat_attention(indptr, indices, a_dst.cuda(), a_src.cuda(), x.cuda(), slope)
+    assert out.is_cuda and out.shape == (a.m, heads, feat) and out.dtype == x.dtype
+    ref, _ = gat_reference(a, a_dst.double().numpy(), a_src.double().numpy(), x.double().numpy(), slope)
+    tol = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}[dtype]
+    np.testing.assert_allclose(out.double().cpu().numpy(), ref, rtol=0, atol=tol)
+
+
+@gpu
 def test_gpu_mixed_devices_are_refused():
     a = make_csr(5, 4, density=0.5, seed=1)
     indptr, indices = a.torch_structure("int32")

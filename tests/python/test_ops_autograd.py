@@ -358,6 +358,28 @@ def test_opcheck_non_contiguous_inputs(name):
     torch.library.opcheck(op, args)
 
 
+GPU_REASON = sparsetir_torch.cuda_unavailable_reason()
+gpu = pytest.mark.skipif(bool(GPU_REASON), reason=f"no GPU: {GPU_REASON}")
+
+
+def _on_cuda(arg):
+    """arg moved to the GPU, a leaf that keeps requires_grad."""
+    if not isinstance(arg, torch.Tensor):
+        return arg
+    return arg.detach().cuda().requires_grad_(arg.requires_grad)
+
+
+@gpu
+@pytest.mark.parametrize("name", OPCHECK_NAMES)
+def test_gpu_opcheck(name):
+    """The fake (meta) implementations and the autograd registrations hold for CUDA tensors too."""
+    requires_grad = name not in NO_BACKWARD_OPS + INT_ONLY_OPS
+    op, args = _opcheck_cases(torch.float32, "int32", requires_grad)[name]
+    if op is None:
+        pytest.skip(f"no operator {name} in this build")
+    torch.library.opcheck(op, tuple(_on_cuda(a) for a in args))
+
+
 # --------------------------------------------------------------------------- 3. torch.compile
 #
 # The sparse structure is passed as plain tensors (csr.crow_indices().clone(),
@@ -436,6 +458,21 @@ def test_compile_gcn_forward_backward(dynamo_reset):
     assert ix3.numel() not in (ix.numel(), ix2.numel())
     _compare(compiled, model, (ip3, ix3, w3, torch.randn(n, 5)), torch.randn(n, K), "third graph")
     assert counter.frame_count == 2
+
+
+@gpu
+def test_gpu_compile_gcn_forward_backward(dynamo_reset):
+    torch.manual_seed(0)
+    n = 16
+    model = GCN().cuda()
+    ip, ix, w = (t.cuda() for t in random_graph(n, 0.25, seed=1, empty_rows=(3,)))
+    counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
+    compiled = torch.compile(model, backend=counter, fullgraph=True)
+    _compare(compiled, model, (ip, ix, w, torch.randn(n, 5, device="cuda")), torch.randn(n, K, device="cuda"),
+             "first call")
+    _compare(compiled, model, (ip, ix, w * 2 - 1, torch.randn(n, 5, device="cuda")),
+             torch.randn(n, K, device="cuda"), "new values")
+    assert counter.frame_count == 1
 
 
 @pytest.mark.parametrize("reduce", ["sum", "mean", "max"])
