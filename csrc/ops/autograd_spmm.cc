@@ -52,20 +52,7 @@ at::Tensor SumMeanValuesGrad(const at::Tensor& indptr, const at::Tensor& indices
 std::tuple<at::Tensor, at::Tensor> ExtremumBackward(const at::Tensor& indptr, const at::Tensor& indices,
                                                     const at::Tensor& values, const at::Tensor& dense,
                                                     const at::Tensor& out, const at::Tensor& grad, bool values_grad) {
-  if (dense.device().is_cpu()) {
-    return CallSpmmExtremumBackward(indptr, indices, values, dense, out, grad.contiguous(), values_grad);
-  }
-  at::Tensor rows = RowIds(indptr, indices);
-  at::Tensor gathered = dense.index_select(0, indices);
-  at::Tensor hit = values.unsqueeze(1) * gathered == out.index_select(0, rows);
-  // The first attaining non-zero of each (row, column): the smallest e.
-  const int64_t nnz = indices.size(0);
-  at::Tensor position = at::arange(nnz, indices.options().dtype(at::kLong)).unsqueeze(1).expand_as(hit);
-  at::Tensor candidate = at::where(hit, position, at::full({}, nnz, position.options()));
-  at::Tensor first = at::full(out.sizes(), nnz, position.options())
-                         .scatter_reduce(0, rows.to(at::kLong).unsqueeze(1).expand_as(hit), candidate, "amin");
-  at::Tensor share = (candidate == first.index_select(0, rows)).to(grad.scalar_type()) * grad.index_select(0, rows);
-  return {(share * gathered).sum(1), at::zeros_like(dense).index_add_(0, indices, share * values.unsqueeze(1))};
+  return CallSpmmExtremumBackward(indptr, indices, values, dense, out, grad.contiguous(), values_grad);
 }
 
 class SpmmFunction : public torch::autograd::Function<SpmmFunction> {

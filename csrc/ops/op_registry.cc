@@ -5,6 +5,7 @@
 // operators.
 #include <torch/library.h>
 
+#include "on_host.h"
 #include "ops.h"
 
 TORCH_LIBRARY(sparsetir, m) {
@@ -97,6 +98,14 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
 // and the transpose their backward passes use. Kernels are generated CUDA,
 // compiled by NVRTC and launched through the driver (cuda_launch.h); no CUDA
 // library is linked.
+namespace {
+constexpr char kCsrToBsr[] = "sparsetir._csr_to_bsr";
+constexpr char kCooToCsr[] = "sparsetir._coo_to_csr";
+constexpr char kCsrToEll[] = "sparsetir._csr_to_ell";
+constexpr char kCsrToHyb[] = "sparsetir._csr_to_hyb";
+constexpr char kCsrRcm[] = "sparsetir._csr_rcm";
+}  // namespace
+
 TORCH_LIBRARY_IMPL(sparsetir, CUDA, m) {
   using namespace sparsetir::ops;
   m.impl("spmm", &Spmm);
@@ -108,4 +117,16 @@ TORCH_LIBRARY_IMPL(sparsetir, CUDA, m) {
   m.impl("bsrmm", &Bsrmm);
   m.impl("bsr_linear", &BsrLinear);
   m.impl("_bsr_linear_grad_blocks", &BsrLinearGradBlocks);
+  m.impl("sparse_attention", &SparseAttention);
+  m.impl("_sparse_attention_backward", &SparseAttentionBackward);
+  m.impl("gat_attention", &GatAttention);
+  m.impl("_gat_attention_forward", &GatAttentionForward);
+  m.impl("_gat_attention_backward", &GatAttentionBackward);
+  m.impl("_spmm_extremum_backward", &SpmmExtremumBackwardByTorchOps);
+  // Structure conversions, once per graph: on the host (on_host.h).
+  m.impl("_csr_to_bsr", &OnHost<&CsrToBsrOp, kCsrToBsr>::Call);
+  m.impl("_coo_to_csr", &OnHost<&CooToCsrOp, kCooToCsr>::Call);
+  m.impl("_csr_to_ell", &OnHost<&CsrToEllOp, kCsrToEll>::Call);
+  m.impl("_csr_to_hyb", &OnHost<&CsrToHybOp, kCsrToHyb>::Call);
+  m.impl("_csr_rcm", &OnHost<&CsrRcmOp, kCsrRcm>::Call);
 }

@@ -44,6 +44,7 @@
 #include <type_traits>
 
 #include "extremum_rows.h"
+#include "extremum_backward_args.h"
 #include "graph_cache.h"
 #include "op_checks.h"
 #include "ops.h"
@@ -185,27 +186,34 @@ void DenseGrads(Lanes lanes, const extremum::DenseGradArgs<scalar_t, at::opmath_
 
 }  // namespace
 
+ExtremumBackwardArgs CheckExtremumBackwardArgs(const at::Tensor& indptr, const at::Tensor& indices,
+                                               const at::Tensor& values, const at::Tensor& dense_in,
+                                               const at::Tensor& out, const at::Tensor& grad) {
+  const std::string op = "sparsetir._spmm_extremum_backward";
+  const at::Tensor dense = CheckFloat(op, "dense", dense_in, 2);
+  const int64_t n = dense.size(0), K = dense.size(1);
+  ExtremumBackwardArgs a{CheckCsr(op, indptr, indices, n, "dense.size(0)"), CheckFloat(op, "values", values, 1),
+                         dense, CheckFloat(op, "out", out, 2), CheckFloat(op, "grad", grad, 2)};
+  for (const auto& [name, t] : {std::pair<const char*, at::Tensor>{"dense", a.dense}, {"out", a.out}, {"grad", a.grad}}) {
+    CheckSameDtype(op, name, t, a.values.scalar_type(), "values");
+  }
+  const int64_t m = a.csr.rows();
+  TORCH_CHECK_VALUE(a.values.numel() == a.csr.nnz(), op, ": argument 'values' must have one element per non-zero (",
+                    a.csr.nnz(), "), got ", a.values.numel());
+  TORCH_CHECK_VALUE(a.out.size(0) == m && a.out.size(1) == K && a.grad.sizes() == a.out.sizes(), op,
+                    ": arguments 'out' and 'grad' must have shape (", m, ", ", K, "), got ",
+                    ShapeString(a.out.sizes()), " and ", ShapeString(a.grad.sizes()));
+  return a;
+}
+
 std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackward(const at::Tensor& indptr_in, const at::Tensor& indices_in,
                                                         const at::Tensor& values_in, const at::Tensor& dense_in,
                                                         const at::Tensor& out_in, const at::Tensor& grad_in,
                                                         bool values_grad) {
-  const std::string op = "sparsetir._spmm_extremum_backward";
-  const at::Tensor dense = CheckFloat(op, "dense", dense_in, 2);
-  const int64_t n = dense.size(0), K = dense.size(1);
-  const CheckedCsr csr = CheckCsr(op, indptr_in, indices_in, n, "dense.size(0)");
-  const int64_t m = csr.rows();
-  const at::Tensor values = CheckFloat(op, "values", values_in, 1);
-  const at::Tensor out = CheckFloat(op, "out", out_in, 2);
-  const at::Tensor grad = CheckFloat(op, "grad", grad_in, 2);
-  for (const auto& [name, t] : {std::pair<const char*, at::Tensor>{"dense", dense}, {"out", out}, {"grad", grad}}) {
-    CheckSameDtype(op, name, t, values.scalar_type(), "values");
-  }
-  TORCH_CHECK_VALUE(values.numel() == csr.nnz(), op, ": argument 'values' must have one element per non-zero (",
-                    csr.nnz(), "), got ", values.numel());
-  TORCH_CHECK_VALUE(out.size(0) == m && out.size(1) == K && grad.sizes() == out.sizes(), op,
-                    ": arguments 'out' and 'grad' must have shape (", m, ", ", K, "), got ", ShapeString(out.sizes()),
-                    " and ", ShapeString(grad.sizes()));
-
+  const ExtremumBackwardArgs args = CheckExtremumBackwardArgs(indptr_in, indices_in, values_in, dense_in, out_in, grad_in);
+  const CheckedCsr& csr = args.csr;
+  const at::Tensor &values = args.values, &dense = args.dense, &out = args.out, &grad = args.grad;
+  const int64_t m = csr.rows(), n = dense.size(0), K = dense.size(1);
   const CsrTranspose t = csr.info->Transpose(csr.indptr, csr.indices, n);
   at::Tensor grad_values, grad_dense;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, values.scalar_type(), "spmm_extremum_backward", [&] {

@@ -116,6 +116,13 @@ std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackward(const at::Tensor& indptr
                                                         const at::Tensor& out, const at::Tensor& grad,
                                                         bool values_grad);
 
+// SpmmExtremumBackward for tensors of other devices (CUDA), with torch
+// operators; it holds nnz x K temporaries.
+std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackwardByTorchOps(const at::Tensor& indptr, const at::Tensor& indices,
+                                                                  const at::Tensor& values, const at::Tensor& dense,
+                                                                  const at::Tensor& out, const at::Tensor& grad,
+                                                                  bool values_grad);
+
 // The reverse Cuthill-McKee relabelling of a square CSR structure: (order,
 // indptr, indices, source) with order[new] = old, the structure of P A P^T
 // and new_values = values[source] (runtime/rcm.h).

@@ -749,6 +749,29 @@ def test_gpu_spmm_gradients():
 
 
 @gpu
+@pytest.mark.parametrize("reduce", ["max", "min"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_gpu_spmm_extremum_gradients_match_the_cpu(reduce, dtype, idtype):
+    # Small integers make ties: the gradient goes to the first attaining
+    # non-zero of a row on both devices (the CPU kernel; torch ops on CUDA).
+    a = make_csr(40, 30, density=0.2, seed=19, empty_rows=(1, 6), dense_rows=(5,))
+    rng = np.random.default_rng(19)
+    values = to_tensor(rng.integers(-2, 3, a.nnz).astype(np.float64), dtype)
+    b = to_tensor(rng.integers(-2, 3, (a.n, 12)).astype(np.float64), dtype)
+    weight = to_tensor(rng.uniform(-1, 1, (a.m, 12)), dtype)
+    cpu = a.torch_structure(idtype)
+
+    def grads(device):
+        v, d = values.to(device).requires_grad_(), b.to(device).requires_grad_()
+        out = ops.spmm(*(t.to(device) for t in cpu), v, d, reduce)
+        return [out.detach().cpu()] + [g.cpu() for g in torch.autograd.grad((out * weight.to(device)).sum(), (v, d))]
+
+    for got, want in zip(grads("cuda"), grads("cpu")):
+        torch.testing.assert_close(got, want, **(dict(rtol=1e-2, atol=1e-2) if dtype == "float16" else {}))
+
+
+@gpu
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 @pytest.mark.parametrize("idtype", IDTYPES)
 def test_gpu_multi_head_ops_edge_softmax_and_gradients_match_the_cpu(dtype, idtype):

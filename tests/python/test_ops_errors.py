@@ -276,16 +276,19 @@ def test_other_ops_mixed_meta_and_cpu_raise(op):
             ops.sparse_attention(IP, IX, meta(_q(2, 4)), _q(3, 4), _q(3, 4))
 
 
-# spmm and sddmm run on CUDA tensors (the CUDA backend); inputs on two devices
-# are refused naming both, and ops without CUDA kernels say so.
+# The ops run on CUDA tensors (the CUDA backend); inputs on two devices are
+# refused naming both, the structure conversions too (they run on the host),
+# and an op without a CUDA kernel says so, naming itself.
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_mixed_device_inputs_are_rejected():
     with pytest.raises(ValueError, match=r"sparsetir\.spmm: argument 'indices' is on cpu but 'indptr' is on cuda"):
         ops.spmm(IP.cuda(), IX, VAL.cuda(), DENSE.cuda())
     with pytest.raises(ValueError, match=r"sparsetir\.spmm: argument 'values' is on cpu but 'indptr' is on cuda"):
         ops.spmm(IP.cuda(), IX.cuda(), VAL, DENSE.cuda())
-    with pytest.raises((ValueError, RuntimeError), match=r"sparsetir"):
-        ops.bsrmm(IP.cuda(), IX.cuda(), torch.ones(3, 2, 2, device="cuda"), torch.ones(6, 4, device="cuda"))
+    with pytest.raises(ValueError, match=r"sparsetir\._csr_to_bsr: every tensor argument must be on one device"):
+        ops._csr_to_bsr(IP.cuda(), IX, DENSE.size(0), 1, 2)
+    with pytest.raises(NotImplementedError, match=r"sparsetir::_scatter_by_slot.*CUDA"):
+        ops._scatter_by_slot(VAL.cuda(), IX.cuda(), IP.cuda(), 8, 1)
     torch.testing.assert_close(ops.spmm(IP.cuda(), IX.cuda(), VAL.cuda(), DENSE.cuda()).cpu(), ops.spmm(IP, IX, VAL, DENSE))
     assert_healthy()
 
