@@ -84,6 +84,47 @@ void ForEachHead(const Target& target, int64_t heads, int64_t work_per_head, con
   });
 }
 
+// On cuda the heads run together through the multi-head operators: scores by
+// sddmm, edge_softmax, then spmm, each launch spreading the non-zeros of every
+// head over the device. The row-per-thread kernels of sparse_attention.py,
+// launched head after head, left most of a GPU idle (32 ms at L = 4096 with 4
+// heads on an H100, against 0.74 ms for dense SDPA). The multi-head
+// operators take (rows, heads, features).
+at::Tensor HeadsLast(const at::Tensor& t) { return t.permute({1, 0, 2}).contiguous(); }
+at::Tensor HeadsFirst(const at::Tensor& t) { return t.permute({1, 0, 2}); }
+
+struct HeadsLastAttention {
+  at::Tensor qs, k, v;  // (L, heads, D) with q scaled, (S, heads, D), (S, heads, Dv)
+  at::Tensor probs;     // (nnz, heads)
+};
+
+HeadsLastAttention Probabilities(const AttentionArgs& a) {
+  HeadsLastAttention h{HeadsLast(a.q * a.scale), HeadsLast(a.k), HeadsLast(a.v), {}};
+  const at::Tensor scores = Sddmm(a.csr.indptr, a.csr.indices, std::nullopt, h.qs, h.k, "dot");
+  h.probs = EdgeSoftmax(a.csr.indptr, a.csr.indices, scores);
+  return h;
+}
+
+at::Tensor ForwardByHeadsOps(const AttentionArgs& a) {
+  const HeadsLastAttention h = Probabilities(a);
+  return HeadsFirst(Spmm(a.csr.indptr, a.csr.indices, h.probs, h.v, "sum"));
+}
+
+// dP = dO . V over the pattern; dS = P * (dP - rowdot(P, dP)) (edge_softmax's
+// backward); dq = scale * dS k; dk = scale * dS^T q; dv = P^T dO.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardByHeadsOps(const AttentionArgs& a, const at::Tensor& go) {
+  const at::Tensor &ip = a.csr.indptr, &ix = a.csr.indices;
+  const HeadsLastAttention h = Probabilities(a);
+  const at::Tensor gol = HeadsLast(go);
+  const at::Tensor grad_scores = EdgeSoftmaxBackward(ip, ix, h.probs, Sddmm(ip, ix, std::nullopt, gol, h.v, "dot"));
+  const CsrTranspose t = a.csr.info->Transpose(ip, ix, a.k.size(1));
+  at::Tensor dq = Spmm(ip, ix, grad_scores, h.k, "sum").mul_(a.scale);
+  // h.qs holds scale * q: this is scale * dS^T q.
+  at::Tensor dk = Spmm(t.indptr, t.indices, grad_scores.index_select(0, t.perm), h.qs, "sum");
+  at::Tensor dv = Spmm(t.indptr, t.indices, h.probs.index_select(0, t.perm), gol, "sum");
+  return {HeadsFirst(dq), HeadsFirst(dk), HeadsFirst(dv)};
+}
+
 }  // namespace
 
 at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
@@ -94,7 +135,9 @@ at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, 
   // The kernel writes every row (an empty one gets its zero init), so only a
   // pattern without non-zeros needs zeros from here.
   at::Tensor out = nnz > 0 ? EmptyOutput({a.heads(), L, Dv}, a.q.options()) : at::zeros({a.heads(), L, Dv}, a.q.options());
-  if (out.numel() > 0 && nnz > 0) {
+  if (out.numel() > 0 && nnz > 0 && TargetFor(a.q, "sparse_attention").is_cuda()) {
+    out = ForwardByHeadsOps(a);
+  } else if (out.numel() > 0 && nnz > 0) {
     at::Tensor qs = (a.q * a.scale).contiguous();
     auto kernel = GetOpKernel(Request("sparse_attention", a, {{"head_dim", D}, {"value_dim", Dv}}));
     ForEachHead(kernel->kernel().target(), a.heads(), 2 * nnz * (D + Dv), [&](int64_t h) {
@@ -127,7 +170,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
   at::Tensor o = out.reshape({a.heads(), L, Dv}).to(compute).contiguous();
   at::Tensor go = grad_out.reshape({a.heads(), L, Dv}).to(compute).contiguous();
   at::Tensor dq = at::zeros_like(a.q), dk = at::zeros_like(a.k), dv = at::zeros_like(a.v);
-  if (nnz > 0 && L > 0) {
+  if (nnz > 0 && L > 0 && TargetFor(a.q, "sparse_attention").is_cuda()) {
+    std::tie(dq, dk, dv) = BackwardByHeadsOps(a, go);
+  } else if (nnz > 0 && L > 0) {
     CsrTranspose t = a.csr.info->Transpose(a.csr.indptr, a.csr.indices, S);
     at::Tensor qs = (a.q * a.scale).contiguous();
     auto probs_kernel = GetOpKernel(Request("attention_probs", a, {{"head_dim", D}}));
