@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import threading
 import time
@@ -199,15 +200,28 @@ def bsr_operands(A, b: int):
     return indptr, indices, A.values_derived(("bsr_blocks", b), scatter, structure=slot)
 
 
+def structure_summary(A, caller: str = "st.spmm") -> dict:
+    """The validation pass's summary of A's rows (_C.check_csr: rows, nnz,
+    longest row, the lengths' sum of squares, hyb's padded slots), cached per
+    graph. A malformed A is refused here, named for `caller`."""
+    summary = A._derived.get("csr_summary")
+    if summary is None:
+        summary = _C.check_csr(caller, A.indptr, A.indices, A.shape[1],
+                               f"the columns of argument 'A' of shape {tuple(A.shape)}")
+        A._derived["csr_summary"] = summary
+    return summary
+
+
 def hyb_form(A):
     """(parts, max_width) of the hyb form for a graph with skewed row
     lengths, or None: one part, the longest row in one ELL width."""
     if A.nnz == 0 or A.values.dtype not in (torch.float32, torch.float64):
         return None
-    lengths = np.diff(A.indptr.numpy()).astype(np.int64)
-    mean = float(lengths.mean())
-    longest = int(lengths.max())
-    if mean == 0 or float(lengths.std()) / mean < HYB_MIN_SPREAD or longest > HYB_MAX_WIDTH:
+    s = structure_summary(A)
+    mean = s["nnz"] / s["rows"]
+    spread = math.sqrt(max(0.0, s["row_length_squares"] / s["rows"] - mean * mean)) / mean
+    longest = s["max_row_length"]
+    if spread < HYB_MIN_SPREAD or longest > HYB_MAX_WIDTH:
         return None
     return 1, 1 << max(0, (longest - 1).bit_length())
 
@@ -215,17 +229,10 @@ def hyb_form(A):
 def hyb_candidate(A):
     """hyb_form(A) where it is worth timing (padding within HYB_MAX_PADDING), or None."""
     form = hyb_form(A)
-    if form is None or hyb_padding(np.diff(A.indptr.numpy())) > HYB_MAX_PADDING:
+    if form is None:
         return None
-    return form
-
-
-def hyb_padding(lengths: np.ndarray) -> float:
-    """Slots per non-zero of hyb's buckets (one part, no row split): each
-    non-empty row padded to the next power of two."""
-    rows = lengths[lengths > 0]
-    widths = np.left_shift(1, np.ceil(np.log2(rows)).astype(np.int64))
-    return float(widths.sum()) / float(rows.sum())
+    s = structure_summary(A)
+    return None if s["padded_slots"] / s["nnz"] > HYB_MAX_PADDING else form
 
 
 # The overloads themselves: calling them skips the packet's overload lookup.
@@ -366,7 +373,7 @@ def choose(A, op: str, K: int, dtype, caller: str = "st.spmm") -> dict:
     if memo in A._derived:
         return A._derived[memo]
     if not A.is_block:
-        _C.check_csr(caller, A.indptr, A.indices, A.shape[1], f"the columns of argument 'A' of shape {A.shape}")
+        structure_summary(A, caller)
     candidates = [] if A.is_block or not tuning_enabled() or A.nnz == 0 else candidates_for(A)
     if len(candidates) < 2:
         # Nothing but CSR to choose from (most sampled minibatches of a GNN:

@@ -498,10 +498,22 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "check_csr",
       [](const std::string& op, const at::Tensor& indptr, const at::Tensor& indices, int64_t columns,
-         const std::string& columns_name) { CheckCsr(op, indptr, indices, columns, columns_name); },
+         const std::string& columns_name) {
+        const CsrSummary& s = CheckCsr(op, indptr, indices, columns, columns_name).info->summary();
+        py::dict summary;
+        summary["rows"] = s.rows;
+        summary["nnz"] = s.nnz;
+        summary["empty_rows"] = s.empty_rows;
+        summary["max_row_length"] = s.max_row_length;
+        summary["row_length_squares"] = s.row_length_squares;
+        summary["padded_slots"] = s.padded_slots;
+        return summary;
+      },
       py::arg("op"), py::arg("indptr"), py::arg("indices"), py::arg("columns"), py::arg("columns_name"),
       "Validates a CSR structure of `columns` columns (cached per graph like the operators' own check); a "
-      "ValueError names `op` and, for an index out of range, `columns_name`.");
+      "ValueError names `op` and, for an index out of range, `columns_name`. Returns the validation pass's "
+      "summary of the rows: rows, nnz, empty_rows, max_row_length, row_length_squares (the lengths' sum of "
+      "squares) and padded_slots (every non-empty row padded to the next power of two).");
   m.def(
       "hyb_plan",
       [](const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t parts, int64_t max_width) {

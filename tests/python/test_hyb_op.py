@@ -213,20 +213,43 @@ def test_tuner_offers_hyb_on_skewed_graphs_it_does_not_pad():
     skewed = matrix(power_of_two_rows(rng, 200, 200))
     lengths = np.diff(skewed.indptr.numpy())
     assert float(lengths.std() / lengths.mean()) >= tuning.HYB_MIN_SPREAD
-    assert tuning.hyb_padding(lengths) == 1.0
+    assert padding(skewed) == padding_reference(lengths) == 1.0
     parts, width = tuning.hyb_candidate(skewed)
     assert parts == 1 and width >= int(lengths.max())
     # A power-law graph with arbitrary row lengths pads its buckets by ~37 %:
     # on a CPU hyb cannot win that back, so it is not timed.
     heavy = matrix(power_law(rng, 200, 200))
-    assert tuning.hyb_padding(np.diff(heavy.indptr.numpy())) > tuning.HYB_MAX_PADDING
+    assert padding(heavy) == padding_reference(np.diff(heavy.indptr.numpy())) > tuning.HYB_MAX_PADDING
     assert tuning.hyb_candidate(heavy) is None
     regular = matrix(np.kron(np.eye(50), np.ones((4, 4))))
     assert tuning.hyb_candidate(regular) is None
 
 
-def test_hyb_padding_counts_power_of_two_slots():
-    assert tuning.hyb_padding(np.array([0, 1, 2, 3, 5, 8])) == (1 + 2 + 4 + 8 + 8) / (1 + 2 + 3 + 5 + 8)
+def padding_reference(lengths: np.ndarray) -> float:
+    """Slots per non-zero of hyb's one-part buckets: each non-empty row padded
+    to the next power of two."""
+    rows = lengths[lengths > 0]
+    widths = np.left_shift(1, np.ceil(np.log2(rows)).astype(np.int64))
+    return float(widths.sum()) / float(rows.sum())
+
+
+def padding(A) -> float:
+    """The same from the summary the chooser reads (the validation pass's)."""
+    s = tuning.structure_summary(A)
+    return s["padded_slots"] / s["nnz"]
+
+
+@pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
+def test_structure_summary_counts_row_lengths_and_power_of_two_slots(idtype):
+    lengths = [0, 1, 2, 3, 5, 8, 0]
+    indptr = torch.tensor(np.concatenate([[0], np.cumsum(lengths)]), dtype=idtype)
+    indices = torch.cat([torch.arange(n) for n in lengths]).to(idtype)
+    A = st.SparseMatrix(indptr, indices, torch.ones(indices.numel()), (7, 8))
+    s = tuning.structure_summary(A)
+    assert (s["rows"], s["nnz"], s["empty_rows"], s["max_row_length"]) == (7, 19, 2, 8)
+    assert s["row_length_squares"] == sum(n * n for n in lengths)
+    assert s["padded_slots"] == 1 + 2 + 4 + 8 + 8
+    assert s["padded_slots"] / s["nnz"] == padding_reference(np.array(lengths))
 
 
 def force_hyb(A, K, dtype, parts=1, width=64):

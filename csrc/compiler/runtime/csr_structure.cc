@@ -1,5 +1,6 @@
 #include "runtime/csr_structure.h"
 
+#include <bit>
 #include <vector>
 
 #include "support/error.h"
@@ -25,6 +26,8 @@ CsrSummary ValidateCsr(const std::string& op, const Index* indptr, int64_t rows,
     const int64_t length = static_cast<int64_t>(indptr[r + 1]) - indptr[r];
     if (length == 0) ++s.empty_rows;
     if (length > s.max_row_length) s.max_row_length = length;
+    s.row_length_squares += static_cast<double>(length) * static_cast<double>(length);
+    if (length > 0) s.padded_slots += int64_t{1} << std::bit_width(static_cast<uint64_t>(length - 1));
   }
   if (indptr[rows] != nnz) {
     ThrowArgumentError(op + ": indptr must end at nnz = " + std::to_string(nnz) + " (the length of indices), got indptr[" +

@@ -20,6 +20,12 @@ struct CsrSummary {
   // structure reaches. A banded matrix (small distance) gathers dense rows
   // near its own, which stay cached; a scattered one gathers from anywhere.
   double mean_distance = 0;
+  // The row lengths' sum of squares (with nnz and rows, their spread) and
+  // the slots of every non-empty row padded to the next power of two (hyb's
+  // one-part buckets): the format chooser's tests, taken in this pass so
+  // that a new graph needs no second look at its rows.
+  double row_length_squares = 0;
+  int64_t padded_slots = 0;
 };
 
 // Checks indptr[0] == 0, indptr never decreasing, indptr[rows] == nnz and
