@@ -94,10 +94,7 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("_spmm_dense_backward", &SpmmDenseBackward);
 }
 
-// CUDA tensors: the operators that have cuda recipes (recipes/cuda_recipes.h)
-// and the transpose their backward passes use. Kernels are generated CUDA,
-// compiled by NVRTC and launched through the driver (cuda_launch.h); no CUDA
-// library is linked.
+// The names the host-side conversions (on_host.h) give in their errors.
 namespace {
 constexpr char kCsrToBsr[] = "sparsetir._csr_to_bsr";
 constexpr char kCooToCsr[] = "sparsetir._coo_to_csr";
@@ -106,6 +103,11 @@ constexpr char kCsrToHyb[] = "sparsetir._csr_to_hyb";
 constexpr char kCsrRcm[] = "sparsetir._csr_rcm";
 }  // namespace
 
+// CUDA tensors: the operators that have cuda recipes (recipes/cuda_recipes.h)
+// or compose them (sparse_attention), the helpers of their backward passes
+// (spmm max/min's written with torch operators) and the structure
+// conversions (on the host). Kernels are generated CUDA, compiled by NVRTC
+// and launched through the driver (cuda_launch.h); no CUDA library is linked.
 TORCH_LIBRARY_IMPL(sparsetir, CUDA, m) {
   using namespace sparsetir::ops;
   m.impl("spmm", &Spmm);

@@ -194,7 +194,8 @@ ExtremumBackwardArgs CheckExtremumBackwardArgs(const at::Tensor& indptr, const a
   const int64_t n = dense.size(0), K = dense.size(1);
   ExtremumBackwardArgs a{CheckCsr(op, indptr, indices, n, "dense.size(0)"), CheckFloat(op, "values", values, 1),
                          dense, CheckFloat(op, "out", out, 2), CheckFloat(op, "grad", grad, 2)};
-  for (const auto& [name, t] : {std::pair<const char*, at::Tensor>{"dense", a.dense}, {"out", a.out}, {"grad", a.grad}}) {
+  for (const auto& [name, t] :
+       {std::pair<const char*, at::Tensor>{"dense", a.dense}, {"out", a.out}, {"grad", a.grad}}) {
     CheckSameDtype(op, name, t, a.values.scalar_type(), "values");
   }
   const int64_t m = a.csr.rows();
@@ -210,7 +211,8 @@ std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackward(const at::Tensor& indptr
                                                         const at::Tensor& values_in, const at::Tensor& dense_in,
                                                         const at::Tensor& out_in, const at::Tensor& grad_in,
                                                         bool values_grad) {
-  const ExtremumBackwardArgs args = CheckExtremumBackwardArgs(indptr_in, indices_in, values_in, dense_in, out_in, grad_in);
+  const ExtremumBackwardArgs args =
+      CheckExtremumBackwardArgs(indptr_in, indices_in, values_in, dense_in, out_in, grad_in);
   const CheckedCsr& csr = args.csr;
   const at::Tensor &values = args.values, &dense = args.dense, &out = args.out, &grad = args.grad;
   const int64_t m = csr.rows(), n = dense.size(0), K = dense.size(1);
