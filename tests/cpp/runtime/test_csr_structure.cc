@@ -33,10 +33,13 @@ TEST(CsrStructure, ValidationAcceptsAndSummarizes) {
   EXPECT_EQ(s.empty_rows, 1);
   EXPECT_EQ(s.max_row_length, 3);
   EXPECT_DOUBLE_EQ(s.mean_distance, (1 + 0 + 2 + 0 + 1) / 5.0);  // |column - row| of (0,1) (0,0) (2,4) (2,2) (2,3)
+  EXPECT_DOUBLE_EQ(s.row_length_squares, 2 * 2 + 0 + 3 * 3);
+  EXPECT_EQ(s.padded_slots, 2 + 4);  // rows of 2 and 3 padded to powers of two; the empty row takes none
   std::vector<int64_t> empty_indptr = {0};
   CsrSummary e = ValidateCsr<int64_t>("op", empty_indptr.data(), 0, nullptr, 0);
   EXPECT_EQ(e.max_index, -1);
   EXPECT_EQ(e.mean_distance, 0);
+  EXPECT_EQ(e.padded_slots, 0);
 }
 
 TEST(CsrStructure, ValidationErrorsNameTheArgument) {
