@@ -143,7 +143,7 @@ def gat_attention(A, a_dst: torch.Tensor, a_src: torch.Tensor, x: torch.Tensor,
     return ops.gat_attention(A.indptr, A.indices, a_dst, a_src, x, float(negative_slope))
 
 
-def _mask_matrix(mask, L: int, S: int) -> SparseMatrix:
+def _mask_matrix(mask, L: int, S: int, device: torch.device) -> SparseMatrix:
     if isinstance(mask, torch.Tensor) and mask.layout == torch.strided:
         if mask.dtype != torch.bool or mask.shape != (L, S):
             raise ValueError(f"st.sparse_attention: a dense mask must be a bool tensor of shape ({L}, {S}), "
@@ -156,7 +156,8 @@ def _mask_matrix(mask, L: int, S: int) -> SparseMatrix:
         m = _element_pattern(m)
     if m.shape != (L, S):
         raise ValueError(f"st.sparse_attention: mask has shape {m.shape}, expected (L, S) = ({L}, {S})")
-    return m
+    # A pattern built on the CPU serves inputs on a GPU too (moved once, kept with the pattern).
+    return m.to(device)
 
 
 def _element_pattern(m: SparseMatrix) -> SparseMatrix:
@@ -166,17 +167,19 @@ def _element_pattern(m: SparseMatrix) -> SparseMatrix:
     if cached is not None:
         return cached
     nnzb, bh, bw = m.values.shape
-    block_rows = torch.repeat_interleave(torch.arange(m.indptr.shape[0] - 1), (m.indptr[1:] - m.indptr[:-1]).long(),
-                                         output_size=nnzb)
-    r = torch.arange(bh).view(1, bh, 1).expand(nnzb, bh, bw)
-    c = torch.arange(bw).view(1, 1, bw).expand(nnzb, bh, bw)
+    device = m.indptr.device
+    block_rows = torch.repeat_interleave(torch.arange(m.indptr.shape[0] - 1, device=device),
+                                         (m.indptr[1:] - m.indptr[:-1]).long(), output_size=nnzb)
+    r = torch.arange(bh, device=device).view(1, bh, 1).expand(nnzb, bh, bw)
+    c = torch.arange(bw, device=device).view(1, 1, bw).expand(nnzb, bh, bw)
     rows = (block_rows.view(nnzb, 1, 1) * bh + r).reshape(-1)
     cols = (m.indices.long().view(nnzb, 1, 1) * bw + c).reshape(-1)
     order = torch.argsort(rows * m.shape[1] + cols)
     rows, cols = rows[order], cols[order]
-    indptr = torch.zeros(m.shape[0] + 1, dtype=torch.int64)
+    indptr = torch.zeros(m.shape[0] + 1, dtype=torch.int64, device=device)
     indptr[1:] = torch.bincount(rows, minlength=m.shape[0]).cumsum(0)
-    pattern = SparseMatrix(indptr.to(m.indptr.dtype), cols.to(m.indices.dtype), torch.ones(cols.shape[0]), m.shape)
+    pattern = SparseMatrix(indptr.to(m.indptr.dtype), cols.to(m.indices.dtype),
+                           torch.ones(cols.shape[0], device=device), m.shape)
     m._derived["element_pattern"] = pattern
     return pattern
 
@@ -190,7 +193,7 @@ def sparse_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask, sc
         _check_dense("st.sparse_attention", what, t, -1)
     if q.dim() < 2 or k.dim() < 2:
         raise ValueError("st.sparse_attention: q, k and v must be at least 2-D (..., L, D)")
-    m = _mask_matrix(mask, q.shape[-2], k.shape[-2])
+    m = _mask_matrix(mask, q.shape[-2], k.shape[-2], q.device)
     return ops.sparse_attention(m.indptr, m.indices, q, k, v, scale)
 
 

@@ -40,7 +40,7 @@ class EllMatrix:
         return self.indices.shape[1]
 
     def to_dense(self) -> torch.Tensor:
-        rows = torch.arange(self.shape[0]).repeat_interleave(self.width)
+        rows = torch.arange(self.shape[0], device=self.indices.device).repeat_interleave(self.width)
         dense = self.values.new_zeros(self.shape)
         return dense.index_put_((rows, self.indices.reshape(-1).long()), self.values.reshape(-1), accumulate=True)
 

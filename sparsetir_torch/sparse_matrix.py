@@ -266,6 +266,26 @@ class SparseMatrix:
             raise ValueError(f"SparseMatrix.with_values: values must have {expected}, got {tuple(values.shape)}")
         return SparseMatrix._assemble(self.indptr, self.indices, values, self.shape, self._derived)
 
+    def to(self, device) -> "SparseMatrix":
+        """This matrix on `device` (self where it is already there). The moved
+        structure is kept with this one's derived forms, so moving a fixed
+        pattern at every call copies its index tensors once; the values are
+        moved at each call (differentiably: they may be trained). The moved
+        matrix derives its own forms on its device at first use."""
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        if self.indptr.device == device:
+            return self
+        key = ("on_device", str(device))
+        moved = self._derived.get(key)
+        if moved is None:
+            moved = (self.indptr.to(device), self.indices.to(device), {})
+            if not torch.compiler.is_compiling():  # traced code keeps no tensors of its own
+                self._derived[key] = moved
+        indptr, indices, derived = moved
+        return SparseMatrix._assemble(indptr, indices, self.values.to(device), self.shape, derived)
+
     def __matmul__(self, other):
         from .api import spmm
 

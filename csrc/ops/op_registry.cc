@@ -106,7 +106,7 @@ constexpr char kCsrRcm[] = "sparsetir._csr_rcm";
 // CUDA tensors: the operators that have cuda recipes (recipes/cuda_recipes.h)
 // or compose them (sparse_attention), the helpers of their backward passes
 // (spmm max/min's written with torch operators) and the structure
-// conversions (on the host). Kernels are generated CUDA, compiled by NVRTC
+// conversions (on the host) with the scatter of values into their slots. Kernels are generated CUDA, compiled by NVRTC
 // and launched through the driver (cuda_launch.h); no CUDA library is linked.
 TORCH_LIBRARY_IMPL(sparsetir, CUDA, m) {
   using namespace sparsetir::ops;
@@ -125,6 +125,7 @@ TORCH_LIBRARY_IMPL(sparsetir, CUDA, m) {
   m.impl("_gat_attention_forward", &GatAttentionForward);
   m.impl("_gat_attention_backward", &GatAttentionBackward);
   m.impl("_spmm_extremum_backward", &SpmmExtremumBackwardByTorchOps);
+  m.impl("_scatter_by_slot", &ScatterBySlotByTorchOps);
   // Structure conversions, once per graph: on the host (on_host.h).
   m.impl("_csr_to_bsr", &OnHost<&CsrToBsrOp, kCsrToBsr>::Call);
   m.impl("_coo_to_csr", &OnHost<&CooToCsrOp, kCooToCsr>::Call);

@@ -55,41 +55,72 @@ void ScatterGroups(const std::string& op, const Scalar* values, const int64_t* s
   });
 }
 
+// The checked arguments of either form: 1-D values and int64 slots of one
+// length, an index row pointer from 0 to nnz, all three on one device.
+struct ScatterArgs {
+  at::Tensor values, slot, indptr;
+  int64_t rows = 0, nnz = 0;
+};
+
+ScatterArgs CheckScatterArgs(const std::string& op, const at::Tensor& values, const at::Tensor& slot,
+                             const at::Tensor& indptr, int64_t size, int64_t group_rows) {
+  TORCH_CHECK_VALUE(size >= 0, op, ": argument 'size' must be non-negative, got ", size);
+  TORCH_CHECK_VALUE(group_rows >= 1, op, ": argument 'group_rows' must be positive, got ", group_rows);
+  TORCH_CHECK_VALUE(values.dim() == 1 && values.scalar_type() != at::kBool, op,
+                    ": argument 'values' must be a 1-D numeric tensor, got ", values.dim(), "-D ",
+                    values.scalar_type());
+  TORCH_CHECK_VALUE(slot.dim() == 1 && slot.scalar_type() == at::kLong, op,
+                    ": argument 'slot' must be a 1-D int64 tensor, got ", slot.dim(), "-D ", slot.scalar_type());
+  CheckSameDevice(op, "slot", slot, values, "values");
+  CheckSameDevice(op, "indptr", indptr, values, "values");
+  TORCH_CHECK_VALUE(slot.numel() == values.numel(), op,
+                    ": arguments 'slot' and 'values' must have the same length, got ", slot.numel(), " and ",
+                    values.numel());
+  ScatterArgs a{values.contiguous(), slot.contiguous(), CheckIndexTensor(op, "indptr", indptr)};
+  TORCH_CHECK_VALUE(a.indptr.numel() >= 1, op, ": argument 'indptr' must hold rows + 1 >= 1 entries, got none");
+  a.rows = a.indptr.numel() - 1;
+  a.nnz = a.values.numel();
+  // The groups cover every non-zero only if they start at 0 and end at nnz.
+  const int64_t head = a.indptr[0].item<int64_t>(), tail = a.indptr[a.rows].item<int64_t>();
+  TORCH_CHECK_VALUE(head == 0 && tail == a.nnz, op, ": argument 'indptr' must run from 0 to the ", a.nnz,
+                    " non-zeros of 'values', got ", head, " to ", tail);
+  return a;
+}
+
 }  // namespace
 
 at::Tensor ScatterBySlot(const at::Tensor& values, const at::Tensor& slot, const at::Tensor& indptr, int64_t size,
                          int64_t group_rows) {
   const std::string op = "sparsetir._scatter_by_slot";
-  TORCH_CHECK_VALUE(size >= 0, op, ": argument 'size' must be non-negative, got ", size);
-  TORCH_CHECK_VALUE(group_rows >= 1, op, ": argument 'group_rows' must be positive, got ", group_rows);
-  TORCH_CHECK_VALUE(values.device().is_cpu() && values.dim() == 1 && values.scalar_type() != at::kBool, op,
-                    ": argument 'values' must be a 1-D numeric CPU tensor, got ", values.dim(), "-D ",
-                    values.scalar_type(), " on ", values.device());
-  at::Tensor v = values.contiguous();
-  TORCH_CHECK_VALUE(slot.device().is_cpu() && slot.dim() == 1 && slot.scalar_type() == at::kLong, op,
-                    ": argument 'slot' must be a 1-D int64 CPU tensor, got ", slot.dim(), "-D ", slot.scalar_type(),
-                    " on ", slot.device());
-  TORCH_CHECK_VALUE(slot.numel() == v.numel(), op, ": arguments 'slot' and 'values' must have the same length, got ",
-                    slot.numel(), " and ", v.numel());
-  at::Tensor ip = CheckIndexTensor(op, "indptr", indptr);
-  TORCH_CHECK_VALUE(ip.numel() >= 1, op, ": argument 'indptr' must hold rows + 1 >= 1 entries, got none");
-  const int64_t rows = ip.numel() - 1, nnz = v.numel();
-  // The groups cover every non-zero only if they start at 0 and end at nnz.
-  const int64_t head = ip[0].item<int64_t>(), tail = ip[rows].item<int64_t>();
-  TORCH_CHECK_VALUE(head == 0 && tail == nnz, op, ": argument 'indptr' must run from 0 to the ", nnz,
-                    " non-zeros of 'values', got ", head, " to ", tail);
-  at::Tensor s = slot.contiguous();
-  at::Tensor out = at::zeros({size}, v.options());
-  AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND2(at::kHalf, at::kBFloat16, v.scalar_type(), "scatter_by_slot", [&] {
-    if (ip.scalar_type() == at::kInt) {
-      ScatterGroups<scalar_t>(op, v.data_ptr<scalar_t>(), s.data_ptr<int64_t>(), ip.data_ptr<int32_t>(), rows, nnz,
-                              size, group_rows, out.data_ptr<scalar_t>());
+  const ScatterArgs a = CheckScatterArgs(op, values, slot, indptr, size, group_rows);
+  at::Tensor out = at::zeros({size}, a.values.options());
+  AT_DISPATCH_ALL_TYPES_AND_COMPLEX_AND2(at::kHalf, at::kBFloat16, a.values.scalar_type(), "scatter_by_slot", [&] {
+    if (a.indptr.scalar_type() == at::kInt) {
+      ScatterGroups<scalar_t>(op, a.values.data_ptr<scalar_t>(), a.slot.data_ptr<int64_t>(),
+                              a.indptr.data_ptr<int32_t>(), a.rows, a.nnz, size, group_rows,
+                              out.data_ptr<scalar_t>());
     } else {
-      ScatterGroups<scalar_t>(op, v.data_ptr<scalar_t>(), s.data_ptr<int64_t>(), ip.data_ptr<int64_t>(), rows, nnz,
-                              size, group_rows, out.data_ptr<scalar_t>());
+      ScatterGroups<scalar_t>(op, a.values.data_ptr<scalar_t>(), a.slot.data_ptr<int64_t>(),
+                              a.indptr.data_ptr<int64_t>(), a.rows, a.nnz, size, group_rows,
+                              out.data_ptr<scalar_t>());
     }
   });
   return out;
+}
+
+// CUDA tensors: index_add_ (atomic adds, so duplicates sum in any order).
+// The slots are checked first, one reduction and one host read.
+at::Tensor ScatterBySlotByTorchOps(const at::Tensor& values, const at::Tensor& slot, const at::Tensor& indptr,
+                                   int64_t size, int64_t group_rows) {
+  const std::string op = "sparsetir._scatter_by_slot";
+  const ScatterArgs a = CheckScatterArgs(op, values, slot, indptr, size, group_rows);
+  if (a.nnz > 0) {
+    const auto [low, high] = at::aminmax(a.slot);
+    const int64_t lo = low.item<int64_t>(), hi = high.item<int64_t>();
+    TORCH_CHECK_VALUE(0 <= lo && hi < size, op, ": argument 'slot' holds ", lo < 0 ? lo : hi, ", outside [0, ",
+                      size, ")");
+  }
+  return at::zeros({size}, a.values.options()).index_add_(0, a.slot, a.values);
 }
 
 }  // namespace sparsetir::ops

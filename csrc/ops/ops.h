@@ -100,6 +100,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrToHybOp(const at::
 at::Tensor ScatterBySlot(const at::Tensor& values, const at::Tensor& slot, const at::Tensor& indptr, int64_t size,
                          int64_t group_rows);
 
+// ScatterBySlot for tensors of other devices (CUDA), with torch operators.
+at::Tensor ScatterBySlotByTorchOps(const at::Tensor& values, const at::Tensor& slot, const at::Tensor& indptr,
+                                   int64_t size, int64_t group_rows);
+
 // The gradient of spmm (reduce "sum" or "mean") with respect to dense:
 // A^T grad with `columns` output rows, where A holds the values, divided by
 // the row lengths for the mean. With `cache_values`, the transposed values

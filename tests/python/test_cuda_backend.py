@@ -11,6 +11,7 @@
 4. On a GPU (skipped with the reason without one): the operators on CUDA
    tensors against the same references, gradients, mixed-device errors.
 """
+import copy
 import os
 import subprocess
 import sys
@@ -890,6 +891,70 @@ def test_gpu_gat_attention_matches_float64(case, dtype, idtype):
     ref, _ = gat_reference(a, a_dst.double().numpy(), a_src.double().numpy(), x.double().numpy(), slope)
     tol = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}[dtype]
     np.testing.assert_allclose(out.double().cpu().numpy(), ref, rtol=0, atol=tol)
+
+
+def forward_backward(module, inputs, device):
+    """(output, input gradients, parameter gradients) of module on `device`,
+    float64, brought back to the CPU: the module's loss is the sum of squares."""
+    module = module.to(device)
+    module.zero_grad(set_to_none=True)
+    xs = [t.detach().to(device).requires_grad_() if t.is_floating_point() else t.to(device) for t in inputs]
+    out = module(*xs)
+    out = out[0] if isinstance(out, tuple) else out  # SparseMultiheadAttention: (output, None)
+    out.square().sum().backward()
+    grads = [x.grad.cpu() for x in xs if x.requires_grad] + [p.grad.cpu() for p in module.parameters()]
+    return [out.detach().cpu()] + grads
+
+
+@gpu
+@pytest.mark.parametrize("layer", ["gcn", "sage-mean", "sage-max", "gin", "gat", "block-sparse", "attention"])
+def test_gpu_nn_layers_match_the_cpu(layer):
+    """st.nn layers on CUDA tensors (edge_index on the GPU: the COO to CSR
+    conversion runs on the host) against the same layers on the CPU."""
+    torch.manual_seed(20)
+    n = 60
+    edge_index = torch.randint(0, n, (2, 400))
+    x = torch.randn(n, 8, dtype=torch.float64)
+    module, inputs = {
+        "gcn": lambda: (st.nn.GCNConv(8, 6), (x, edge_index)),
+        "sage-mean": lambda: (st.nn.SAGEConv(8, 6, aggr="mean"), (x, edge_index)),
+        "sage-max": lambda: (st.nn.SAGEConv(8, 6, aggr="max"), (x, edge_index)),
+        "gin": lambda: (st.nn.GINConv(torch.nn.Linear(8, 6)), (x, edge_index)),
+        "gat": lambda: (st.nn.GATConv(8, 3, heads=2), (x, edge_index)),
+        "block-sparse": lambda: (st.nn.BlockSparseLinear.from_dense(torch.nn.Linear(64, 32), (16, 16), 0.5),
+                                 (torch.randn(5, 64, dtype=torch.float64),)),
+        "attention": lambda: (st.nn.SparseMultiheadAttention(16, 2, pattern=st.nn.attention_patterns.sliding_window(20, 4)),
+                              (torch.randn(3, 20, 16, dtype=torch.float64),)),
+    }[layer]()
+    module = module.double()
+    cpu = forward_backward(copy.deepcopy(module), inputs, "cpu")
+    gpu_ = forward_backward(module, inputs, "cuda")
+    assert len(cpu) == len(gpu_)
+    for got, want in zip(gpu_, cpu):
+        torch.testing.assert_close(got, want)
+
+
+@gpu
+@pytest.mark.parametrize("idtype", IDTYPES)
+def test_gpu_sparse_matrix_formats_match_the_cpu(idtype):
+    """A SparseMatrix moved to the GPU converts to ELL, hyb and BSR (the
+    structure on the host, the values scattered on the device) and computes
+    what it does on the CPU."""
+    a = make_csr(48, 40, density=0.15, seed=21, empty_rows=(3,), dense_rows=(7,))
+    indptr, indices = a.torch_structure(idtype)
+    cpu = st.SparseMatrix(indptr, indices, torch.tensor(a.values), (a.m, a.n))
+    gpu_ = cpu.to("cuda")
+    assert gpu_.indptr.is_cuda and gpu_.values.is_cuda and cpu.to("cuda").indptr is gpu_.indptr  # moved once
+    b = torch.randn(a.n, 16, dtype=torch.float64)
+    torch.testing.assert_close(st.spmm(gpu_, b.cuda()).cpu(), st.spmm(cpu, b))
+    width = int(np.diff(a.indptr).max())
+    for got, want in ((gpu_.ell(width), cpu.ell(width)), (gpu_.hyb(1, 64), cpu.hyb(1, 64))):
+        torch.testing.assert_close(got.to_dense().cpu(), want.to_dense())
+    torch.testing.assert_close(gpu_.t().to_dense().cpu(), cpu.t().to_dense())
+    blocks = ops._csr_to_bsr(indptr.cuda(), indices.cuda(), a.n, 4, 4)
+    assert all(t.is_cuda for t in blocks)
+    for got, want in zip(blocks, ops._csr_to_bsr(indptr, indices, a.n, 4, 4)):
+        torch.testing.assert_close(got.cpu(), want)
 
 
 @gpu

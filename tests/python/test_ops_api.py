@@ -299,6 +299,23 @@ def test_sparse_matrix_bsr_transpose_vs_scipy():
     torch.testing.assert_close(st.spmm(At, B), a.T @ B, rtol=1e-12, atol=1e-12)
 
 
+def test_sparse_matrix_to_moves_the_structure_once():
+    """SparseMatrix.to: self where the matrix is already; elsewhere (the meta
+    device here, CUDA on a GPU) the index tensors are moved once per
+    structure and the values at every call, differentiably."""
+    values = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    A = st.SparseMatrix(torch.tensor([0, 2, 2, 3]), torch.tensor([0, 2, 1]), values, (3, 3))
+    assert A.to("cpu") is A
+    moved = A.to("meta")
+    assert moved.indptr.device.type == "meta" and moved.values.device.type == "meta" and moved.shape == A.shape
+    again = A.with_values(values * 2).to("meta")
+    assert again.indptr is moved.indptr and again.indices is moved.indices  # one copy of the structure
+    A.indices.add_(0)  # an in-place write to the structure: moved anew
+    assert A.to("meta").indices is not moved.indices
+    (grad,) = torch.autograd.grad(A.to("cpu").values.sum(), values)
+    assert torch.equal(grad, torch.ones(3))
+
+
 def test_sparse_matrix_caches_transpose_structure():
     _, c = dense_matrix(seed=9)
     A = st.SparseMatrix(*c.torch_structure("int64"), torch.from_numpy(c.values), c.shape)

@@ -287,8 +287,11 @@ def test_mixed_device_inputs_are_rejected():
         ops.spmm(IP.cuda(), IX.cuda(), VAL, DENSE.cuda())
     with pytest.raises(ValueError, match=r"sparsetir\._csr_to_bsr: every tensor argument must be on one device"):
         ops._csr_to_bsr(IP.cuda(), IX, DENSE.size(0), 1, 2)
-    with pytest.raises(NotImplementedError, match=r"sparsetir::_scatter_by_slot.*CUDA"):
-        ops._scatter_by_slot(VAL.cuda(), IX.cuda(), IP.cuda(), 8, 1)
+    with pytest.raises(ValueError,
+                       match=r"sparsetir\._scatter_by_slot: argument 'slot' is on cpu but 'values' is on cuda"):
+        ops._scatter_by_slot(VAL.cuda(), IX.long(), IP.cuda(), 8, 1)
+    with pytest.raises(NotImplementedError, match=r"sparsetir::_spmm_hyb.*CUDA"):
+        ops._spmm_hyb(IP.cuda(), IX.cuda(), VAL.cuda(), DENSE.cuda(), 1, 4)
     torch.testing.assert_close(ops.spmm(IP.cuda(), IX.cuda(), VAL.cuda(), DENSE.cuda()).cpu(), ops.spmm(IP, IX, VAL, DENSE))
     assert_healthy()
 
