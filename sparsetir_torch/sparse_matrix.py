@@ -387,7 +387,7 @@ class _ConversionCache:
             raise ValueError(f"expected a 2-D sparse COO tensor, got {t.dim()}-D")
         rows, cols = t._indices()[0], t._indices()[1]
         # Coalesced COO is sorted by (row, column): CSR order already.
-        indptr = torch.zeros(t.shape[0] + 1, dtype=torch.int64)
+        indptr = torch.zeros(t.shape[0] + 1, dtype=torch.int64, device=rows.device)
         indptr[1:] = torch.bincount(rows, minlength=t.shape[0]).cumsum(0)
         return SparseMatrix(indptr, cols.contiguous(), t._values(), t.shape)
 

@@ -126,7 +126,7 @@ class BlockSparseLinear(torch.nn.Module):
         (block_h, block_w) = self.block_shape
         rows = self.out_features // block_h
         if not rows:
-            return torch.zeros(self.out_features, self.in_features, dtype=self.blocks_t.dtype)
+            return self.blocks_t.new_zeros(self.out_features, self.in_features)
         with quiet_sparse_warnings():
             return torch.sparse_bsr_tensor(self.indptr.long(), self.indices.long(), self.blocks,
                                            (self.out_features, self.in_features)).to_dense()
