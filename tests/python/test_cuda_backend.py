@@ -388,23 +388,37 @@ def test_emulated_sparse_attention_gradients_match_the_cpu_kernels(emulate, monk
         torch.testing.assert_close(e, c, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("dtype, idtype", HEAD_DTYPES)
-def test_emulated_gat_attention_matches_float64(emulate, case, dtype, idtype):
+GAT_SLOPE = 0.2
+
+
+def gat_inputs(case, dtype):
+    """(csr, a_dst, a_src, x) of a gat_attention test: 3 heads of 4 features."""
     a = make_csr(seed=18, **CSR_CASES[case])
     rng = np.random.default_rng(18)
-    heads, feat, slope = 3, 4, 0.2
+    heads, feat = 3, 4
     a_dst = to_tensor(rng.uniform(-3, 3, (a.m, heads)), dtype)
     a_src = to_tensor(rng.uniform(-3, 3, (a.n, heads)), dtype)
     x = to_tensor(rng.standard_normal((a.n, heads, feat)), dtype)
+    return a, a_dst, a_src, x
+
+
+def check_gat(out, a, a_dst, a_src, x, dtype):
+    """out against the float64 reference, within one rounding to dtype."""
+    assert out.shape == (a.m,) + tuple(x.shape[1:]) and out.dtype == x.dtype
+    ref, _ = gat_reference(a, a_dst.double().numpy(), a_src.double().numpy(), x.double().numpy(), GAT_SLOPE)
+    tol = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}[dtype]
+    np.testing.assert_allclose(out.double().cpu().numpy(), ref, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype, idtype", HEAD_DTYPES)
+def test_emulated_gat_attention_matches_float64(emulate, case, dtype, idtype):
+    a, a_dst, a_src, x = gat_inputs(case, dtype)
     indptr, indices = a.torch_structure(idtype)
     before = _C.emulated_runs()
-    out = ops.gat_attention(indptr, indices, a_dst, a_src, x, slope)
+    out = ops.gat_attention(indptr, indices, a_dst, a_src, x, GAT_SLOPE)
     check_emulated_runs(before, a.nnz > 0)
-    assert out.shape == (a.m, heads, feat) and out.dtype == x.dtype
-    ref, _ = gat_reference(a, a_dst.double().numpy(), a_src.double().numpy(), x.double().numpy(), slope)
-    tol = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}[dtype]
-    np.testing.assert_allclose(out.double().numpy(), ref, rtol=0, atol=tol)
+    check_gat(out, a, a_dst, a_src, x, dtype)
 
 
 def random_bsr(mb, nb, block_h, block_w, density, seed, idtype, empty_rows=()):
@@ -879,18 +893,11 @@ def test_gpu_sparse_attention_gradients(idtype):
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("dtype, idtype", HEAD_DTYPES)
 def test_gpu_gat_attention_matches_float64(case, dtype, idtype):
-    a = make_csr(seed=18, **CSR_CASES[case])
-    rng = np.random.default_rng(18)
-    heads, feat, slope = 3, 4, 0.2
-    a_dst = to_tensor(rng.uniform(-3, 3, (a.m, heads)), dtype)
-    a_src = to_tensor(rng.uniform(-3, 3, (a.n, heads)), dtype)
-    x = to_tensor(rng.standard_normal((a.n, heads, feat)), dtype)
+    a, a_dst, a_src, x = gat_inputs(case, dtype)
     indptr, indices = (t.cuda() for t in a.torch_structure(idtype))
-    out = ops.gat_attention(indptr, indices, a_dst.cuda(), a_src.cuda(), x.cuda(), slope)
-    assert out.is_cuda and out.shape == (a.m, heads, feat) and out.dtype == x.dtype
-    ref, _ = gat_reference(a, a_dst.double().numpy(), a_src.double().numpy(), x.double().numpy(), slope)
-    tol = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bfloat16": 4e-2}[dtype]
-    np.testing.assert_allclose(out.double().cpu().numpy(), ref, rtol=0, atol=tol)
+    out = ops.gat_attention(indptr, indices, a_dst.cuda(), a_src.cuda(), x.cuda(), GAT_SLOPE)
+    assert out.is_cuda
+    check_gat(out, a, a_dst, a_src, x, dtype)
 
 
 def forward_backward(module, inputs, device):
