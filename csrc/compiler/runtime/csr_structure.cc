@@ -10,6 +10,7 @@ namespace sparsetir {
 template <typename Index>
 CsrSummary ValidateCsr(const std::string& op, const Index* indptr, int64_t rows, const Index* indices, int64_t nnz) {
   CsrSummary s;
+  uint64_t padded_slots = 0;
   s.rows = rows;
   s.nnz = nnz;
   if (indptr[0] != 0) {
@@ -27,8 +28,12 @@ CsrSummary ValidateCsr(const std::string& op, const Index* indptr, int64_t rows,
     if (length == 0) ++s.empty_rows;
     if (length > s.max_row_length) s.max_row_length = length;
     s.row_length_squares += static_cast<double>(length) * static_cast<double>(length);
-    if (length > 0) s.padded_slots += int64_t{1} << std::bit_width(static_cast<uint64_t>(length - 1));
+    // Unsigned: the lengths are not known to sum to nnz until the check below
+    // (a malformed indptr may hold rows of 2^62), and once they do, the
+    // padded slots are at most 2 nnz.
+    if (length > 0) padded_slots += uint64_t{1} << std::bit_width(static_cast<uint64_t>(length - 1));
   }
+  s.padded_slots = static_cast<int64_t>(padded_slots);
   if (indptr[rows] != nnz) {
     ThrowArgumentError(op + ": indptr must end at nnz = " + std::to_string(nnz) + " (the length of indices), got indptr[" +
                        std::to_string(rows) + "] = " + std::to_string(indptr[rows]));
