@@ -47,9 +47,6 @@ QUICK_HEAD_SHAPES = ((4, 16),)
 # block, a warp-square one, and one taller than a block of threads.
 BLOCKS = ((2, 3), (32, 32), (130, 2))
 QUICK_BLOCKS = ((32, 32),)
-# Attention kernels: (head_dim, value_dim).
-ATTENTION_DIMS = ((64, 64), (5, 3))
-QUICK_ATTENTION_DIMS = ((64, 64),)
 # Element-wise sddmm (add, mul): a thread per non-zero and feature.
 ELEMENTWISE_WIDTHS = (1, 8)
 
@@ -63,15 +60,13 @@ class Variant:
     feat: int  # 0: a script without a feature width (edge_softmax, bsr_linear)
     heads: int = 0  # multi-head kernels only
     block: tuple = ()  # (block_h, block_w) of the block-sparse kernels
-    dims: tuple = ()  # other sizes as (name, value) pairs: the attention kernels' head_dim, value_dim
 
     @property
     def name(self) -> str:
         heads = f"_h{self.heads}" if self.heads else ""
         block = f"_b{self.block[0]}x{self.block[1]}" if self.block else ""
         feat = f"_k{self.feat}" if self.feat else ""
-        dims = "".join(f"_{name}{value}" for name, value in self.dims)
-        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}{block}{feat}{dims}"
+        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}{block}{feat}"
 
     @property
     def sizes(self) -> dict:
@@ -80,7 +75,6 @@ class Variant:
             sizes["heads"] = self.heads
         if self.block:
             sizes.update(block_h=self.block[0], block_w=self.block[1])
-        sizes.update(self.dims)
         return sizes
 
 
@@ -112,12 +106,6 @@ def variants(quick: bool = False) -> Iterator[Variant]:
         for dtype, idtype, feat in itertools.product(dtypes, index_dtypes,
                                                      QUICK_WIDTHS if quick else ELEMENTWISE_WIDTHS):
             yield Variant(script, script, dtype, idtype, feat)
-    # Attention: computed in float32 (also for 16-bit inputs) or float64.
-    for dtype, idtype, (d, dv) in itertools.product(("float32", "float64"), index_dtypes,
-                                                    QUICK_ATTENTION_DIMS if quick else ATTENTION_DIMS):
-        yield Variant("sparse_attention", "sparse_attention", dtype, idtype, 0, dims=(("head_dim", d), ("value_dim", dv)))
-        yield Variant("attention_probs", "attention_probs", dtype, idtype, 0, dims=(("head_dim", d),))
-        yield Variant("attention_grad_scores", "attention_grad_scores", dtype, idtype, 0, dims=(("value_dim", dv),))
     for dtype, idtype, (heads, feat) in itertools.product(("float32", "float64"), index_dtypes,
                                                           QUICK_HEAD_SHAPES if quick else HEAD_SHAPES):
         yield Variant("gat_attention", "gat_attention", dtype, idtype, feat, heads)

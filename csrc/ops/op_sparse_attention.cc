@@ -91,6 +91,11 @@ void ForEachHead(const Target& target, int64_t heads, int64_t work_per_head, con
 // heads on an H100, against 0.74 ms for dense SDPA). The multi-head
 // operators take (rows, heads, features); the results go back contiguous,
 // the layout the fake implementations promise.
+// Whether the call takes the cuda path: CUDA tensors, or CPU tensors under
+// SPARSETIR_EMULATE_CUDA=1, where the operators composed there run their
+// cuda recipes (edge_softmax's stands for all three).
+bool OnCudaPath(const at::Tensor& q) { return TargetFor(q, "edge_softmax").is_cuda(); }
+
 at::Tensor HeadsLast(const at::Tensor& t) { return t.permute({1, 0, 2}).contiguous(); }
 at::Tensor HeadsFirst(const at::Tensor& t) { return t.permute({1, 0, 2}).contiguous(); }
 
@@ -136,7 +141,7 @@ at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, 
   // The kernel writes every row (an empty one gets its zero init), so only a
   // pattern without non-zeros needs zeros from here.
   at::Tensor out = nnz > 0 ? EmptyOutput({a.heads(), L, Dv}, a.q.options()) : at::zeros({a.heads(), L, Dv}, a.q.options());
-  if (out.numel() > 0 && nnz > 0 && TargetFor(a.q, "sparse_attention").is_cuda()) {
+  if (out.numel() > 0 && nnz > 0 && OnCudaPath(a.q)) {
     out = ForwardByHeadsOps(a);
   } else if (out.numel() > 0 && nnz > 0) {
     at::Tensor qs = (a.q * a.scale).contiguous();
@@ -171,7 +176,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
   at::Tensor o = out.reshape({a.heads(), L, Dv}).to(compute).contiguous();
   at::Tensor go = grad_out.reshape({a.heads(), L, Dv}).to(compute).contiguous();
   at::Tensor dq = at::zeros_like(a.q), dk = at::zeros_like(a.k), dv = at::zeros_like(a.v);
-  if (nnz > 0 && L > 0 && TargetFor(a.q, "sparse_attention").is_cuda()) {
+  if (nnz > 0 && L > 0 && OnCudaPath(a.q)) {
     std::tie(dq, dk, dv) = BackwardByHeadsOps(a, go);
   } else if (nnz > 0 && L > 0) {
     CsrTranspose t = a.csr.info->Transpose(a.csr.indptr, a.csr.indices, S);

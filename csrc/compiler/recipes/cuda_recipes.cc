@@ -233,25 +233,19 @@ void BsrLinearGradBlocks(Schedule& sch, int64_t block_h, int64_t block_w) {
 }
 
 // edge_softmax (row_max, row_exp, row_sum, row_div) and its backward
-// (row_dot, grad_scores), and the attention kernels (sparse_attention,
-// attention_probs, attention_grad_scores, gat_attention: those passes plus
-// the scores before them and the weighted sum of value rows after): a thread
-// per row runs every pass of its row, the row loops merged, so the passes
-// need no synchronization (each reads only what the same thread wrote) and a
-// row's per-head max, sum or dot stays with that thread. For attention this
-// is the simple mapping, not the fast one: a row's dot products and weighted
-// sum run serially in one thread, where a warp per row with an online
-// softmax would spread them over 32 lanes.
+// (row_dot, grad_scores), and gat_attention (those passes plus the scores
+// before them and the weighted sum of neighbour rows after): a thread per row
+// runs every pass of its row, the row loops merged, so the passes need no
+// synchronization (each reads only what the same thread wrote) and a row's
+// per-head max, sum or dot stays with that thread. sparse_attention has no
+// recipe of its own here: on cuda the operator composes the multi-head
+// sddmm, edge_softmax and spmm, which spread a row's dot products and
+// weighted sum over lanes (op_sparse_attention.cc).
 void RowPassesPerThread(Schedule& sch, const std::vector<std::string>& blocks) {
   std::vector<std::string> rows;
   for (const std::string& block : blocks) rows.push_back(sch.GetLoops(block)[0]);
   BindSplit(sch, sch.Merge(rows), kBlockThreads, "blockIdx.x", "threadIdx.x");
 }
-
-// The attention score of a non-zero sums its head_dim products in a register
-// and is stored once (cache_write at the non-zero loop of "scores": loops
-// i_0, i_1, j, d once the row passes are bound).
-void ScoreInRegister(Schedule& sch) { sch.CacheWrite(sch.GetLoops("scores")[2], "P", "local"); }
 
 }  // namespace
 
@@ -273,8 +267,7 @@ bool HasCudaRecipe(const std::string& recipe) {
   return recipe == "csrmm" || recipe == "csrmm_segments" || recipe == "sddmm" || recipe == "csrmm_heads" ||
          recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" || recipe == "edge_softmax" ||
          recipe == "edge_softmax_backward" || recipe == "bsrmm" || recipe == "bsr_linear" ||
-         recipe == "bsr_linear_grad_blocks" || recipe == "sparse_attention" || recipe == "attention_probs" ||
-         recipe == "attention_grad_scores" || recipe == "gat_attention";
+         recipe == "bsr_linear_grad_blocks" || recipe == "gat_attention";
 }
 
 Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes) {
@@ -310,14 +303,6 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   } else if (recipe == "edge_softmax") {
     RowPassesPerThread(sch, {"row_max", "row_exp", "row_sum", "row_div"});
   } else if (recipe == "edge_softmax_backward") {
-    RowPassesPerThread(sch, {"row_dot", "grad_scores"});
-  } else if (recipe == "attention_probs") {
-    RowPassesPerThread(sch, {"scores", "row_max", "row_exp", "row_sum", "row_div"});
-    ScoreInRegister(sch);
-  } else if (recipe == "sparse_attention") {
-    RowPassesPerThread(sch, {"scores", "row_max", "row_exp", "row_sum", "row_div", "weighted_sum"});
-    ScoreInRegister(sch);
-  } else if (recipe == "attention_grad_scores") {
     RowPassesPerThread(sch, {"row_dot", "grad_scores"});
   } else if (recipe == "gat_attention") {
     RowPassesPerThread(sch, {"row_score", "row_max", "row_exp", "row_sum", "row_div", "aggregate"});
