@@ -91,16 +91,27 @@ def build_core(build_dir: str, jobs: str) -> str:
     return os.path.join(build_dir, "libsparsetir_core.a")
 
 
+def core_link_libraries(build_dir: str) -> list:
+    """What the core links besides itself (CMakeLists.txt writes the list):
+    Boost.Context's static library where it was found."""
+    with open(os.path.join(build_dir, "core_link_libraries.txt")) as f:
+        libraries = [lib for lib in f.read().split(";") if lib.strip()]
+    # Their symbols stay private to the module, like the core's.
+    return libraries + [f"-Wl,--exclude-libs,{os.path.basename(lib)}" for lib in libraries]
+
+
 class BuildExtensionWithCore(BuildExtension):
     """Builds the core with CMake first, then the glue against it."""
 
     def build_extensions(self):
         jobs = os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)
-        core = build_core(os.path.join(os.path.abspath(self.build_temp), "core"), jobs)
+        core_dir = os.path.join(os.path.abspath(self.build_temp), "core")
+        core = build_core(core_dir, jobs)
         for ext in self.extensions:
             # Whole: nothing of the core may be dropped for being unreferenced
             # by the glue at link time.
-            ext.extra_link_args = ["-Wl,--whole-archive", core, "-Wl,--no-whole-archive"] + ext.extra_link_args
+            ext.extra_link_args = (["-Wl,--whole-archive", core, "-Wl,--no-whole-archive"] +
+                                   core_link_libraries(core_dir) + ext.extra_link_args)
             ext.depends = list(ext.depends) + [core]  # a rebuilt core relinks the module
         super().build_extensions()
 

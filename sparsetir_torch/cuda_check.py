@@ -35,8 +35,9 @@ INDEX_DTYPES = ("int32", "int64")
 # csrmm: the recipe's lane count changes below 32 (1, 2, ..., 16) and tiles
 # above it; 100 is not a multiple of the tile (guarded lanes).
 CSRMM_WIDTHS = (1, 8, 32, 100, 256)
-# sddmm: a thread per non-zero; the width only sets the serial loop.
-SDDMM_WIDTHS = (1, 64)
+# sddmm: a thread per non-zero below 32 features, a warp per non-zero (a
+# shuffle reduction) from 32; 40 is not a multiple of the warp (guarded lanes).
+SDDMM_WIDTHS = (1, 40, 64)
 QUICK_WIDTHS = (32,)
 
 
@@ -85,6 +86,8 @@ def variants(quick: bool = False) -> Iterator[Variant]:
     for script in ("csrmm", "csrmm_max", "csrmm_min"):
         for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else CSRMM_WIDTHS):
             yield Variant(script, "csrmm", dtype, idtype, feat)
+    for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else CSRMM_WIDTHS):
+        yield Variant("csrmm_mean", "csrmm_mean", dtype, idtype, feat)
     for dtype, idtype, feat in itertools.product(("float32", "float64"), index_dtypes,
                                                  QUICK_WIDTHS if quick else CSRMM_WIDTHS):
         yield Variant("csrmm_segments", "csrmm_segments", dtype, idtype, feat)

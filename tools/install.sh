@@ -26,11 +26,12 @@ apt_install() {
 }
 
 # System packages: a C++ compiler (also used at run time to build kernels),
-# CMake and GoogleTest for the C++ core's tests, ninja for parallel builds,
+# CMake and GoogleTest for the C++ core's tests, Boost.Context for the SIMT
+# emulator's fibers, ninja for parallel builds,
 # the aarch64 cross compiler that checks the generated Arm code, clang with
 # its libFuzzer and sanitizer runtimes for the fuzz targets (tools/fuzz.sh).
 need=()
-for pkg in g++ cmake make libgtest-dev ninja-build g++-aarch64-linux-gnu clang libclang-rt-dev; do
+for pkg in g++ cmake make libgtest-dev libboost-context-dev ninja-build g++-aarch64-linux-gnu clang libclang-rt-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

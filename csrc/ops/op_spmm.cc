@@ -50,22 +50,18 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
       return out;
     }
     RunCsrmmSegments(segments.row, segments.ptr, csr.indices, a, b, out);
-  } else if (how == "mean" && !on_gpu) {
+    // A row's segments meet in the output: its sum is complete only there.
+    if (how == "mean" && csr.rows() > 0) out.div_(csr.info->MeanDivisors(ComputeDtype(a.scalar_type())));
+  } else if (how == "mean") {
     // The division by the row length inside the kernel, on the row in
-    // registers (csrmm_mean): one pass over the output instead of two, and
-    // 16-bit rows rounded once, after the division (the lengths are float32
-    // for them, exact at any length).
+    // registers (csrmm_mean, on either target): one pass over the output
+    // instead of two, and 16-bit rows rounded once, after the division (the
+    // lengths are float32 for them, exact at any length).
     const at::Tensor lengths = csr.info->MeanDivisors(ComputeDtype(a.scalar_type())).view({-1});
     RunCsrmmMean(csr.indptr, csr.indices, a, b, lengths, out, PrefetchPays(csr.info->summary(), b));
     return out;
   } else {
     RunCsrmm(script, csr.indptr, csr.indices, a, b, out, PrefetchPays(csr.info->summary(), b));
-  }
-  if (how == "mean" && csr.rows() > 0) {
-    // The row's sum divided by its length, on a GPU (csrmm_mean has no cuda
-    // recipe). 16-bit outputs divide in float32 (their 8- or 11-bit mantissa
-    // holds lengths exactly only up to 256 / 2048).
-    out.div_(csr.info->MeanDivisors(ComputeDtype(a.scalar_type())));
   }
   if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {
     out.index_fill_(0, csr.info->empty_rows(), 0);  // the kernel leaves the identity (+-inf) there

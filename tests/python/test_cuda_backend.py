@@ -5,7 +5,7 @@
 2. The SIMT emulator runs the generated CUDA source on CPU tensors: a user's
    scheduled kernel, and the operators under SPARSETIR_EMULATE_CUDA=1 (every
    reduce, dtype, index dtype and edge case, against float64 references), with
-   the race check (threads in reverse order) giving the same bits.
+   the race check (threads in reverse and shuffled order) giving the same bits.
 3. NVRTC compiles every operator kernel for sm_80 and sm_90 and ptxas accepts
    the PTX (python -m sparsetir_torch.cuda_check), in CI.
 4. On a GPU (skipped with the reason without one): the operators on CUDA
@@ -183,18 +183,40 @@ def check_emulated_spmm(case, reduce, dtype, idtype, seed, segmented=False):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("dtype, idtype", [("float32", "int64"), ("float64", "int32"), ("bfloat16", "int64")])
-def test_emulated_sddmm_matches_float64(emulate, case, dtype, idtype):
+@pytest.mark.parametrize("feat", [19, 72])  # a thread per non-zero; a warp per non-zero (lane reduction)
+def test_emulated_sddmm_matches_float64(emulate, case, dtype, idtype, feat):
     a = make_csr(seed=4, **CSR_CASES[case])
     rng = np.random.default_rng(2)
-    x = to_tensor(rng.uniform(-1, 1, size=(a.m, 19)), dtype)
-    y = to_tensor(rng.uniform(-1, 1, size=(a.n, 19)), dtype)
+    x = to_tensor(rng.uniform(-1, 1, size=(a.m, feat)), dtype)
+    y = to_tensor(rng.uniform(-1, 1, size=(a.n, feat)), dtype)
     indptr, indices = a.torch_structure(idtype)
     out = ops.sddmm(indptr, indices, None, x, y)
     rows = np.repeat(np.arange(a.m), np.diff(a.indptr))
     xd, yd = x.double().numpy(), y.double().numpy()
     ref = np.einsum("ek,ek->e", xd[rows], yd[a.indices]) if a.nnz else np.zeros(0)
     magnitude = np.einsum("ek,ek->e", np.abs(xd[rows]), np.abs(yd[a.indices])) if a.nnz else np.zeros(0)
-    assert_within_bound(out, ref, magnitude, 19, dtype, "emulated sddmm")
+    assert_within_bound(out, ref, magnitude, feat, dtype, "emulated sddmm")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_emulated_16bit_mean_rounds_once(emulate, dtype):
+    """csrmm_mean divides a row's float32 sum before rounding it to 16 bits:
+    rows of three ones over features whose sum is exact in float32, chosen
+    where rounding the sum first and then the quotient gives another value."""
+    torch_dtype = TORCH_DTYPES[dtype]
+    rng = np.random.default_rng(9)
+    rows, feat, per_row = 8, 32, 3
+    b = torch.from_numpy(rng.uniform(1, 2, size=(rows * per_row, feat))).to(torch_dtype)
+    sums = b.float().view(rows, per_row, feat).sum(1)  # exact: a few 16-bit values in [1, 2)
+    once = (sums / 3).to(torch_dtype)
+    twice = (sums.to(torch_dtype).float() / 3).to(torch_dtype)
+    assert (once != twice).any(), "no entry tells single from double rounding"
+    indptr = torch.arange(0, rows * per_row + 1, per_row)
+    indices = torch.arange(rows * per_row)
+    before = _C.emulated_runs()
+    out = ops.spmm(indptr, indices, torch.ones(rows * per_row, dtype=torch_dtype), b, "mean")
+    assert _C.emulated_runs() > before
+    assert torch.equal(out, once)
 
 
 def test_emulated_spmm_gradients_match_the_cpu_kernels(emulate, monkeypatch):
@@ -651,12 +673,13 @@ torch.save(outs, sys.argv[1])
 
 
 @pytest.mark.parametrize("segments", ["0", "16"])
-def test_race_check_threads_in_reverse_order_give_the_same_bits(tmp_path, segments):
+def test_race_check_thread_orders_give_the_same_bits(tmp_path, segments):
     # With rows cut into segments, a row's partial sums are added atomically
     # in any order: the child's data are then small integers, whose sums are
-    # exact in any order, so the bits must still agree.
+    # exact in any order, so the bits must still agree. The sddmm (K = 70)
+    # is a warp per non-zero: its lanes meet at shuffles, as fibers.
     results = []
-    for order in ("forward", "reverse"):
+    for order in ("forward", "reverse", "shuffle"):
         path = tmp_path / f"{order}.pt"
         env = dict(os.environ, SPARSETIR_EMULATE_CUDA="1", SPARSETIR_EMULATE_ORDER=order,
                    SPARSETIR_CUDA_ROW_SEGMENT=segments, RACE_INTEGERS="1" if segments != "0" else "0")
@@ -664,8 +687,9 @@ def test_race_check_threads_in_reverse_order_give_the_same_bits(tmp_path, segmen
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         results.append(torch.load(path))
-    for forward, reverse in zip(*results):
-        assert torch.equal(forward, reverse)
+    for forward, *others in zip(*results):
+        for other in others:
+            assert torch.equal(forward, other)
 
 
 # --------------------------------------------------------------------------- NVRTC and ptxas, without a GPU

@@ -101,3 +101,43 @@ def test_merge_refuses_different_ranges():
     r = [sch.get_loops(b)[0] for b in BLOCKS]
     with pytest.raises(st.ScheduleError, match="does not run over the same range"):
         sch.merge(r[2:])
+
+
+# csrmm_mean: a row's sum, then its division by the row's length.
+with open(os.path.join(SCRIPTS_DIR, "..", "..", "kernels", "csrmm_mean.py"), encoding="utf-8") as f:
+    MEAN = f.read()
+
+
+def merged_mean_features(text):
+    """Rows merged, then csrmm's feature loop (after its non-zeros) merged with the division's."""
+    sch = st.Schedule(st.parse(text))
+    sch.specialize(feat_size=6)
+    sch.merge([sch.get_loops("csrmm")[0], sch.get_loops("row_div")[0]])
+    i, j, k = sch.get_loops("csrmm")
+    sch.reorder([k, j])
+    merged = sch.merge([sch.get_loops("csrmm")[1], sch.get_loops("row_div")[1]])
+    return sch, merged
+
+
+def test_feature_loops_merge_when_every_access_is_indexed_by_the_feature():
+    sch, k = merged_mean_features(MEAN)
+    assert sch.get_loops("row_div")[1] == k
+    rng = np.random.default_rng(5)
+    dense = np.where(rng.random((9, 7)) < 0.4, rng.standard_normal((9, 7)), 0.0)
+    dense[2] = 0  # an empty row
+    csr = torch.from_numpy(dense).float().to_sparse_csr()
+    b = torch.from_numpy(rng.standard_normal((7, 6))).float()
+    lengths = torch.clamp(csr.crow_indices().diff(), min=1).float()
+    c = torch.full((9, 6), float("nan"))
+    st.compile(sch)(a=csr.values(), b=b, c=c, lengths=lengths, indptr=csr.crow_indices().int(),
+                    indices=csr.col_indices().int(), m=9, n=7, feat_size=6, nnz=csr.values().numel())
+    expected = (dense @ b.double().numpy()) / lengths.double().numpy()[:, None]
+    np.testing.assert_allclose(c.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_feature_loops_do_not_merge_when_one_reads_another_feature():
+    shifted = MEAN.replace("C[i, k] = T.Cast(\"float32\", T.float32(C[i, k]) / L[i])",
+                           "C[i, k] = T.Cast(\"float32\", T.float32(C[i, 0]) / L[i])")
+    assert shifted != MEAN
+    with pytest.raises(st.ScheduleError, match="buffer 'C' is written by one loop and accessed by another"):
+        merged_mean_features(shifted)

@@ -241,6 +241,11 @@ std::string CodegenC::Index(const Buffer& b, const std::vector<Expr>& indices) {
   return linear;
 }
 
+std::string CodegenC::LaneReduction(const CallNode* n) {
+  ICHECK(false) << ToString(n->op) << " reached a target without lanes";
+  return "";
+}
+
 std::string CodegenC::Expr2C(const Expr& e) {
   switch (e->kind) {
     case ExprKind::kIntImm: {
@@ -300,6 +305,10 @@ std::string CodegenC::Expr2C(const Expr& e) {
         case Intrinsic::kLowerBound:
           return "(" + std::string(StorageType(e->dtype)) + ")sparsetir_lower_bound(" + Expr2C(n->args[0]) + ", " +
                  Expr2C(n->args[1]) + ", " + Expr2C(n->args[2]) + ", " + Expr2C(n->args[3]) + ")";
+        case Intrinsic::kLaneSum:
+        case Intrinsic::kLaneMax:
+        case Intrinsic::kLaneMin:
+          return LaneReduction(n);
       }
       ICHECK(false) << "intrinsic " << ToString(n->op) << " has no CPU lowering";
       return "";

@@ -3,9 +3,11 @@
 #include "codegen/abi.h"
 #include "codegen/identifiers.h"
 #include "codegen/prelude_cuda.h"
+#include "codegen/simt_emulator.h"
 #include "ir/functor.h"
 #include "support/error.h"
 #include "transforms/lift_workspaces.h"
+#include "transforms/lower_lane_reductions.h"
 
 namespace sparsetir {
 namespace {
@@ -30,11 +32,14 @@ bool ReadsBuffer(const Expr& e) {
 
 class CodegenCudaImpl : public CodegenC {
  public:
-  CudaSource Run(const PrimFunc& f) {
+  CudaSource Run(const PrimFunc& stage3) {
+    // The lowering only this target has: reductions across lanes.
+    const PrimFunc f = LowerLaneReductions(stage3);
     CudaSource out;
     out.source = Generate(f);
     out.launch = launch_;
     out.emulator_entry = EmulatorEntry(f);
+    out.synchronizes = synchronizes_;
     return out;
   }
 
@@ -122,51 +127,39 @@ class CodegenCudaImpl : public CodegenC {
     EmitSerialFor(loop, unrolled ? "#pragma unroll" : "");
   }
 
+  // A butterfly of __shfl_xor_sync over the caller's group of lanes (the
+  // prelude's sparsetir_lane_reduce).
+  std::string LaneReduction(const CallNode* n) override {
+    synchronizes_ = true;
+    const char* op = n->op == Intrinsic::kLaneSum ? "SparsetirSum" : n->op == Intrinsic::kLaneMax ? "SparsetirMax"
+                                                                                                   : "SparsetirMin";
+    return std::string("sparsetir_lane_reduce<") + op + ">(" + Expr2C(n->args[0]) + ", " + Expr2C(n->args[1]) + ")";
+  }
+
   // No EmitPrefetch: cache hints have no CUDA counterpart worth emitting, as
   // other warps hide the latency of a gather.
 
  private:
-  // sparsetir_main(args, launcher) for the emulator: args holds the kernel's
-  // arguments in parameter order, then the six launch dimensions.
+  // The emulator's entry (simt_emulator.h), with the C type of each parameter
+  // as the kernel declares it.
   std::string EmulatorEntry(const PrimFunc& f) {
-    // Built with std::string and std::to_string only (no stream formatting of
-    // integers, which is locale-dependent and differs between the C++
-    // runtimes a host process may have loaded).
-    const size_t n = f->params.size();
-    auto arg = [&](size_t i) { return "args[" + std::to_string(i) + "]"; };
-    std::string s = "extern \"C\" int32_t " + std::string(kEntrySymbol) +
-                    "(const SparsetirArg* __restrict__ args, const SparsetirLauncher* launcher) {\n";
-    s += "  const sparsetir_uint3 grid = {(unsigned)" + arg(n) + ".i64, (unsigned)" + arg(n + 1) + ".i64, (unsigned)" +
-         arg(n + 2) + ".i64};\n";
-    s += "  const sparsetir_uint3 block = {(unsigned)" + arg(n + 3) + ".i64, (unsigned)" + arg(n + 4) +
-         ".i64, (unsigned)" + arg(n + 5) + ".i64};\n";
-    s += "  auto sparsetir_body = [&](int64_t sparsetir_begin, int64_t sparsetir_end) {\n";
-    s += "    sparsetir_emulate_blocks(grid, block, sparsetir_begin, sparsetir_end, [&] {\n";
-    s += "      " + std::string(kCudaKernelSymbol) + "(";
-    for (size_t i = 0; i < n; ++i) {
-      const Var& p = f->params[i];
-      s += i ? ",\n          " : "";
-      if (p->dtype == DataType::kHandle) {
-        const BufferNode* bound = nullptr;
-        for (const Buffer& b : f->buffers) {
-          if (b->kind == BufferKind::kMatch && b->data == p) bound = b.get();
-        }
-        s += "(" + std::string(bound ? BufferStorage(bound) : "void") + "*)" + arg(i) + ".ptr";
-      } else {
-        s += "(" + std::string(StorageType(p->dtype)) + ")" + arg(i) + ".i64";
+    std::vector<std::string> types;
+    for (const Var& p : f->params) {
+      if (p->dtype != DataType::kHandle) {
+        types.push_back(StorageType(p->dtype));
+        continue;
       }
+      const BufferNode* bound = nullptr;
+      for (const Buffer& b : f->buffers) {
+        if (b->kind == BufferKind::kMatch && b->data == p) bound = b.get();
+      }
+      types.push_back(std::string(bound ? BufferStorage(bound) : "void") + "*");
     }
-    s += ");\n    });\n  };\n";
-    s += "  const int64_t sparsetir_blocks = (int64_t)grid.x * grid.y * grid.z;\n";
-    s += "  launcher->parallel_for(launcher->ctx, 0, sparsetir_blocks, 1, sparsetir_task<decltype(sparsetir_body)>, "
-         "&sparsetir_body);\n";
-    s += "  return 0;\n}\n";
-    return std::string(kAbiText) + "\ntemplate <typename F> static void sparsetir_task(void* closure, int64_t begin, "
-                                   "int64_t end) {\n  (*static_cast<F*>(closure))(begin, end);\n}\n" +
-           s;
+    return SimtEmulatorEntry(kCudaKernelSymbol, types);
   }
 
   std::array<std::vector<Expr>, 6> launch_;
+  bool synchronizes_ = false;
 };
 
 }  // namespace

@@ -14,7 +14,9 @@
 //    hints are dropped (the GPU hides latency with other warps);
 //  - buffers the kernel would allocate itself (workspaces) are refused in
 //    this version; local caches are per-thread arrays, shared caches
-//    `__shared__` arrays.
+//    `__shared__` arrays;
+//  - a reduction loop bound to threadIdx.x combines its lanes' parts with
+//    warp shuffles (transforms/lower_lane_reductions.h).
 // The same source, with the SIMT emulator header before it and
 // EmulatorEntry() after it, compiles with the host compiler and runs on CPU
 // tensors (codegen/simt_emulator.h).
@@ -36,6 +38,7 @@ struct CudaSource {
   std::string source;                      // CUDA C++ for NVRTC (kernel sparsetir_kernel)
   std::string emulator_entry;              // the host entry that runs the grid under the emulator
   std::array<std::vector<Expr>, 6> launch;  // per dimension: the extents bound to it (max taken)
+  bool synchronizes = false;               // threads exchange values (lane reductions): fibers under the emulator
 };
 
 CudaSource CodegenCuda(const PrimFunc& f);

@@ -71,6 +71,29 @@ template <typename T> SPARSETIR_DEVICE T sparsetir_floormod(T a, T b) {
 template <typename T> SPARSETIR_DEVICE T sparsetir_iabs(T a) { return a < 0 ? -a : a; }
 SPARSETIR_DEVICE float sparsetir_expf(float x) { return expf(x); }
 
+// A reduction across lanes (lower_lane_reductions.h): v combined over the
+// caller's group of `lanes` consecutive lanes (a power of two; blockDim.x is
+// `lanes`, so a group lies in one warp) by a butterfly of shuffles, after
+// which every lane holds the same bits (each step combines the same two
+// values on both sides). The mask names the group only: a group that skips
+// the reduction (a tail) holds no other group up.
+struct SparsetirSum {
+  template <typename T> SPARSETIR_DEVICE_MEMBER T operator()(T a, T b) const { return a + b; }
+};
+struct SparsetirMax {
+  template <typename T> SPARSETIR_DEVICE_MEMBER T operator()(T a, T b) const { return sparsetir_max(a, b); }
+};
+struct SparsetirMin {
+  template <typename T> SPARSETIR_DEVICE_MEMBER T operator()(T a, T b) const { return sparsetir_min(a, b); }
+};
+template <typename Op, typename T> SPARSETIR_DEVICE T sparsetir_lane_reduce(T v, int lanes) {
+  const unsigned rank = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned first = (rank & 31u) & ~(unsigned)(lanes - 1);
+  const unsigned mask = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << first;
+  for (int d = lanes / 2; d > 0; d /= 2) v = Op()(v, __shfl_xor_sync(mask, v, d, lanes));
+  return v;
+}
+
 // The first position in [begin, end) whose element is >= value (end if none).
 template <typename I, typename V>
 SPARSETIR_DEVICE int64_t sparsetir_lower_bound(const I* a, int64_t begin, int64_t end, V value) {

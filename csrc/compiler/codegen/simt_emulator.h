@@ -1,41 +1,55 @@
 // The SIMT emulator: what a generated CUDA source needs to compile with the
 // host C++ compiler and run on the CPU, unchanged. It is pasted before the CUDA
-// prelude; the code generator appends an entry (sparsetir_main, the CPU ABI)
-// that runs the grid: blocks spread over the host's threads through the
-// launcher, the threads of a block one after another on the thread that runs
-// the block.
+// prelude, and SimtEmulatorEntry() after the kernel: an entry with the CPU ABI
+// (sparsetir_main) that runs the grid, its blocks spread over the host's
+// threads by the launcher.
 //
-// Running a block's threads one after another is exact for kernels whose
-// threads exchange no data inside a block (every recipe of this version: each
-// thread owns its outputs; atomics between blocks are real atomics here). A
-// kernel that synchronizes (__syncthreads, warp shuffles) needs its threads to
-// run as fibers that meet at the barrier; this emulator refuses such a kernel
-// with an error naming the call instead of running it wrongly.
+// The threads of a block run through the emulator's runtime (simt_abi.h,
+// runtime/simt_scheduler.h): as fibers that meet at __syncthreads,
+// __syncwarp and the warp operations when the kernel uses any of them
+// (KernelSynchronizes), else one after another, which is exact and cheaper
+// for threads that exchange no data. __shared__ variables are thread_local:
+// a host thread runs one block at a time, and its fibers share them.
+// Warp operations exchange values through one slot per thread of the block,
+// between two warp barriers, so that no lane overwrites a slot another lane
+// has yet to read.
 //
-// Race check: with SPARSETIR_EMULATE_ORDER=reverse the threads of each block
-// and the blocks of each launcher task run in reverse order; a kernel whose
+// Race check: SPARSETIR_EMULATE_ORDER=reverse or shuffle runs the threads of
+// each block (and the blocks of each host task) in that order; a kernel whose
 // output changes with the order has a race between its threads.
 #pragma once
 
+#include <string>
+#include <vector>
+
+#include "codegen/abi.h"
+#include "codegen/simt_abi.h"
+
 namespace sparsetir {
 
-inline constexpr const char* kSimtEmulatorHeader = R"EMULATOR(
+inline const std::string kSimtEmulatorHeader = R"EMULATOR(
 #define SPARSETIR_EMULATE 1
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
-
+)EMULATOR" + std::string(kSimtAbiText) + "\n" + R"EMULATOR(
 struct sparsetir_uint3 { unsigned int x, y, z; };
 static thread_local sparsetir_uint3 threadIdx, blockIdx, blockDim, gridDim;
+static thread_local const SparsetirSimt* sparsetir_simt;  // the launch this host thread runs blocks of
+enum { warpSize = 32, sparsetir_max_block_threads = 1024 };
 
 #define __global__
 #define __device__
+#define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __shared__ static thread_local
 #define SPARSETIR_DEVICE static inline
 #define SPARSETIR_DEVICE_MEMBER inline
+// Dynamic shared memory: `extern __shared__ T name[]` on the device.
+#define SPARSETIR_DYNAMIC_SHARED(T, name) T* name = (T*)sparsetir_simt->dynamic_shared(sparsetir_simt->ctx)
 
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
@@ -56,50 +70,138 @@ template <typename T, typename Bits> static inline T sparsetir_emulated_atomic_a
 static inline float atomicAdd(float* p, float v) { return sparsetir_emulated_atomic_add<float, uint32_t>(p, v); }
 static inline double atomicAdd(double* p, double v) { return sparsetir_emulated_atomic_add<double, uint64_t>(p, v); }
 static inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
   return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
+static inline int atomicSub(int* p, int v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }
+static inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
+static inline unsigned int atomicExch(unsigned int* p, unsigned int v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
+template <typename T> static inline T sparsetir_emulated_atomic_extremum(T* p, T v, bool max) {
+  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while ((max ? v > old : v < old) &&
+         !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+static inline int atomicMax(int* p, int v) { return sparsetir_emulated_atomic_extremum(p, v, true); }
+static inline int atomicMin(int* p, int v) { return sparsetir_emulated_atomic_extremum(p, v, false); }
+static inline unsigned int atomicMax(unsigned int* p, unsigned int v) { return sparsetir_emulated_atomic_extremum(p, v, true); }
+static inline unsigned int atomicMin(unsigned int* p, unsigned int v) { return sparsetir_emulated_atomic_extremum(p, v, false); }
 static inline unsigned int atomicCAS(unsigned int* p, unsigned int expected, unsigned int desired) {
   __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   return expected;
 }
-
-[[noreturn]] static inline void sparsetir_emulator_unsupported(const char* what) {
-  fprintf(stderr, "sparsetir SIMT emulator: %s needs threads that run as fibers; this emulator runs a block's "
-                  "threads one after another and cannot run it\n", what);
-  abort();
+static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected, unsigned long long desired) {
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return expected;
 }
-static inline void __syncthreads() { sparsetir_emulator_unsupported("__syncthreads"); }
-static inline void __syncwarp(unsigned = 0xffffffffu) { sparsetir_emulator_unsupported("__syncwarp"); }
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
-static inline bool sparsetir_emulate_reversed() {
-  static const bool reversed = [] {
-    const char* order = getenv("SPARSETIR_EMULATE_ORDER");
-    return order && strcmp(order, "reverse") == 0;
-  }();
-  return reversed;
+// Barriers: the runtime suspends the calling fiber until its group arrives.
+static inline void __syncthreads() { sparsetir_simt->sync_block(sparsetir_simt->ctx); }
+static inline void __syncwarp(unsigned mask = 0xffffffffu) { sparsetir_simt->sync_warp(sparsetir_simt->ctx, mask); }
+
+static inline int64_t sparsetir_block_threads() { return (int64_t)blockDim.x * blockDim.y * blockDim.z; }
+static inline int64_t sparsetir_thread_rank() {
+  return threadIdx.x + (int64_t)blockDim.x * (threadIdx.y + (int64_t)blockDim.y * threadIdx.z);
 }
 
-// Runs blocks [begin, end) of the grid, each block's threads in turn.
+// One slot per thread of the block for the values lanes exchange.
+static thread_local uint64_t sparsetir_lane_slots[sparsetir_max_block_threads];
+
+// The value `src` (a rank in the block) put in its slot; v where `src` is no
+// thread of the block.
+template <typename T> static inline T sparsetir_exchange(unsigned mask, T v, int64_t src) {
+  static_assert(sizeof(T) <= sizeof(uint64_t), "a warp shuffle moves at most 8 bytes");
+  memcpy(&sparsetir_lane_slots[sparsetir_thread_rank()], &v, sizeof(T));
+  __syncwarp(mask);
+  T r = v;
+  if (src >= 0 && src < sparsetir_block_threads()) memcpy(&r, &sparsetir_lane_slots[src], sizeof(T));
+  __syncwarp(mask);  // every lane has read before any writes again
+  return r;
+}
+// The lanes of the caller's warp, relative to its first thread.
+static inline int sparsetir_lane() { return (int)(sparsetir_thread_rank() % warpSize); }
+static inline int64_t sparsetir_warp_base() { return sparsetir_thread_rank() - sparsetir_lane(); }
+
+template <typename T> static inline T __shfl_sync(unsigned mask, T v, int src_lane, int width = warpSize) {
+  const int lane = sparsetir_lane();
+  return sparsetir_exchange(mask, v, sparsetir_warp_base() + lane / width * width + (src_lane & (width - 1)));
+}
+template <typename T> static inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
+  const int lane = sparsetir_lane();
+  return sparsetir_exchange(mask, v, sparsetir_thread_rank() - ((lane % width) >= (int)delta ? (int)delta : 0));
+}
+template <typename T> static inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
+  const int lane = sparsetir_lane();
+  return sparsetir_exchange(mask, v, sparsetir_thread_rank() + ((lane % width) + (int)delta < width ? (int)delta : 0));
+}
+template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize) {
+  const int lane = sparsetir_lane();
+  const int src = lane ^ lane_mask;
+  // A lane of a later group of `width` keeps its own value.
+  return sparsetir_exchange(mask, v, sparsetir_warp_base() + (src >= (lane / width + 1) * width ? lane : src));
+}
+
+// The predicates of the lanes that take part; *lanes gets who they are.
+static inline unsigned sparsetir_vote(unsigned mask, int predicate, unsigned* lanes) {
+  const int64_t base = sparsetir_warp_base();
+  sparsetir_lane_slots[sparsetir_thread_rank()] = predicate != 0;
+  *lanes = sparsetir_simt->sync_warp(sparsetir_simt->ctx, mask);
+  unsigned ballot = 0;
+  for (int l = 0; l < warpSize; ++l) {
+    if ((*lanes >> l & 1u) && sparsetir_lane_slots[base + l]) ballot |= 1u << l;
+  }
+  __syncwarp(mask);
+  return ballot;
+}
+static inline unsigned __ballot_sync(unsigned mask, int predicate) {
+  unsigned lanes;
+  return sparsetir_vote(mask, predicate, &lanes);
+}
+static inline int __any_sync(unsigned mask, int predicate) {
+  unsigned lanes;
+  return sparsetir_vote(mask, predicate, &lanes) != 0;
+}
+static inline int __all_sync(unsigned mask, int predicate) {
+  unsigned lanes;
+  return sparsetir_vote(mask, predicate, &lanes) == lanes;
+}
+
+// Runs blocks [begin, end) of the grid (linear, x fastest), each through the
+// runtime; stops at the first block that fails (the launch keeps why).
 template <typename Body>
-static inline void sparsetir_emulate_blocks(sparsetir_uint3 grid, sparsetir_uint3 block, int64_t begin, int64_t end,
-                                            const Body& body) {
-  const bool reversed = sparsetir_emulate_reversed();
+static inline void sparsetir_emulate_blocks(const SparsetirSimt* simt, sparsetir_uint3 grid, sparsetir_uint3 block,
+                                            int64_t begin, int64_t end, Body& body) {
+  sparsetir_simt = simt;
   gridDim = grid;
   blockDim = block;
   const int64_t threads = (int64_t)block.x * block.y * block.z;
+  auto enter = [](void*, int64_t rank) {  // 32-bit: a block has at most 1024 threads
+    const unsigned r = (unsigned)rank, plane = blockDim.x * blockDim.y;
+    threadIdx = {r % blockDim.x, r % plane / blockDim.x, r / plane};
+  };
+  auto main = [](void* closure, int64_t) { (*static_cast<Body*>(closure))(); };
   for (int64_t b = begin; b < end; ++b) {
-    const int64_t linear_block = reversed ? end - 1 - (b - begin) : b;
+    const int64_t linear_block = simt->order ? end - 1 - (b - begin) : b;
     blockIdx = {(unsigned)(linear_block % grid.x), (unsigned)(linear_block / grid.x % grid.y),
                 (unsigned)(linear_block / ((int64_t)grid.x * grid.y))};
-    for (int64_t t = 0; t < threads; ++t) {
-      const int64_t linear = reversed ? threads - 1 - t : t;
-      threadIdx = {(unsigned)(linear % block.x), (unsigned)(linear / block.x % block.y),
-                   (unsigned)(linear / ((int64_t)block.x * block.y))};
-      body();
-    }
+    if (simt->run_block(simt->ctx, threads, blockIdx.x, blockIdx.y, blockIdx.z, enter, main, &body)) return;
   }
 }
 )EMULATOR";
+
+// True if a CUDA source names a barrier or a warp operation: its threads
+// must run as fibers.
+bool KernelSynchronizes(const std::string& cuda_source);
+
+// The emulator's entry for the kernel `kernel`, whose parameters have the C
+// types `param_types` ("float*", "const int64_t", ...): it takes the kernel's
+// arguments as SparsetirArg (pointers as .ptr, scalars as .i64), then the six
+// launch dimensions (grid x, y, z, block x, y, z) and the launch's
+// SparsetirSimt (.ptr).
+std::string SimtEmulatorEntry(const std::string& kernel, const std::vector<std::string>& param_types);
 
 }  // namespace sparsetir

@@ -38,6 +38,9 @@ const char* ToString(Intrinsic op) {
     case Intrinsic::kPow: return "pow";
     case Intrinsic::kAbs: return "abs";
     case Intrinsic::kLowerBound: return "lower_bound";
+    case Intrinsic::kLaneSum: return "lane_sum";
+    case Intrinsic::kLaneMax: return "lane_max";
+    case Intrinsic::kLaneMin: return "lane_min";
   }
   return "?";
 }
@@ -107,7 +110,7 @@ Expr MakeCast(DataType dtype, Expr value) {
 }
 
 Expr MakeCall(Intrinsic op, std::vector<Expr> args, DataType dtype) {
-  size_t arity = op == Intrinsic::kPow ? 2 : op == Intrinsic::kLowerBound ? 4 : 1;
+  size_t arity = op == Intrinsic::kPow || IsLaneReduction(op) ? 2 : op == Intrinsic::kLowerBound ? 4 : 1;
   ICHECK(args.size() == arity) << ToString(op) << " takes " << arity << " arguments";
   for (const Expr& arg : args) ICHECK(arg) << "null argument of " << ToString(op);
   return std::make_shared<CallNode>(dtype, op, std::move(args));

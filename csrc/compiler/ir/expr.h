@@ -103,7 +103,16 @@ enum class Intrinsic {
   // lower_bound(indices_buffer_handle, begin, end, coordinate) -> position of the
   // first element >= coordinate in indices[begin:end] (end if none). Made by lowering.
   kLowerBound,
+  // lane_sum / lane_max / lane_min(value, lanes): `value` combined over the
+  // `lanes` consecutive lanes (a power of two, at most a warp) of the caller's
+  // group along threadIdx.x; every lane gets the result. CUDA only: made by
+  // LowerLaneReductions (transforms/lower_lane_reductions.h) from a reduction
+  // loop bound to threadIdx.x.
+  kLaneSum, kLaneMax, kLaneMin,
 };
+inline bool IsLaneReduction(Intrinsic op) {
+  return op == Intrinsic::kLaneSum || op == Intrinsic::kLaneMax || op == Intrinsic::kLaneMin;
+}
 const char* ToString(Intrinsic op);
 
 struct CallNode : ExprNode {

@@ -115,7 +115,9 @@ class ExprPrinter {
       }
       case ExprKind::kCall: {
         const auto* n = e->as<CallNode>();
-        if (n->op == Intrinsic::kLowerBound) return "T.sp.lower_bound(" + Join(n->args) + ")";
+        if (n->op == Intrinsic::kLowerBound || IsLaneReduction(n->op)) {
+          return std::string("T.sp.") + ToString(n->op) + "(" + Join(n->args) + ")";
+        }
         return std::string("T.") + ToString(n->op) + "(" + Join(n->args) + ")";
       }
       case ExprKind::kBufferLoad: {

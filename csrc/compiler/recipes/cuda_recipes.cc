@@ -20,8 +20,10 @@ constexpr int64_t kNonZerosInFlight = 4;
 // geometric mean over the benchmark matrices); four gave 1.05, the lanes'
 // loads then 16 bytes apart (benchmarks/bench_cuda_segments.py).
 constexpr int64_t kDefaultFeaturesPerThread = 2;
-// Non-zeros per block of the fused sddmm loop.
+// Non-zeros per block of the fused sddmm loop (a thread per non-zero).
 constexpr int64_t kSddmmBlock = 128;
+// Features from which a warp computes each sddmm dot product (Sddmm).
+constexpr int64_t kSddmmLanesFrom = 32;
 // The most blocks along gridDim.y or gridDim.z, and threads in a block.
 constexpr int64_t kMaxGridYZ = 65535;
 constexpr int64_t kMaxBlockThreads = 1024;
@@ -58,7 +60,13 @@ std::vector<std::string> BindFeatures(Schedule& sch, const std::string& k, int64
 // segment loop and j. With `per_thread` > 1 a thread owns that many
 // consecutive features: one index and value load feeds per_thread products,
 // and their gathers are in flight together.
-void RowGroups(Schedule& sch, const std::string& block, int64_t feat, int64_t per_thread) {
+//
+// `epilogue`, when given, names an iteration over (row, feature) whose row
+// loop is already merged into the block's (csrmm_mean's row_div): its
+// feature loop is merged into the block's, so that a thread runs it on the
+// output elements it summed, in registers, before they are stored.
+void RowGroups(Schedule& sch, const std::string& block, int64_t feat, int64_t per_thread,
+               const std::string& epilogue = "") {
   const int64_t lanes = CudaRowLanes(feat);
   auto loops = sch.GetLoops(block);
   BindSplit(sch, loops[0], kBlockThreads / lanes, "blockIdx.x", "threadIdx.y");
@@ -66,6 +74,10 @@ void RowGroups(Schedule& sch, const std::string& block, int64_t feat, int64_t pe
   const size_t k_at = loops.size() - 1, j_at = loops.size() - 2;
   sch.Reorder({loops[k_at], loops[j_at]});
   loops = sch.GetLoops(block);  // r_0, r_1, [i,] k, j
+  if (!epilogue.empty()) {
+    ICHECK(per_thread == 1) << "an epilogue's feature loop has no per-thread split";
+    sch.Merge({loops[j_at], sch.GetLoops(epilogue)[j_at]});
+  }
   auto k = BindFeatures(sch, loops[j_at], lanes, per_thread);
   if (per_thread > 1) sch.Reorder({sch.GetLoops(block).back(), k[2]});  // j before the lane's features
   // A row's non-zeros in unrolled groups: the gathers of a group are in
@@ -83,18 +95,42 @@ void Csrmm(Schedule& sch, int64_t feat, int64_t per_thread) {
   BindFeatures(sch, sch.GetLoops("csrmm_init")[2], CudaRowLanes(feat), per_thread);  // i_0, i_1, k_init
 }
 
+// csrmm_mean: csrmm's mapping, with the division by the row's length (the
+// row_div iteration, loops i, k) merged into its row loop and then its
+// feature loop: a thread divides the sums it owns in registers, so 16-bit
+// rows are rounded once, after the division, and the output is written
+// once. A thread owns one feature (the division has no per-thread split).
+void CsrmmMean(Schedule& sch, int64_t feat) {
+  sch.Merge({sch.GetLoops("csrmm")[0], sch.GetLoops("row_div")[0]});
+  RowGroups(sch, "csrmm", feat, 1, "row_div");
+  BindFeatures(sch, sch.GetLoops("csrmm_init")[2], CudaRowLanes(feat), 1);  // i_0, i_1, k_init
+}
+
 // Loops of csrmm_segments: s, i (one slot), j, k; no init: the output is
 // zeroed before the launch.
 void CsrmmSegments(Schedule& sch, int64_t feat, int64_t per_thread) {
   RowGroups(sch, "csrmm_segments", feat, per_thread);
 }
 
-// sddmm_dot: the (i, j) pairs fused into one loop over the non-zeros.
-void Sddmm(Schedule& sch) {
+// sddmm_dot: the (i, j) pairs fused into one loop over the non-zeros. Below
+// kSddmmLanesFrom features a thread computes a non-zero's dot product alone;
+// from there a warp does: its lanes read consecutive features of X[i] and
+// Y[j] (one coalesced load per warp, where a thread per non-zero reads
+// `feat` apart), each sums a part in a register, and the lanes combine
+// their parts with shuffles (lower_lane_reductions).
+void Sddmm(Schedule& sch, int64_t feat) {
   sch.SparseFuse("sddmm", {"I", "J"});
   auto loops = sch.GetLoops("sddmm");  // ij, k
-  BindSplit(sch, loops[0], kSddmmBlock, "blockIdx.x", "threadIdx.x");
+  if (feat < kSddmmLanesFrom) {
+    BindSplit(sch, loops[0], kSddmmBlock, "blockIdx.x", "threadIdx.x");
+    loops = sch.GetLoops("sddmm");  // ij_0, ij_1, k
+    sch.CacheWrite(loops[1], "O", "local");
+    return;
+  }
+  BindSplit(sch, loops[0], kBlockThreads / kWarp, "blockIdx.x", "threadIdx.y");
   loops = sch.GetLoops("sddmm");  // ij_0, ij_1, k
+  auto k = sch.Split(loops[2], {std::nullopt, kWarp});
+  sch.Bind(k[1], "threadIdx.x");
   sch.CacheWrite(loops[1], "O", "local");
 }
 
@@ -264,7 +300,7 @@ int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested) {
 }
 
 bool HasCudaRecipe(const std::string& recipe) {
-  return recipe == "csrmm" || recipe == "csrmm_segments" || recipe == "sddmm" || recipe == "csrmm_heads" ||
+  return recipe == "csrmm" || recipe == "csrmm_mean" || recipe == "csrmm_segments" || recipe == "sddmm" || recipe == "csrmm_heads" ||
          recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" || recipe == "edge_softmax" ||
          recipe == "edge_softmax_backward" || recipe == "bsrmm" || recipe == "bsr_linear" ||
          recipe == "bsr_linear_grad_blocks" || recipe == "gat_attention";
@@ -290,6 +326,8 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
     } else {
       CsrmmSegments(sch, feat, per_thread);
     }
+  } else if (recipe == "csrmm_mean") {
+    CsrmmMean(sch, Size(sizes, "feat_size"));
   } else if (recipe == "csrmm_heads") {
     CsrmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"));
   } else if (recipe == "sddmm_heads") {
@@ -309,7 +347,8 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   } else if (recipe == "sddmm_add" || recipe == "sddmm_mul") {
     SddmmElementwise(sch, recipe, Size(sizes, "feat_size"));
   } else {
-    Sddmm(sch);
+    auto feat = sizes.find("feat_size");
+    Sddmm(sch, feat == sizes.end() ? 0 : feat->second);
   }
   return sch;
 }

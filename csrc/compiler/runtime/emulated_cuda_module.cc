@@ -1,14 +1,22 @@
 #include "runtime/emulated_cuda_module.h"
 
+#include <stdexcept>
 #include <vector>
 
 #include "runtime/kernel_cache.h"
+#include "runtime/simt_scheduler.h"
 #include "target.h"
 
 namespace sparsetir {
 
-EmulatedCudaModule::EmulatedCudaModule(std::string source, size_t params, LaunchDims dims)
-    : source_(std::move(source)), params_(params), dims_(std::move(dims)) {}
+EmulatedCudaModule::EmulatedCudaModule(std::string source, std::string kernel, bool cooperative, size_t params,
+                                       LaunchDims dims, size_t dynamic_shared_bytes)
+    : source_(std::move(source)),
+      kernel_(std::move(kernel)),
+      cooperative_(cooperative),
+      params_(params),
+      dims_(std::move(dims)),
+      dynamic_shared_bytes_(dynamic_shared_bytes) {}
 
 void EmulatedCudaModule::Launch(const SparsetirArg* args, const SparsetirLauncher* launcher) const {
   ++EmulatedRuns();
@@ -22,7 +30,13 @@ void EmulatedCudaModule::Launch(const SparsetirArg* args, const SparsetirLaunche
     dim.i64 = d;
     packed.push_back(dim);
   }
+  SimtLaunch launch(kernel_, cooperative_, SimtOrderFromEnvironment(), dynamic_shared_bytes_);
+  SparsetirArg simt;
+  simt.ptr = const_cast<SparsetirSimt*>(launch.abi());
+  packed.push_back(simt);
   module_->Launch(packed.data(), launcher);
+  const std::string error = launch.error();
+  if (!error.empty()) throw std::runtime_error(error);
 }
 
 std::atomic<int64_t>& EmulatedRuns() {

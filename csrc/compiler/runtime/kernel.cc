@@ -34,8 +34,9 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const Target& target) {
     kernel->launch_ = cuda.launch;
     const Kernel* self = kernel.get();  // the module lives no longer than its kernel
     kernel->module_ = std::make_shared<EmulatedCudaModule>(
-        std::string(kSimtEmulatorHeader) + "\n" + cuda.source + "\n" + cuda.emulator_entry,
-        kernel->lowered_->params.size(), [self](const SparsetirArg* args) { return self->LaunchDims(args); });
+        kSimtEmulatorHeader + "\n" + cuda.source + "\n" + cuda.emulator_entry, f->name,
+        cuda.synchronizes, kernel->lowered_->params.size(),
+        [self](const SparsetirArg* args) { return self->LaunchDims(args); });
   }
   return kernel;
 }

@@ -4,8 +4,10 @@
 //   sch.vectorize("k_1")   for k_1 in T.vectorized(16):  (SIMD)
 //   sch.unroll("k_0")      for k_0 in T.unroll(8):
 //   sch.bind("i", "blockIdx.x")  for i in T.thread_binding(m, thread="blockIdx.x"):  (GPU)
-// parallel refuses a loop whose iterations store to the same elements (a
-// reduction loop): its stores must depend on the loop variable.
+// parallel, and bind to any axis but threadIdx.x, refuse a loop whose
+// iterations store to the same elements (a reduction loop): its stores must
+// depend on the loop variable. A reduction loop bound to threadIdx.x runs as
+// lanes that combine their parts (transforms/lower_lane_reductions.h).
 #include <set>
 
 #include "ir/functor.h"
@@ -107,6 +109,18 @@ void Schedule::Bind(const std::string& name, const std::string& thread_axis) {
     ThrowScheduleError("bind: unknown thread axis '" + thread_axis +
                            "' (expected blockIdx.x/y/z or threadIdx.x/y/z)",
                        Excerpt(loop));
+  }
+  // Lanes of a warp combine their parts of a reduction with shuffles
+  // (lower_lane_reductions); threads of other axes and blocks have no such
+  // lowering and would race.
+  if (thread_axis != "threadIdx.x") {
+    if (Buffer reduced = StoreIndependentOf(loop->body, loop->var.get())) {
+      ThrowScheduleError("bind: loop '" + name + "' carries a reduction into '" + reduced->name +
+                             "' (its stores do not depend on it), so " + thread_axis +
+                             " would race on it; bind a reduction loop to threadIdx.x (lanes of a warp, which "
+                             "combine their parts) or keep it serial",
+                         Excerpt(loop));
+    }
   }
   func_ = SetKind(func_, loop, ForKind::kThreadBinding, thread_axis);
   Record("sch.bind(" + PyStr(name) + ", " + PyStr(thread_axis) + ")");

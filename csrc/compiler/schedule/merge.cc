@@ -13,9 +13,11 @@
 // Legal when the loops are consecutive statements of one sequence with equal
 // ranges and no iteration reads what another iteration wrote: every buffer
 // written by one body and touched by another is indexed by the loop variable
-// in its first dimension (the row), everywhere. Stage II only: there, a
+// in one of its dimensions (the row, or a feature), everywhere. Stage II only: there, a
 // buffer's first index is its row position; after lower_sparse_buffer rows
 // are flattened into offsets.
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -66,9 +68,34 @@ struct BufferAccesses : IRVisitor {
   }
 };
 
-// A buffer shared between bodies, written by one, indexed anywhere by
-// something other than the row: the merged loop would read another row's
-// result before it is written. Returns its name, or "".
+// True if some dimension of `buffer` is indexed by `var` itself in every
+// access of every body.
+bool IndexedByOnEveryAccess(const BufferNode* buffer, const std::vector<BufferAccesses>& accesses,
+                            const VarNode* var) {
+  size_t rank = SIZE_MAX;
+  for (const BufferAccesses& a : accesses) {
+    auto found = a.touched.find(buffer);
+    if (found == a.touched.end()) continue;
+    for (const std::vector<Expr>& indices : found->second) rank = std::min(rank, indices.size());
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    bool every = true;
+    for (const BufferAccesses& a : accesses) {
+      auto found = a.touched.find(buffer);
+      if (found == a.touched.end()) continue;
+      for (const std::vector<Expr>& indices : found->second) every &= indices[d].get() == var;
+    }
+    if (every) return true;
+  }
+  return false;
+}
+
+// A buffer shared between bodies, written by one, with no dimension that
+// every access indexes by the loop variable itself: the merged loop would
+// read another iteration's result before it is written. Returns its name,
+// or "". (A row loop's buffers are indexed by the row in their first
+// dimension; a feature loop's, such as a mean's division merged into its
+// sum, in their last.)
 std::string CrossRowBuffer(const std::vector<Stmt>& bodies, const VarNode* row) {
   std::vector<BufferAccesses> accesses(bodies.size());
   for (size_t t = 0; t < bodies.size(); ++t) accesses[t].VisitStmt(bodies[t]);
@@ -81,9 +108,7 @@ std::string CrossRowBuffer(const std::vector<Stmt>& bodies, const VarNode* row) 
   for (const BufferAccesses& a : accesses) {
     for (const auto& [buffer, all] : a.touched) {
       if (!written.count(buffer) || bodies_touching[buffer] < 2) continue;
-      for (const std::vector<Expr>& indices : all) {
-        if (indices.empty() || indices[0].get() != row) return buffer->name;
-      }
+      if (!IndexedByOnEveryAccess(buffer, accesses, row)) return buffer->name;
     }
   }
   return "";
@@ -121,7 +146,8 @@ std::string Schedule::Merge(const std::vector<std::string>& names) {
   std::string shared = CrossRowBuffer(bodies, loops[0]->var.get());
   if (!shared.empty()) {
     ThrowScheduleError("merge: buffer '" + shared + "' is written by one loop and accessed by another at elements "
-                           "other than the loop's own row; merging would read them before they are written",
+                           "other than the loop's own row (no dimension is indexed by the loop variable in every "
+                           "access); merging would read them before they are written",
                        context);
   }
   Stmt merged = MakeFor(loops[0]->var, loops[0]->min, loops[0]->extent, loops[0]->for_kind, MakeSeq(bodies),

@@ -18,17 +18,18 @@ def sddmm_dot(
     J_indices = T.match_buffer(indices, (nnz,), "int32")
     T.assume_buffer_domain(J_indptr, [0, nnz])
     T.assume_buffer_domain(J_indices, [0, n - 1])
-    for ij_0 in T.thread_binding((nnz + 127) // 128, thread="blockIdx.x"):
-        for ij_1 in T.thread_binding(128, thread="threadIdx.x"):
-            if ij_0 * 128 + ij_1 < nnz:
-                i_flat: T.int32 = T.sp.lower_bound(indptr, 0, m + 1, ij_0 * 128 + ij_1 + 1) - 1
+    for ij_0 in T.thread_binding((nnz + 3) // 4, thread="blockIdx.x"):
+        for ij_1 in T.thread_binding(4, thread="threadIdx.y"):
+            if ij_0 * 4 + ij_1 < nnz:
+                i_flat: T.int32 = T.sp.lower_bound(indptr, 0, m + 1, ij_0 * 4 + ij_1 + 1) - 1
                 i: T.int32 = i_flat
-                j: T.int32 = ij_0 * 128 + ij_1 - J_indptr[i]
+                j: T.int32 = ij_0 * 4 + ij_1 - J_indptr[i]
                 O_local = T.alloc_buffer((1,), "float32", scope="local")
                 with T.block("sddmm_init"):
                     O_local[0] = T.float32(0.0)
-                v0: T.int32 = J_indices[J_indptr[i] + j]
-                for k in T.serial(64):
-                    with T.block("sddmm"):
-                        O_local[0] = O_local[0] + X[i, k] * Y[v0, k]
+                v1: T.int32 = J_indices[J_indptr[i] + j]
+                for k_0 in T.serial(2):
+                    for k_1 in T.thread_binding(32, thread="threadIdx.x"):
+                        with T.block("sddmm"):
+                            O_local[0] = O_local[0] + X[i, k_0 * 32 + k_1] * Y[v1, k_0 * 32 + k_1]
                 O[J_indptr[i] + j] = O_local[0]

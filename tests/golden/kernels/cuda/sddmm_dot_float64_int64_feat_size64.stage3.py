@@ -18,17 +18,18 @@ def sddmm_dot(
     J_indices = T.match_buffer(indices, (nnz,), "int64")
     T.assume_buffer_domain(J_indptr, [0, nnz])
     T.assume_buffer_domain(J_indices, [0, n - 1])
-    for ij_0 in T.thread_binding((T.Cast("int64", nnz) + T.int64(127)) // T.int64(128), thread="blockIdx.x"):
-        for ij_1 in T.thread_binding(T.int64(128), thread="threadIdx.x"):
-            if ij_0 * T.int64(128) + ij_1 < T.Cast("int64", nnz):
-                i_flat: T.int64 = T.sp.lower_bound(indptr, T.int64(0), T.Cast("int64", m) + T.int64(1), ij_0 * T.int64(128) + ij_1 + T.int64(1)) - T.int64(1)
+    for ij_0 in T.thread_binding((T.Cast("int64", nnz) + T.int64(3)) // T.int64(4), thread="blockIdx.x"):
+        for ij_1 in T.thread_binding(T.int64(4), thread="threadIdx.y"):
+            if ij_0 * T.int64(4) + ij_1 < T.Cast("int64", nnz):
+                i_flat: T.int64 = T.sp.lower_bound(indptr, T.int64(0), T.Cast("int64", m) + T.int64(1), ij_0 * T.int64(4) + ij_1 + T.int64(1)) - T.int64(1)
                 i: T.int32 = T.Cast("int32", i_flat)
-                j: T.int64 = ij_0 * T.int64(128) + ij_1 - J_indptr[i]
+                j: T.int64 = ij_0 * T.int64(4) + ij_1 - J_indptr[i]
                 O_local = T.alloc_buffer((1,), "float64", scope="local")
                 with T.block("sddmm_init"):
                     O_local[0] = T.float64(0.0)
-                v0: T.int64 = J_indices[J_indptr[i] + j]
-                for k in T.serial(64):
-                    with T.block("sddmm"):
-                        O_local[0] = O_local[0] + X[i, k] * Y[v0, k]
+                v1: T.int64 = J_indices[J_indptr[i] + j]
+                for k_0 in T.serial(2):
+                    for k_1 in T.thread_binding(32, thread="threadIdx.x"):
+                        with T.block("sddmm"):
+                            O_local[0] = O_local[0] + X[i, k_0 * 32 + k_1] * Y[v1, k_0 * 32 + k_1]
                 O[J_indptr[i] + j] = O_local[0]

@@ -1,0 +1,48 @@
+// The calling convention between the SIMT emulator's runtime in the host
+// (runtime/simt_scheduler.h) and an emulated CUDA module: like abi.h, the same
+// declarations are compiled into the host and pasted, as text, into every
+// emulated source (kSimtAbiText), so the two can never disagree.
+//
+// The module runs the blocks of a grid; the runtime runs the threads of one
+// block as fibers on the calling host thread and owns everything that makes
+// threads meet: barriers, the lanes that take part in a warp operation, the
+// detection of a deadlock.
+#pragma once
+
+#include <stdint.h>
+
+#include "codegen/abi.h"
+
+// clang-format off
+#define SPARSETIR_SIMT_DECLS                                                                 \
+  /* Thread `thread` (linear in its block) of the block being run. */                        \
+  typedef void (*SparsetirSimtThread)(void* closure, int64_t thread);                         \
+  typedef struct {                                                                            \
+    void* ctx; /* the launch */                                                               \
+    /* Runs the `threads` threads of block (x, y, z): main(closure, t) for each t, and   */   \
+    /* enter(closure, t) every time t starts or resumes, so that it finds its own        */   \
+    /* threadIdx. Returns 0, or nonzero when the block deadlocked or an earlier block    */   \
+    /* of the launch failed (the launch keeps the message).                              */   \
+    int32_t (*run_block)(void* ctx, int64_t threads, uint32_t x, uint32_t y, uint32_t z,  \
+                         SparsetirSimtThread enter, SparsetirSimtThread main, void* closure); \
+    /* __syncthreads: waits until every live thread of the block has arrived. */              \
+    void (*sync_block)(void* ctx);                                                            \
+    /* __syncwarp(mask): waits until every live lane of `mask` in the caller's warp has */    \
+    /* arrived; returns the lanes that took part (the live lanes of the mask).          */    \
+    uint32_t (*sync_warp)(void* ctx, uint32_t mask);                                          \
+    /* The block's dynamic shared memory (the launch's dynamic shared bytes). */              \
+    void* (*dynamic_shared)(void* ctx);                                                       \
+    /* Threads run as fibers that meet at barriers (1), or one after another (0): a  */       \
+    /* kernel that never synchronizes needs no fibers.                              */        \
+    int32_t cooperative;                                                                      \
+    /* The order of a block's threads, and of the blocks of a host task: 0 forward, */        \
+    /* 1 reverse, 2 shuffled (SPARSETIR_EMULATE_ORDER, the race check).             */        \
+    int32_t order;                                                                            \
+  } SparsetirSimt;
+// clang-format on
+
+SPARSETIR_SIMT_DECLS
+
+namespace sparsetir {
+inline constexpr const char* kSimtAbiText = SPARSETIR_STRINGIFY(SPARSETIR_SIMT_DECLS);
+}  // namespace sparsetir

@@ -1,0 +1,55 @@
+// The SIMT emulator's runtime (the host side of codegen/simt_abi.h): the
+// threads of a block as fibers (support/fiber.h) on the host thread that runs
+// the block, with CUDA's meeting points:
+//  - __syncthreads waits for every live (not yet returned) thread of the block;
+//  - __syncwarp(mask), and the warp operations built on it, wait for the live
+//    lanes of the mask in the caller's warp of 32 consecutive threads;
+//  - when no thread can run and no barrier can open, the block deadlocked:
+//    the launch fails with the kernel, the block and what each thread waits at.
+// Threads run until they wait or return, in the launch's order (forward,
+// reverse or shuffled: the race check), then the barriers whose threads have
+// all arrived open, and the released threads run again.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "codegen/simt_abi.h"
+
+namespace sparsetir {
+
+enum class SimtOrder : int32_t { kForward = 0, kReverse = 1, kShuffled = 2 };
+
+// SPARSETIR_EMULATE_ORDER: "reverse", "shuffle", else forward.
+SimtOrder SimtOrderFromEnvironment();
+
+// One launch of an emulated kernel: what its blocks share (the first error,
+// the order, the dynamic shared memory size). Thread-safe: the blocks of a
+// grid run on several host threads.
+class SimtLaunch {
+ public:
+  SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, size_t dynamic_shared_bytes);
+  SimtLaunch(const SimtLaunch&) = delete;
+  SimtLaunch& operator=(const SimtLaunch&) = delete;
+
+  const SparsetirSimt* abi() const { return &abi_; }
+  size_t dynamic_shared_bytes() const { return dynamic_shared_bytes_; }
+  // The first failure of any block; empty if none.
+  std::string error() const;
+
+ private:
+  friend class SimtBlock;
+  void Fail(const std::string& message);
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+
+  std::string kernel_;
+  size_t dynamic_shared_bytes_;
+  SparsetirSimt abi_;
+  std::atomic<bool> failed_{false};
+  mutable std::mutex mu_;
+  std::string error_;
+};
+
+}  // namespace sparsetir

@@ -1,0 +1,49 @@
+// A fiber: a function that runs on a stack of its own and can suspend itself,
+// handing control back to whoever resumed it. The SIMT emulator runs the
+// threads of a block as fibers on one host thread (runtime/simt_scheduler.h),
+// so a thread that reaches a barrier waits there while the others run.
+//
+// The switch is Boost.Context's fcontext (a dozen instructions, about 12 ns)
+// where the build found libboost_context (SPARSETIR_HAVE_BOOST_CONTEXT), else
+// glibc's swapcontext (about 40x slower: it saves the signal mask with a
+// system call). Stacks are mmap'ed with a guard page below them, so a stack
+// overflow faults instead of writing over another fiber's stack.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace sparsetir {
+
+class Fiber {
+ public:
+  using Main = void (*)(void* arg);
+
+  // A fiber that will run main(arg) when first resumed. Its stack comes from
+  // (and goes back to) a pool of the calling host thread.
+  Fiber(Main main, void* arg);
+  ~Fiber();
+  Fiber(const Fiber&) = delete;
+  Fiber& operator=(const Fiber&) = delete;
+
+  // Runs the fiber until it suspends or main returns. From a host thread's
+  // own stack only (fibers do not resume each other).
+  void Resume();
+  // From inside a fiber: back to the Resume() that ran it.
+  static void Suspend();
+  bool finished() const { return finished_; }
+
+  // "fcontext" or "ucontext": what switches (for messages and tests).
+  static const char* Switcher();
+
+ private:
+  struct Context;
+  static void Entry(Fiber* self);
+
+  Main main_;
+  void* arg_;
+  bool finished_ = false;
+  std::unique_ptr<Context> context_;
+};
+
+}  // namespace sparsetir

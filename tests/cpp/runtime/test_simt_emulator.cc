@@ -1,0 +1,286 @@
+// The SIMT emulator's fibers and meeting points, on hand-written CUDA kernels
+// (what a user debugging their own kernel runs): block barriers over shared
+// memory, warp shuffles and votes with partial warps and returned lanes,
+// dynamic shared memory, the race check, and the deadlocks and oversized
+// blocks the emulator must name instead of hanging.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "codegen/simt_emulator.h"
+#include "runtime/emulated_cuda_module.h"
+#include "support/fiber.h"
+#include "thread_launcher.h"
+
+namespace sparsetir {
+namespace {
+
+// A kernel with its parameter types, run on a grid through the emulator.
+struct EmulatedKernel {
+  std::string name;
+  std::string source;
+  std::vector<std::string> types;
+
+  void Run(std::vector<SparsetirArg> args, std::array<int64_t, 6> dims, size_t dynamic_shared = 0) const {
+    const size_t params = args.size();
+    EmulatedCudaModule module(kSimtEmulatorHeader + source + SimtEmulatorEntry(name, types), name,
+                              KernelSynchronizes(source), params,
+                              [dims](const SparsetirArg*) { return dims; }, dynamic_shared);
+    testing::ThreadLauncher launcher(2);
+    module.Launch(args.data(), launcher.get());
+  }
+};
+
+SparsetirArg Ptr(void* p) {
+  SparsetirArg a;
+  a.ptr = p;
+  return a;
+}
+SparsetirArg Int(int64_t v) {
+  SparsetirArg a;
+  a.i64 = v;
+  return a;
+}
+
+// Runs `body` once per thread order of the race check.
+template <typename Body> void ForEachOrder(Body body) {
+  for (const char* order : {"forward", "reverse", "shuffle"}) {
+    SCOPED_TRACE(order);
+    setenv("SPARSETIR_EMULATE_ORDER", order, 1);
+    body();
+  }
+  unsetenv("SPARSETIR_EMULATE_ORDER");
+}
+
+TEST(Fiber, SuspendsAndResumesInTurn) {
+  std::vector<int> trace;
+  struct Arg {
+    std::vector<int>* trace;
+    int id;
+  };
+  auto main = [](void* p) {
+    Arg* arg = static_cast<Arg*>(p);
+    for (int step = 0; step < 3; ++step) {
+      arg->trace->push_back(arg->id * 10 + step);
+      Fiber::Suspend();
+    }
+  };
+  Arg a{&trace, 1}, b{&trace, 2};
+  Fiber fa(main, &a), fb(main, &b);
+  for (int round = 0; round < 4; ++round) {
+    if (!fa.finished()) fa.Resume();
+    if (!fb.finished()) fb.Resume();
+  }
+  EXPECT_TRUE(fa.finished());
+  EXPECT_TRUE(fb.finished());
+  EXPECT_EQ(trace, (std::vector<int>{10, 20, 11, 21, 12, 22}));
+  EXPECT_TRUE(std::string(Fiber::Switcher()) == "fcontext" || std::string(Fiber::Switcher()) == "ucontext");
+}
+
+TEST(KernelSynchronizes, FindsBarriersAndWarpOperations) {
+  EXPECT_FALSE(KernelSynchronizes("y[i] = x[i];"));
+  EXPECT_TRUE(KernelSynchronizes("__syncthreads();"));
+  EXPECT_TRUE(KernelSynchronizes("__syncwarp(m);"));
+  EXPECT_TRUE(KernelSynchronizes("v += __shfl_down_sync(0xffffffff, v, 1);"));
+  EXPECT_TRUE(KernelSynchronizes("b = __ballot_sync(m, p);"));
+}
+
+// A tree reduction over shared memory: every level reads what other threads
+// wrote before the barrier. Threads past n return before the first barrier
+// (a barrier waits for the live threads only).
+const EmulatedKernel kBlockSum{"block_sum", R"(
+extern "C" __global__ void block_sum(const float* x, float* out, long long n) {
+  __shared__ float partial[256];
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  partial[threadIdx.x] = 0.0f;
+  if (i < n) partial[threadIdx.x] = x[i];
+  __syncthreads();
+  for (unsigned stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = partial[0];
+}
+)",
+                                 {"float*", "float*", "long long"}};
+
+TEST(SimtEmulator, BlockReductionThroughSharedMemory) {
+  const int64_t n = 1000, threads = 256, blocks = (n + threads - 1) / threads;
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 7);
+  ForEachOrder([&] {
+    std::vector<float> out(blocks, -1.0f);
+    kBlockSum.Run({Ptr(x.data()), Ptr(out.data()), Int(n)}, {blocks, 1, 1, threads, 1, 1});
+    for (int64_t b = 0; b < blocks; ++b) {
+      float expect = 0.0f;
+      for (int64_t i = b * threads; i < std::min(n, (b + 1) * threads); ++i) expect += x[i];
+      EXPECT_EQ(out[b], expect) << "block " << b;
+    }
+  });
+}
+
+// Warp shuffles: a butterfly sum (xor), a tree sum (down), an inclusive scan
+// (up), a broadcast of lane 3, and the same within groups of 8 lanes.
+const EmulatedKernel kShuffles{"shuffles", R"(
+extern "C" __global__ void shuffles(const int* x, int* out) {
+  const int t = threadIdx.x + blockIdx.x * blockDim.x;
+  const int v = x[t];
+  int butterfly = v, tree = v, scan = v, group = v;
+  for (int d = 16; d > 0; d /= 2) butterfly += __shfl_xor_sync(0xffffffffu, butterfly, d);
+  for (int d = 16; d > 0; d /= 2) tree += __shfl_down_sync(0xffffffffu, tree, d);
+  for (int d = 1; d < 32; d *= 2) {
+    const int up = __shfl_up_sync(0xffffffffu, scan, d);
+    if ((threadIdx.x % 32) >= d) scan += up;
+  }
+  for (int d = 4; d > 0; d /= 2) group += __shfl_xor_sync(0xffffffffu, group, d, 8);
+  out[5 * t + 0] = butterfly;
+  out[5 * t + 1] = tree;
+  out[5 * t + 2] = scan;
+  out[5 * t + 3] = __shfl_sync(0xffffffffu, v, 3);
+  out[5 * t + 4] = group;
+}
+)",
+                                 {"int*", "int*"}};
+
+TEST(SimtEmulator, WarpShufflesMatchTheirDefinitions) {
+  const int64_t threads = 64, blocks = 3, n = threads * blocks;
+  std::vector<int> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<int>((i * 37) % 101) - 50;
+  ForEachOrder([&] {
+    std::vector<int> out(5 * n, 0);
+    kShuffles.Run({Ptr(x.data()), Ptr(out.data())}, {blocks, 1, 1, threads, 1, 1});
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t warp = t - t % 32, lane = t % 32, group = t - t % 8;
+      const int warp_sum = std::accumulate(x.begin() + warp, x.begin() + warp + 32, 0);
+      EXPECT_EQ(out[5 * t + 0], warp_sum) << t;
+      if (lane == 0) EXPECT_EQ(out[5 * t + 1], warp_sum) << t;
+      EXPECT_EQ(out[5 * t + 2], std::accumulate(x.begin() + warp, x.begin() + t + 1, 0)) << t;
+      EXPECT_EQ(out[5 * t + 3], x[warp + 3]) << t;
+      EXPECT_EQ(out[5 * t + 4], std::accumulate(x.begin() + group, x.begin() + group + 8, 0)) << t;
+    }
+  });
+}
+
+// Votes in a block of 40 threads (a full warp and one of 8 lanes) in which
+// lane 5 of each warp returns first: the vote counts the live lanes only.
+const EmulatedKernel kVotes{"votes", R"(
+extern "C" __global__ void votes(const int* x, unsigned* out) {
+  if (threadIdx.x % 32 == 5) return;
+  const unsigned ballot = __ballot_sync(0xffffffffu, x[threadIdx.x] > 0);
+  const int any = __any_sync(0xffffffffu, x[threadIdx.x] > 0);
+  const int all = __all_sync(0xffffffffu, x[threadIdx.x] > 0);
+  out[3 * threadIdx.x + 0] = ballot;
+  out[3 * threadIdx.x + 1] = any;
+  out[3 * threadIdx.x + 2] = all;
+}
+)",
+                              {"int*", "unsigned*"}};
+
+TEST(SimtEmulator, VotesCountTheLiveLanes) {
+  std::vector<int> x(40, 1);
+  x[2] = 0;              // warp 0: one lane votes no
+  x[37] = 0;             // warp 1: lane 5, which returned, votes nothing
+  std::vector<unsigned> out(3 * 40, 7);
+  kVotes.Run({Ptr(x.data()), Ptr(out.data())}, {1, 1, 1, 40, 1, 1});
+  const unsigned warp0 = 0xffffffffu & ~(1u << 5) & ~(1u << 2), warp1 = 0xffu & ~(1u << 5);
+  for (int t = 0; t < 40; ++t) {
+    if (t % 32 == 5) {
+      EXPECT_EQ(out[3 * t], 7u);
+      continue;
+    }
+    EXPECT_EQ(out[3 * t + 0], t < 32 ? warp0 : warp1) << t;
+    EXPECT_EQ(out[3 * t + 1], 1u) << t;
+    EXPECT_EQ(out[3 * t + 2], t < 32 ? 0u : 1u) << t;
+  }
+}
+
+// Dynamic shared memory: a block reverses its slice of x through it.
+const EmulatedKernel kReverse{"reverse_block", R"(
+extern "C" __global__ void reverse_block(const double* x, double* y) {
+  SPARSETIR_DYNAMIC_SHARED(double, tile);
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  tile[threadIdx.x] = x[i];
+  __syncthreads();
+  y[i] = tile[blockDim.x - 1 - threadIdx.x];
+}
+)",
+                                {"double*", "double*"}};
+
+TEST(SimtEmulator, DynamicSharedMemoryIsPerBlock) {
+  const int64_t threads = 96, blocks = 5;
+  std::vector<double> x(threads * blocks), y(x.size());
+  std::iota(x.begin(), x.end(), 0.5);
+  ForEachOrder([&] {
+    kReverse.Run({Ptr(x.data()), Ptr(y.data())}, {blocks, 1, 1, threads, 1, 1}, threads * sizeof(double));
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int64_t t = 0; t < threads; ++t) EXPECT_EQ(y[b * threads + t], x[b * threads + threads - 1 - t]);
+    }
+  });
+}
+
+// Thread 0 reads what thread 1 writes, with no barrier between: the race
+// check's orders give different answers, which is what it is for.
+const EmulatedKernel kRacy{"racy", R"(
+extern "C" __global__ void racy(int* out) {
+  __shared__ int cell;
+  if (threadIdx.x == 0) cell = 0;
+  __syncthreads();
+  if (threadIdx.x == 1) cell = 42;
+  if (threadIdx.x == 0) out[0] = cell;
+}
+)",
+                           {"int*"}};
+
+TEST(SimtEmulator, RaceCheckOrdersExposeARace) {
+  std::vector<int> seen;
+  ForEachOrder([&] {
+    int out = -1;
+    kRacy.Run({Ptr(&out)}, {1, 1, 1, 2, 1, 1});
+    seen.push_back(out);
+  });
+  EXPECT_EQ(seen[0], 0);   // forward: thread 0 reads before thread 1 writes
+  EXPECT_EQ(seen[1], 42);  // reverse: after
+}
+
+// Half the threads wait at __syncthreads, the other half at __syncwarp
+// for lanes that never come: the emulator names the kernel, the block and
+// where each thread waits, and the launch throws instead of hanging.
+const EmulatedKernel kDeadlock{"divergent_barriers", R"(
+extern "C" __global__ void divergent_barriers(int* out) {
+  if (threadIdx.x % 2) __syncthreads(); else __syncwarp();
+  out[threadIdx.x] = 1;
+}
+)",
+                               {"int*"}};
+
+TEST(SimtEmulator, DeadlockIsReportedWithKernelBlockAndBarriers) {
+  std::vector<int> out(4, 0);
+  try {
+    kDeadlock.Run({Ptr(out.data())}, {2, 1, 1, 4, 1, 1});
+    FAIL() << "a deadlocked kernel returned";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("deadlock in kernel 'divergent_barriers'"), std::string::npos) << what;
+    EXPECT_NE(what.find(", 0, 0) of 4 threads"), std::string::npos) << what;
+    EXPECT_NE(what.find("thread 0 wait at __syncwarp(0xffffffff)"), std::string::npos) << what;
+    EXPECT_NE(what.find("thread 1 wait at __syncthreads"), std::string::npos) << what;
+  }
+}
+
+TEST(SimtEmulator, OversizedBlockIsRefused) {
+  int out = 0;
+  try {
+    kRacy.Run({Ptr(&out)}, {1, 1, 1, 2048, 1, 1});
+    FAIL() << "a block of 2048 threads ran";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("blocks of 2048 threads; CUDA allows at most 1024"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sparsetir

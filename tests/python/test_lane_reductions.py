@@ -1,0 +1,159 @@
+"""Reductions across lanes: a reduction loop bound to threadIdx.x.
+
+Each lane sums its part of the reduction in a register; after the loop the
+lanes of a group combine their parts with a butterfly of warp shuffles
+(transforms/lower_lane_reductions.h), and every lane holds the result. The
+kernels run under the SIMT emulator, whose threads are fibers that meet at
+each shuffle: against float64 references for every dtype, both index dtypes
+and the edge-case structures, in every thread order of the race check. The
+schedules a lane reduction cannot lower are refused with the loop named.
+"""
+import numpy as np
+import pytest
+import torch
+
+import sparsetir_torch as st
+from sparsetir_torch import _C
+from conftest import CSR_CASES, TORCH_DTYPES, assert_within_bound, make_csr, read_script, to_tensor
+
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
+
+DTYPES = ("float32", "float64", "float16", "bfloat16")
+CASES = sorted(c for c in CSR_CASES if c not in ("no_rows", "no_columns"))
+
+# out[i, j] = max over k of X[i, k] * Y[j, k] on the non-zeros: a max across lanes.
+MAX_DOT = '''
+@T.prim_func
+def max_dot(x: T.handle, y: T.handle, out: T.handle, indptr: T.handle, indices: T.handle,
+            m: T.int32, n: T.int32, feat_size: T.int32, nnz: T.int32) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 2})
+    I = T.sp.dense_fixed(m)
+    J = T.sp.compressed_varied(I, (n, nnz), (indptr, indices), "int32")
+    J_detach = T.sp.dense_fixed(n)
+    K = T.sp.dense_fixed(feat_size)
+    X = T.sp.match_buffer(x, (I, K), "float32")
+    Y = T.sp.match_buffer(y, (J_detach, K), "float32")
+    O = T.sp.match_buffer(out, (I, J), "float32")
+    with T.sp.iteration([I, J, K], "SSR", "sddmm") as [i, j, k]:
+        with T.init():
+            O[i, j] = INIT
+        O[i, j] = T.max(O[i, j], X[i, k] * Y[j, k])
+'''
+
+
+def lane_schedule(text, feat, lanes=32, rows=4, output="Y", cache=True):
+    """A warp (or `lanes` of one) per non-zero: the sddmm recipe's mapping,
+    written with the public primitives."""
+    sch = st.Schedule(text)
+    sch.specialize(feat_size=feat)
+    sch.sparse_fuse("sddmm", ["I", "J"])
+    ij, k = sch.get_loops("sddmm")
+    ij0, ij1 = sch.split(ij, factors=[None, rows])
+    sch.bind(ij0, "blockIdx.x")
+    sch.bind(ij1, "threadIdx.y")
+    k0, k1 = sch.split(k, factors=[None, lanes])
+    sch.bind(k1, "threadIdx.x")
+    if cache:
+        sch.cache_write(ij1, output, "local")
+    return sch
+
+
+def sddmm_reference(a, a64, b64, x64):
+    rows = np.repeat(np.arange(a.m), np.diff(a.indptr))
+    products = a64[rows] * b64[a.indices]
+    return (products.sum(1) * x64, (np.abs(products).sum(1) * np.abs(x64)))
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("idtype", ("int32", "int64"))
+@pytest.mark.parametrize("feat,lanes", [(64, 32), (20, 32), (100, 16), (3, 4)])
+def test_lane_sum_matches_float64(case, dtype, idtype, feat, lanes):
+    a = make_csr(seed=5, **CSR_CASES[case])
+    kernel = st.compile(lane_schedule(read_script("sddmm", dtype, idtype), feat, lanes), target="cuda")
+    assert f"sparsetir_lane_reduce<SparsetirSum>(Y_local[0], {lanes})" in kernel.source
+    rng = np.random.default_rng(1)
+    A = to_tensor(rng.uniform(-1, 1, (a.m, feat)), dtype)
+    B = to_tensor(rng.uniform(-1, 1, (a.n, feat)), dtype)
+    X = to_tensor(rng.uniform(-1, 1, a.nnz), dtype)
+    Y = torch.full((a.nnz,), float("nan"), dtype=TORCH_DTYPES[dtype])
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    kernel(a=A, b=B, x=X, y=Y, indptr=indptr, indices=indices, m=a.m, n=a.n, feat_size=feat, nnz=a.nnz)
+    assert _C.emulated_runs() == before + 1
+    ref, magnitude = sddmm_reference(a, A.double().numpy(), B.double().numpy(), X.double().numpy())
+    assert_within_bound(Y, ref, magnitude, feat, dtype, f"lane sddmm {case}")
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse", "shuffle"])
+def test_lanes_combine_to_the_same_bits_in_every_thread_order(monkeypatch, order):
+    a = make_csr(seed=2, **CSR_CASES["dense_row"])
+    kernel = st.compile(lane_schedule(read_script("sddmm"), 96), target="cuda")
+    rng = np.random.default_rng(3)
+    A, B = torch.from_numpy(rng.standard_normal((a.m, 96), np.float32)), torch.from_numpy(
+        rng.standard_normal((a.n, 96), np.float32))
+    X = torch.ones(a.nnz)
+    indptr, indices = a.torch_structure("int32")
+
+    def run():
+        Y = torch.empty(a.nnz)
+        kernel(a=A, b=B, x=X, y=Y, indptr=indptr, indices=indices, m=a.m, n=a.n, feat_size=96, nnz=a.nnz)
+        return Y
+
+    forward = run()
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", order)
+    assert torch.equal(run(), forward)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_lane_max_matches_float64(dtype):
+    a = make_csr(seed=7, **CSR_CASES["empty_rows"])
+    text = MAX_DOT.replace("INIT", "T.float32(-T.inf)" if dtype == "float32" else "-T.inf")
+    text = text.replace('"float32"', f'"{dtype}"')
+    kernel = st.compile(lane_schedule(text, 40, output="O"), target="cuda")
+    assert "sparsetir_lane_reduce<SparsetirMax>(O_local[0], 32)" in kernel.source
+    rng = np.random.default_rng(4)
+    X64, Y64 = rng.uniform(-1, 1, (a.m, 40)), rng.uniform(-1, 1, (a.n, 40))
+    out = torch.full((a.nnz,), float("nan"), dtype=TORCH_DTYPES[dtype])
+    indptr, indices = a.torch_structure("int32")
+    kernel(x=to_tensor(X64, dtype), y=to_tensor(Y64, dtype), out=out, indptr=indptr, indices=indices,
+           m=a.m, n=a.n, feat_size=40, nnz=a.nnz)
+    X64, Y64 = to_tensor(X64, dtype).double().numpy(), to_tensor(Y64, dtype).double().numpy()
+    rows = np.repeat(np.arange(a.m), np.diff(a.indptr))
+    ref = (X64[rows] * Y64[a.indices]).max(1)
+    # A max of rounded products: exact up to the product's rounding.
+    tol = 2 * np.finfo(np.float32 if dtype == "float32" else np.float64).eps
+    np.testing.assert_allclose(out.double().numpy(), ref, rtol=tol, atol=tol)
+
+
+# --------------------------------------------------------------------------- refused schedules
+
+
+@pytest.mark.parametrize("axis", ["blockIdx.x", "blockIdx.y", "threadIdx.y", "threadIdx.z"])
+def test_reduction_bound_to_another_axis_is_refused(axis):
+    sch = st.Schedule(read_script("sddmm"))
+    sch.sparse_fuse("sddmm", ["I", "J"])
+    ij, k = sch.get_loops("sddmm")
+    with pytest.raises(st.ScheduleError, match=f"bind: loop 'k' carries a reduction into 'Y' .* so {axis} would race"):
+        sch.bind(k, axis)
+
+
+def test_lanes_that_are_not_a_power_of_two_are_refused():
+    with pytest.raises(st.ScheduleError, match="loop 'k_1' bound to threadIdx.x reduces into 'Y_local' across its "
+                                               "lanes, which must be a power of two of at most 32"):
+        st.compile(lane_schedule(read_script("sddmm"), 96, lanes=48), target="cuda")
+    with pytest.raises(st.ScheduleError, match="power of two of at most 32"):
+        st.compile(lane_schedule(read_script("sddmm"), 96, lanes=64), target="cuda")
+
+
+def test_reduction_into_global_memory_across_lanes_is_refused():
+    with pytest.raises(st.ScheduleError, match="loop 'k_1' is bound to threadIdx.x but reduces into 'Y' \\(global "
+                                               "memory\\), which its lanes would race on: cache_write"):
+        st.compile(lane_schedule(read_script("sddmm"), 64, cache=False), target="cuda")
+
+
+def test_reduction_from_a_non_identity_is_refused():
+    text = MAX_DOT.replace("INIT", "T.float32(0)")
+    with pytest.raises(st.ScheduleError, match="reduces into 'O_local', which starts from a value other than the "
+                                               "reduction's identity"):
+        st.compile(lane_schedule(text, 64, output="O"), target="cuda")
