@@ -268,19 +268,40 @@ void BsrLinearGradBlocks(Schedule& sch, int64_t block_h, int64_t block_w) {
   BindBlockElements(sch, init[1], init[2], block_h, block_w);
 }
 
-// edge_softmax (row_max, row_exp, row_sum, row_div) and its backward
-// (row_dot, grad_scores), and gat_attention (those passes plus the scores
-// before them and the weighted sum of neighbour rows after): a thread per row
-// runs every pass of its row, the row loops merged, so the passes need no
-// synchronization (each reads only what the same thread wrote) and a row's
-// per-head max, sum or dot stays with that thread. sparse_attention has no
-// recipe of its own here: on cuda the operator composes the multi-head
-// sddmm, edge_softmax and spmm, which spread a row's dot products and
-// weighted sum over lanes (op_sparse_attention.cc).
+// gat_attention (the scores, the softmax passes and the weighted sum of
+// neighbour rows): a thread per row runs every pass of its row, the row loops
+// merged, so the passes need no synchronization (each reads only what the
+// same thread wrote) and a row's per-head max and sum stay with that thread.
+// sparse_attention has no recipe of its own here: on cuda the operator
+// composes the multi-head sddmm, edge_softmax and spmm, which spread a row's
+// dot products, softmax and weighted sum over lanes (op_sparse_attention.cc).
 void RowPassesPerThread(Schedule& sch, const std::vector<std::string>& blocks) {
   std::vector<std::string> rows;
   for (const std::string& block : blocks) rows.push_back(sch.GetLoops(block)[0]);
   BindSplit(sch, sch.Merge(rows), kBlockThreads, "blockIdx.x", "threadIdx.x");
+}
+
+// edge_softmax (row_max, row_exp, row_sum, row_div) and its backward
+// (row_dot, grad_scores): a warp per row, four rows per block. The row loops
+// are merged; in each pass the row's non-zeros are spread over the lanes
+// (j split by 32, the lanes innermost, the heads outside them), so that a
+// warp reads a row's scores with coalesced loads where a thread per row
+// read them one by one. The per-head max, sum or dot of a row (`reduced`)
+// is cached in registers for the whole row: each lane reduces its non-zeros
+// and the lanes combine their parts with shuffles (lower_lane_reductions)
+// before the next pass reads the result.
+void RowPassesPerWarp(Schedule& sch, const std::vector<std::string>& blocks, const std::vector<std::string>& reduced) {
+  std::vector<std::string> rows;
+  for (const std::string& block : blocks) rows.push_back(sch.GetLoops(block)[0]);
+  BindSplit(sch, sch.Merge(rows), kBlockThreads / kWarp, "blockIdx.x", "threadIdx.y");
+  for (const std::string& block : blocks) {
+    auto loops = sch.GetLoops(block);  // r_0, r_1, j, h
+    sch.Reorder({loops[3], loops[2]});
+    auto j = sch.Split(loops[2], {std::nullopt, kWarp});  // r_0, r_1, h, j_0, j_1
+    sch.Bind(j[1], "threadIdx.x");
+  }
+  const std::string row = sch.GetLoops(blocks[0])[1];
+  for (const std::string& buffer : reduced) sch.CacheWrite(row, buffer, "local");
 }
 
 }  // namespace
@@ -300,8 +321,8 @@ int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested) {
 }
 
 bool HasCudaRecipe(const std::string& recipe) {
-  return recipe == "csrmm" || recipe == "csrmm_mean" || recipe == "csrmm_segments" || recipe == "sddmm" || recipe == "csrmm_heads" ||
-         recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" || recipe == "edge_softmax" ||
+  return recipe == "csrmm" || recipe == "csrmm_mean" || recipe == "csrmm_segments" || recipe == "sddmm" ||
+         recipe == "csrmm_heads" || recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" || recipe == "edge_softmax" ||
          recipe == "edge_softmax_backward" || recipe == "bsrmm" || recipe == "bsr_linear" ||
          recipe == "bsr_linear_grad_blocks" || recipe == "gat_attention";
 }
@@ -339,9 +360,9 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   } else if (recipe == "bsr_linear_grad_blocks") {
     BsrLinearGradBlocks(sch, Size(sizes, "block_h"), Size(sizes, "block_w"));
   } else if (recipe == "edge_softmax") {
-    RowPassesPerThread(sch, {"row_max", "row_exp", "row_sum", "row_div"});
+    RowPassesPerWarp(sch, {"row_max", "row_exp", "row_sum", "row_div"}, {"MX", "SM"});
   } else if (recipe == "edge_softmax_backward") {
-    RowPassesPerThread(sch, {"row_dot", "grad_scores"});
+    RowPassesPerWarp(sch, {"row_dot", "grad_scores"}, {"RD"});
   } else if (recipe == "gat_attention") {
     RowPassesPerThread(sch, {"row_score", "row_max", "row_exp", "row_sum", "row_div", "aggregate"});
   } else if (recipe == "sddmm_add" || recipe == "sddmm_mul") {

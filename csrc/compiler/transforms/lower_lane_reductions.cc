@@ -1,6 +1,6 @@
 #include "transforms/lower_lane_reductions.h"
 
-#include <cmath>
+#include <limits>
 #include <optional>
 #include <set>
 #include <vector>
@@ -123,24 +123,68 @@ std::optional<Intrinsic> Combiner(const BufferStoreNode* store) {
   }
 }
 
-// True if `value` is the identity of the combiner: 0, -inf, +inf.
-bool IsIdentity(const Expr& value, Intrinsic combiner) {
-  Expr v = value;
-  while (const auto* cast = v->as<CastNode>()) v = cast->value;
-  double x;
-  if (const auto* f = v->as<FloatImmNode>()) {
-    x = f->value;
-  } else if (const auto* i = v->as<IntImmNode>()) {
-    x = static_cast<double>(i->value);
-  } else {
-    return false;
+// The identity of the combiner in `dtype`.
+Expr Identity(Intrinsic combiner, DataType dtype) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (IsFloat(dtype)) {
+    return MakeFloat(combiner == Intrinsic::kLaneSum ? 0.0 : combiner == Intrinsic::kLaneMax ? -inf : inf, dtype);
   }
-  switch (combiner) {
-    case Intrinsic::kLaneSum: return x == 0.0;
-    case Intrinsic::kLaneMax: return std::isinf(x) && x < 0;
-    case Intrinsic::kLaneMin: return std::isinf(x) && x > 0;
-    default: return false;
+  const int64_t low = dtype == DataType::kInt32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min();
+  const int64_t high = dtype == DataType::kInt32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
+  return MakeInt(combiner == Intrinsic::kLaneSum ? 0 : combiner == Intrinsic::kLaneMax ? low : high, dtype);
+}
+
+Expr Combine(Intrinsic combiner, Expr a, Expr b) {
+  const BinaryOp op =
+      combiner == Intrinsic::kLaneSum ? BinaryOp::kAdd : combiner == Intrinsic::kLaneMax ? BinaryOp::kMax : BinaryOp::kMin;
+  return MakeBinary(op, std::move(a), std::move(b));
+}
+
+// The coordinates of every element of a local buffer (row-major).
+std::vector<std::vector<Expr>> Elements(const Buffer& buffer) {
+  std::vector<int64_t> shape;
+  int64_t count = 1;
+  for (const Expr& dim : buffer->shape) {
+    const int64_t* n = AsConstInt(dim);
+    ICHECK(n) << "local buffer " << buffer->name << " has a shape unknown at compile time";
+    shape.push_back(*n);
+    count *= *n;
   }
+  std::vector<std::vector<Expr>> elements;
+  for (int64_t e = 0; e < count; ++e) {
+    std::vector<Expr> index(shape.size());
+    int64_t rest = e;
+    for (size_t d = shape.size(); d-- > 0;) {
+      index[d] = MakeInt(rest % shape[d]);
+      rest /= shape[d];
+    }
+    elements.push_back(std::move(index));
+  }
+  return elements;
+}
+
+// True if `s` loads from `buffer` other than in the updates of `lane_loops`
+// (which read the element they write).
+bool ReadsOutsideUpdates(const Stmt& s, const BufferNode* buffer, const std::vector<const ForNode*>& lane_loops) {
+  struct Finder : IRVisitor {
+    const BufferNode* buffer;
+    const std::vector<const ForNode*>* lane_loops;
+    bool found = false;
+    void Visit(const ForNode* n) override {
+      for (const ForNode* lane : *lane_loops) {
+        if (n == lane) return;  // its updates are checked by CombinerOf
+      }
+      IRVisitor::Visit(n);
+    }
+    void Visit(const BufferLoadNode* n) override {
+      if (n->buffer.get() == buffer) found = true;
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  finder.buffer = buffer;
+  finder.lane_loops = &lane_loops;
+  finder.VisitStmt(s);
+  return finder.found;
 }
 
 class LaneReductions : public IRMutator {
@@ -148,24 +192,17 @@ class LaneReductions : public IRMutator {
   explicit LaneReductions(const PrimFunc& f) : all_lane_loops_(LaneLoops(f->body)) {}
 
  protected:
+  // A local buffer that lanes reduce into: each outermost loop nest holding
+  // such a lane loop starts every element from the combiner's identity (the
+  // value before is kept aside), and after the nest the lanes' parts are
+  // combined and joined to that value.
   Stmt Mutate(const AllocateNode* node, const Stmt& self) override {
     Stmt body = VisitStmt(node->body);  // inner buffers first
-    const BufferNode* buffer = node->buffer.get();
-    std::vector<Stmt> stmts = Statements(body);
-    for (size_t c = 0; c < stmts.size(); ++c) {
-      for (const ForNode* loop : LaneLoops(stmts[c])) {
-        if (!ReducesInto(loop, buffer)) continue;
-        const int64_t lanes = Lanes(loop, buffer);
-        const Intrinsic combiner = CombinerOf(loop, buffer);
-        CheckInitialized(stmts, c, buffer, combiner, loop);
-        stmts.insert(stmts.begin() + static_cast<std::ptrdiff_t>(c) + 1, Combine(node->buffer, combiner, lanes));
-        return MakeAllocate(node->buffer, MakeSeq(std::move(stmts)));
-      }
-    }
-    // A lane loop reducing into a buffer of another scope is refused where
-    // that buffer is stored (Mutate(BufferStoreNode)).
-    if (body == node->body) return self;
-    return MakeAllocate(node->buffer, body);
+    buffer_ = node->buffer;
+    Stmt rewritten = WrapNests(body);
+    buffer_ = nullptr;
+    if (rewritten == node->body) return self;
+    return MakeAllocate(node->buffer, rewritten);
   }
 
   Stmt Mutate(const ForNode* node, const Stmt& self) override {
@@ -194,9 +231,80 @@ class LaneReductions : public IRMutator {
   }
 
  private:
-  static std::vector<Stmt> Statements(const Stmt& body) {
-    if (const auto* seq = body->as<SeqNode>()) return seq->stmts;
-    return {body};
+  // Descends through statements that are not loops; wraps each loop nest
+  // that holds a lane loop reducing into buffer_.
+  Stmt WrapNests(const Stmt& s) {
+    if (!s) return s;
+    if (const auto* seq = s->as<SeqNode>()) {
+      std::vector<Stmt> stmts;
+      bool changed = false;
+      for (const Stmt& child : seq->stmts) {
+        stmts.push_back(WrapNests(child));
+        changed |= stmts.back() != child;
+      }
+      return changed ? MakeSeq(std::move(stmts)) : s;
+    }
+    if (const auto* let = s->as<LetNode>()) {
+      Stmt body = WrapNests(let->body);
+      return body == let->body ? s : MakeLet(let->var, let->value, body);
+    }
+    if (const auto* block = s->as<BlockNode>()) {
+      Stmt body = WrapNests(block->body);
+      return body == block->body ? s : MakeBlock(block->name, body);
+    }
+    if (const auto* alloc = s->as<AllocateNode>()) {
+      Stmt body = WrapNests(alloc->body);
+      return body == alloc->body ? s : MakeAllocate(alloc->buffer, body);
+    }
+    if (const auto* branch = s->as<IfThenElseNode>()) {
+      Stmt then_case = WrapNests(branch->then_case), else_case = WrapNests(branch->else_case);
+      if (then_case == branch->then_case && else_case == branch->else_case) return s;
+      return MakeIf(branch->cond, then_case, else_case);
+    }
+    if (s->as<ForNode>()) return WrapNest(s);
+    return s;
+  }
+
+  Stmt WrapNest(const Stmt& nest) {
+    const BufferNode* buffer = buffer_.get();
+    std::vector<const ForNode*> reducing;
+    for (const ForNode* loop : LaneLoops(nest)) {
+      if (ReducesInto(loop, buffer)) reducing.push_back(loop);
+    }
+    if (reducing.empty()) return nest;
+    const int64_t lanes = Lanes(reducing[0], buffer);
+    const Intrinsic combiner = CombinerOf(reducing[0], buffer);
+    for (const ForNode* loop : reducing) {
+      if (Lanes(loop, buffer) != lanes || CombinerOf(loop, buffer) != combiner) {
+        Refuse("loops '" + reducing[0]->var->name + "' and '" + loop->var->name + "' reduce into '" + buffer->name +
+               "' across lanes in different ways; one loop nest combines its lanes' parts once");
+      }
+    }
+    if (ReadsOutsideUpdates(nest, buffer, reducing)) {
+      Refuse("loop '" + reducing[0]->var->name + "' bound to threadIdx.x reduces into '" + buffer->name +
+             "', which the same loop nest also reads elsewhere; there a lane holds only its part (read it after "
+             "the loop nest)");
+    }
+    // Element by element: keep the value, start from the identity, run
+    // the nest, then join the lanes' combined parts to the kept value.
+    std::vector<Stmt> before, after;
+    std::vector<std::pair<Var, Expr>> kept;
+    const DataType dtype = buffer->dtype;
+    int64_t e = 0;
+    for (const std::vector<Expr>& index : Elements(buffer_)) {
+      Var start = MakeVar(buffer->name + "_start" + (e++ ? std::to_string(e - 1) : ""), dtype);
+      kept.emplace_back(start, MakeLoad(buffer_, index));
+      before.push_back(MakeStore(buffer_, index, Identity(combiner, dtype)));
+      Expr part = MakeLoad(buffer_, index);
+      Expr whole = MakeCall(combiner, {part, MakeInt(lanes)}, dtype);
+      after.push_back(MakeStore(buffer_, index, Combine(combiner, start, whole)));
+    }
+    std::vector<Stmt> stmts = before;
+    stmts.push_back(nest);
+    stmts.insert(stmts.end(), after.begin(), after.end());
+    Stmt out = MakeSeq(std::move(stmts));
+    for (size_t k = kept.size(); k-- > 0;) out = MakeLet(kept[k].first, kept[k].second, out);
+    return out;
   }
 
   // The lanes of the group: the loop's constant extent, a power of two of at
@@ -233,52 +341,8 @@ class LaneReductions : public IRMutator {
     return *combiner;
   }
 
-  // The buffer's stores before the reduction must all set the identity.
-  static void CheckInitialized(const std::vector<Stmt>& stmts, size_t reduction, const BufferNode* buffer,
-                               Intrinsic combiner, const ForNode* loop) {
-    bool initialized = false;
-    for (size_t c = 0; c < reduction; ++c) {
-      for (const BufferStoreNode* store : StoresInto(stmts[c], buffer)) {
-        if (!IsIdentity(store->value, combiner)) {
-          Refuse("loop '" + loop->var->name + "' bound to threadIdx.x reduces into '" + buffer->name +
-                 "', which starts from a value other than the reduction's identity; every lane would count it");
-        }
-        initialized = true;
-      }
-    }
-    if (!initialized) {
-      Refuse("loop '" + loop->var->name + "' bound to threadIdx.x reduces into '" + buffer->name +
-             "', which is not initialized before the loop");
-    }
-  }
-
-  static Stmt Combine(const Buffer& buffer, Intrinsic combiner, int64_t lanes) {
-    int64_t elements = 1;
-    for (const Expr& dim : buffer->shape) {
-      const int64_t* n = AsConstInt(dim);
-      ICHECK(n) << "local buffer " << buffer->name << " has a shape unknown at compile time";
-      elements *= *n;
-    }
-    std::vector<Stmt> stmts;
-    for (int64_t e = 0; e < elements; ++e) {
-      std::vector<Expr> index = {MakeInt(e)};
-      if (buffer->shape.size() != 1) {
-        // Row-major coordinates of element e.
-        index.clear();
-        int64_t rest = e;
-        for (size_t d = buffer->shape.size(); d-- > 0;) {
-          const int64_t n = *AsConstInt(buffer->shape[d]);
-          index.insert(index.begin(), MakeInt(rest % n));
-          rest /= n;
-        }
-      }
-      Expr value = MakeLoad(buffer, index);
-      stmts.push_back(MakeStore(buffer, index, MakeCall(combiner, {value, MakeInt(lanes)}, value->dtype)));
-    }
-    return stmts.size() == 1 ? stmts[0] : MakeSeq(std::move(stmts));
-  }
-
   std::vector<const ForNode*> all_lane_loops_;
+  Buffer buffer_;                       // the local buffer whose nests WrapNests looks for
   const ForNode* lane_loop_ = nullptr;  // the innermost lane loop being visited
   VarSet lane_vars_;                    // its variable and those computed from it
 };

@@ -4,10 +4,12 @@
 //
 // sch.bind(k_1, "threadIdx.x") on a loop that reduces into a local buffer (a
 // cache_write in local scope) gives each lane a partial result over its
-// iterations. After the statement holding that loop, every element of the
-// buffer is combined over the lanes (T.sp.lane_sum / lane_max / lane_min,
-// which the CUDA backend prints as a __shfl_xor_sync butterfly), so that every
-// lane holds the whole result before the buffer is written back.
+// iterations. Each outermost loop nest (inside the buffer's allocation) that
+// holds such a loop keeps the buffer's value aside and starts every element
+// from the update's identity; after the nest the lanes' parts are combined
+// (T.sp.lane_sum / lane_max / lane_min, which the CUDA backend prints as a
+// __shfl_xor_sync butterfly) and joined to the kept value, so that every
+// lane holds the whole result before the buffer is read or written back.
 //
 // Before:  O_local = T.alloc_buffer((1,), "float32", scope="local")
 //          O_local[0] = T.float32(0)
@@ -15,15 +17,19 @@
 //              for k_1 in T.thread_binding(32, thread="threadIdx.x"):
 //                  O_local[0] = O_local[0] + X[i, k_0 * 32 + k_1] * Y[j, k_0 * 32 + k_1]
 //          O[v] = O_local[0]
-// After:   ... the same, and before the write-back:
-//          O_local[0] = T.sp.lane_sum(O_local[0], 32)
+// After:   O_local[0] = T.float32(0)
+//          O_local_start: T.float32 = O_local[0]
+//          O_local[0] = T.float32(0)
+//          for k_0 in T.serial(4): ... (unchanged)
+//          O_local[0] = O_local_start + T.sp.lane_sum(O_local[0], 32)
+//          O[v] = O_local[0]
 //
 // Refused with a ScheduleError naming the loop: lanes that are not a power of
 // two of at most 32 (a group must lie in one warp); other loops bound to
 // threadIdx.x with another extent (the groups would straddle lanes); a
 // reduction into a buffer that is not local (lanes would race on it); an
-// update that is not a sum, max or min of the buffer; a buffer whose initial
-// value is not the update's identity (every lane would count it).
+// update that is not a sum, max or min of the buffer; a read of the buffer
+// inside the nest outside its updates (a lane holds only its part there).
 #pragma once
 
 #include "ir/function.h"

@@ -20,22 +20,27 @@ def edge_softmax_backward(
     J_indices = T.match_buffer(indices, (nnz,), "int32")
     T.assume_buffer_domain(J_indptr, [0, nnz])
     T.assume_buffer_domain(J_indices, [0, n - 1])
-    for i_0 in T.thread_binding((m + 127) // 128, thread="blockIdx.x"):
-        for i_1 in T.thread_binding(128, thread="threadIdx.x"):
-            if i_0 * 128 + i_1 < m:
-                v0: T.int32 = i_0 * 128 + i_1
+    for i_0 in T.thread_binding((m + 3) // 4, thread="blockIdx.x"):
+        for i_1 in T.thread_binding(4, thread="threadIdx.y"):
+            if i_0 * 4 + i_1 < m:
+                RD_local = T.alloc_buffer((1,), "float32", scope="local")
                 for h_init in T.serial(1):
                     with T.block("row_dot_init"):
-                        RD[v0, h_init] = T.float32(0.0)
-                v3: T.int32 = i_0 * 128 + i_1
-                for j in T.serial(J_indptr[i_0 * 128 + i_1 + 1] - J_indptr[i_0 * 128 + i_1]):
-                    v2: T.int32 = J_indptr[v3] + j
-                    for h in T.serial(1):
-                        with T.block("row_dot"):
-                            RD[v3, h] = RD[v3, h] + P[v2, h] * DP[v2, h]
-                v6: T.int32 = i_0 * 128 + i_1
-                for j_1 in T.serial(J_indptr[i_0 * 128 + i_1 + 1] - J_indptr[i_0 * 128 + i_1]):
-                    v4: T.int32 = J_indptr[v6] + j_1
-                    for h_1 in T.serial(1):
-                        with T.block("grad_scores"):
-                            DS[v4, h_1] = P[v4, h_1] * (DP[v4, h_1] - RD[v6, h_1])
+                        RD_local[h_init] = T.float32(0.0)
+                v0: T.int32 = (J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1] + 31) // 32
+                for h in T.serial(1):
+                    for j_0 in T.serial(v0):
+                        for j_1_1 in T.thread_binding(32, thread="threadIdx.x"):
+                            if j_0 * 32 + j_1_1 < J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1]:
+                                with T.block("row_dot"):
+                                    RD_local[h] = RD_local[h] + P[J_indptr[i_0 * 4 + i_1] + (j_0 * 32 + j_1_1), h] * DP[J_indptr[i_0 * 4 + i_1] + (j_0 * 32 + j_1_1), h]
+                v1: T.int32 = (J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1] + 31) // 32
+                for h_1 in T.serial(1):
+                    for j_1_0 in T.serial(v1):
+                        for j_1_1_1 in T.thread_binding(32, thread="threadIdx.x"):
+                            if j_1_0 * 32 + j_1_1_1 < J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1]:
+                                with T.block("grad_scores"):
+                                    DS[J_indptr[i_0 * 4 + i_1] + (j_1_0 * 32 + j_1_1_1), h_1] = P[J_indptr[i_0 * 4 + i_1] + (j_1_0 * 32 + j_1_1_1), h_1] * (DP[J_indptr[i_0 * 4 + i_1] + (j_1_0 * 32 + j_1_1_1), h_1] - RD_local[h_1])
+                v2: T.int32 = i_0 * 4 + i_1
+                for ax0 in T.serial(1):
+                    RD[v2, ax0] = RD_local[ax0]
