@@ -433,9 +433,9 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
     """What `op` runs on A at feature width k (dense operand dtype: A's values'
     by default): the chosen format, the measured time (ms) of every candidate
     and, for CSR, the kernel's schedule parameters. With device="cuda": the
-    cuda recipe's schedule (a replayable trace), the features a thread owns
-    and, for spmm on a given A, whether its rows are cut into segments (A may
-    be None there)."""
+    cuda recipe's schedule (a replayable trace) of op "spmm", "spmm_mean" or
+    "sddmm", the features a thread owns and, for spmm on a given A, whether
+    its rows are cut into segments (A may be None there)."""
     from .sparse_matrix import as_sparse_matrix
 
     if device == "cuda":
@@ -461,21 +461,26 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
     return out
 
 
-_CUDA_RECIPES = {"spmm": ("csrmm", "csrmm"), "sddmm": ("sddmm_dot", "sddmm")}
+_CUDA_RECIPES = {"spmm": ("csrmm", "csrmm"), "spmm_mean": ("csrmm_mean", "csrmm_mean"),
+                 "sddmm": ("sddmm_dot", "sddmm")}
 
 
 def _explain_cuda(A, op: str, k: int, dtype) -> dict:
     """The cuda schedule of `op` at feature width k, from the C++ recipe; for
-    spmm (sum, mean) on A, the row segments the operator would cut A into on
-    A's device (a CPU A: on the device the emulator stands for)."""
+    spmm (sum; spmm_mean: the mean, its division merged into the sum) on A,
+    the row segments the operator would cut A into on A's device (a CPU A: on
+    the device the emulator stands for)."""
     if op not in _CUDA_RECIPES:
         raise ValueError(f"st.explain: ops with a cuda recipe are {sorted(_CUDA_RECIPES)}, got {op!r}")
     script, recipe = _CUDA_RECIPES[op]
     out = {"op": op, "k": k, "device": "cuda", "format": "csr", "script": script}
     sizes = {"feat_size": k}
-    if op == "spmm":
-        out["features_per_thread"] = _C.cuda_features_per_thread(k)
-        sizes["features_per_thread"] = out["features_per_thread"]
+    if op in ("spmm", "spmm_mean"):
+        if op == "spmm":
+            out["features_per_thread"] = _C.cuda_features_per_thread(k)
+            sizes["features_per_thread"] = out["features_per_thread"]
+        else:
+            out["features_per_thread"] = 1  # the division has no per-thread split
         if A is not None and not A.is_block:
             device = str(A.indptr.device) if A.indptr.is_cuda else "cpu"
             like = torch.empty(0, dtype=A.values.dtype if dtype is None else dtype)

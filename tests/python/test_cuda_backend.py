@@ -602,6 +602,19 @@ def test_a_thread_of_the_wide_recipe_caches_only_its_own_features():
     assert "C_local[1]" in narrow
 
 
+def test_explain_shows_the_cuda_recipes_of_mean_and_sddmm():
+    mean = st.explain(None, op="spmm_mean", k=64, device="cuda")
+    assert mean["script"] == "csrmm_mean" and mean["features_per_thread"] == 1
+    assert 'sch.merge(["i", "i_1"])' in mean["schedule"]  # the division's row loop joins the sum's
+    assert "C_local = sch.cache_write(" in mean["schedule"]
+    sddmm = st.explain(None, op="sddmm", k=64, device="cuda")["schedule"]
+    assert 'sch.bind("k_1", "threadIdx.x")' in sddmm and 'sch.bind("ij_1", "threadIdx.y")' in sddmm
+    narrow = st.explain(None, op="sddmm", k=16, device="cuda")["schedule"]
+    assert 'sch.bind("ij_1", "threadIdx.x")' in narrow  # a thread per non-zero below 32 features
+    with pytest.raises(ValueError, match="ops with a cuda recipe are \\['sddmm', 'spmm', 'spmm_mean'\\]"):
+        st.explain(None, op="edge_softmax", k=64, device="cuda")
+
+
 def test_a_bad_features_per_thread_setting_is_named(emulate, monkeypatch):
     monkeypatch.setenv("SPARSETIR_CUDA_FEATURES_PER_THREAD", "9")
     a = make_csr(6, 5, density=0.9, seed=1)
