@@ -161,15 +161,26 @@ void CsrmmHeads(Schedule& sch, int64_t heads, int64_t feat) {
   BindFeatures(sch, init[3], lanes, 1);
 }
 
-// sddmm_heads: loops i, j, h, k. The sddmm mapping (a thread per non-zero,
-// the row found by binary search) with the heads over blockIdx.y: a thread's
-// dot product is one head's, in a register.
-void SddmmHeads(Schedule& sch, int64_t heads) {
+// sddmm_heads: loops i, j, h, k. The sddmm mapping (the row found by binary
+// search) with the heads over blockIdx.y: below kSddmmLanesFrom features per
+// head a thread per non-zero computes one head's dot product in a register;
+// from there a warp per non-zero does, its lanes over the head's features
+// and their parts combined with shuffles (as Sddmm).
+void SddmmHeads(Schedule& sch, int64_t heads, int64_t feat) {
   sch.SparseFuse("sddmm_heads", {"I", "J"});
   auto loops = sch.GetLoops("sddmm_heads");  // ij, h, k
-  BindSplit(sch, loops[0], kSddmmBlock, "blockIdx.x", "threadIdx.x");
+  const bool lanes = feat >= kSddmmLanesFrom;
+  if (lanes) {
+    BindSplit(sch, loops[0], kBlockThreads / kWarp, "blockIdx.x", "threadIdx.y");
+  } else {
+    BindSplit(sch, loops[0], kSddmmBlock, "blockIdx.x", "threadIdx.x");
+  }
   loops = sch.GetLoops("sddmm_heads");  // ij_0, ij_1, h, k
   BindGridOrSerial(sch, loops[2], heads, "blockIdx.y");
+  if (lanes) {
+    auto k = sch.Split(loops[3], {std::nullopt, kWarp});
+    sch.Bind(k[1], "threadIdx.x");
+  }
   sch.CacheWrite(loops[2], "O", "local");
 }
 
@@ -352,7 +363,7 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   } else if (recipe == "csrmm_heads") {
     CsrmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"));
   } else if (recipe == "sddmm_heads") {
-    SddmmHeads(sch, Size(sizes, "heads"));
+    SddmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"));
   } else if (recipe == "bsrmm") {
     Bsrmm(sch, Size(sizes, "block_h"), Size(sizes, "feat_size"));
   } else if (recipe == "bsr_linear") {

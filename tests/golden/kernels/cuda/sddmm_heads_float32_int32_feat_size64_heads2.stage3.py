@@ -19,19 +19,20 @@ def sddmm_heads(
     J_indices = T.match_buffer(indices, (nnz,), "int32")
     T.assume_buffer_domain(J_indptr, [0, nnz])
     T.assume_buffer_domain(J_indices, [0, n - 1])
-    for ij_0 in T.thread_binding((nnz + 127) // 128, thread="blockIdx.x"):
-        for ij_1 in T.thread_binding(128, thread="threadIdx.x"):
-            if ij_0 * 128 + ij_1 < nnz:
-                i_flat: T.int32 = T.sp.lower_bound(indptr, 0, m + 1, ij_0 * 128 + ij_1 + 1) - 1
+    for ij_0 in T.thread_binding((nnz + 3) // 4, thread="blockIdx.x"):
+        for ij_1 in T.thread_binding(4, thread="threadIdx.y"):
+            if ij_0 * 4 + ij_1 < nnz:
+                i_flat: T.int32 = T.sp.lower_bound(indptr, 0, m + 1, ij_0 * 4 + ij_1 + 1) - 1
                 i: T.int32 = i_flat
-                j: T.int32 = ij_0 * 128 + ij_1 - J_indptr[i]
-                v1: T.int32 = J_indices[J_indptr[i] + j]
-                v2: T.int32 = J_indptr[i] + j
+                j: T.int32 = ij_0 * 4 + ij_1 - J_indptr[i]
+                v2: T.int32 = J_indices[J_indptr[i] + j]
+                v3: T.int32 = J_indptr[i] + j
                 for h in T.thread_binding(2, thread="blockIdx.y"):
                     O_local = T.alloc_buffer((1,), "float32", scope="local")
                     with T.block("sddmm_heads_init"):
                         O_local[0] = T.float32(0.0)
-                    for k in T.serial(64):
-                        with T.block("sddmm_heads"):
-                            O_local[0] = O_local[0] + X[i, h, k] * Y[v1, h, k]
-                    O[v2, h] = O_local[0]
+                    for k_0 in T.serial(2):
+                        for k_1 in T.thread_binding(32, thread="threadIdx.x"):
+                            with T.block("sddmm_heads"):
+                                O_local[0] = O_local[0] + X[i, h, k_0 * 32 + k_1] * Y[v2, h, k_0 * 32 + k_1]
+                    O[v3, h] = O_local[0]
