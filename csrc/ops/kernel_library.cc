@@ -13,6 +13,8 @@
 #include "cuda_launch.h"
 #include "recipes/cpu_recipes.h"
 #include "recipes/cuda_recipes.h"
+#include "runtime/simt_race_check.h"
+#include "runtime/simt_scheduler.h"
 #include "support/error.h"
 #include "tensor_args.h"
 #include "transforms/format_decompose.h"
@@ -182,7 +184,7 @@ std::shared_ptr<const OpKernel> GetOpKernel(const KernelRequest& request) {
 }
 
 KernelCall::KernelCall(const OpKernel& kernel)
-    : kernel_(kernel), args_(kernel.arity()), set_(kernel.arity(), false) {}
+    : kernel_(kernel), args_(kernel.arity()), tensors_(kernel.arity()), set_(kernel.arity(), false) {}
 
 KernelCall& KernelCall::Set(const std::string& param, const at::Tensor& tensor) {
   size_t i = kernel_.slot(param);
@@ -193,6 +195,7 @@ KernelCall& KernelCall::Set(const std::string& param, const at::Tensor& tensor) 
   has_tensor_ = true;
   device_ = device;
   args_[i].ptr = tensor.data_ptr();
+  tensors_[i] = tensor;
   set_[i] = true;
   return *this;
 }
@@ -213,6 +216,22 @@ void KernelCall::Run(int64_t work) const {
     LaunchOnDevice(kernel_.kernel(), args_.data(), device_);
     return;
   }
+  if (kernel_.kernel().target().is_cuda() && SimtRaceCheckRequested() &&
+      RaceCheckApplies(kernel_.kernel().source())) {
+    // Under the emulator's race check: run it twice and compare what it wrote.
+    std::vector<RaceCheckedBuffer> buffers;
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      if (!tensors_[i].defined()) continue;
+      buffers.push_back({kernel_.kernel().param_names()[i], tensors_[i].data_ptr(), tensors_[i].nbytes(),
+                         static_cast<size_t>(tensors_[i].element_size())});
+    }
+    RunRaceChecked(kernel_.kernel().name(), buffers, [&] { RunOnHost(work); });
+    return;
+  }
+  RunOnHost(work);
+}
+
+void KernelCall::RunOnHost(int64_t work) const {
   if (work < kParallelWork) {
     kernel_.kernel().RunUnchecked(args_.data(), SerialLauncher());
     return;

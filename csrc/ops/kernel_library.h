@@ -99,8 +99,11 @@ class KernelCall {
   void Run(int64_t work) const;
 
  private:
+  void RunOnHost(int64_t work) const;
+
   const OpKernel& kernel_;
   std::vector<SparsetirArg> args_;
+  std::vector<at::Tensor> tensors_;  // the tensor arguments (undefined for scalars), for the race check
   std::vector<bool> set_;
   bool has_tensor_ = false;
   int device_ = -1;  // the CUDA device of the tensors, -1 for the CPU

@@ -705,6 +705,36 @@ def test_race_check_thread_orders_give_the_same_bits(tmp_path, segments):
             assert torch.equal(forward, other)
 
 
+def test_race_check_mode_runs_each_launch_in_three_orders(emulate, monkeypatch):
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", "check")
+    a = make_csr(seed=3, **CSR_CASES["dense_row"])
+    indptr, indices = a.torch_structure("int32")
+    values, b = torch.from_numpy(a.values).float(), torch.randn(a.n, 40)
+    before = _C.emulated_runs()
+    out = ops.spmm(indptr, indices, values, b)
+    assert _C.emulated_runs() == before + 3  # forward, reversed, shuffled: the same bits, or an error
+    torch.testing.assert_close(out, torch.from_numpy(a.scipy(a.values) @ b.double().numpy()).float())
+    before = _C.emulated_runs()
+    ops.sddmm(indptr, indices, None, torch.randn(a.m, 64), torch.randn(a.n, 64))  # a warp per non-zero
+    assert _C.emulated_runs() == before + 3
+
+
+def test_race_check_mode_leaves_order_dependent_atomics_alone(emulate, monkeypatch):
+    # One row cut into three segments (16 non-zeros each) whose sums are 1,
+    # 1e8 and -1e8 in float32, added atomically: 0 in order, 1 in reverse.
+    # Floating-point atomics depend on the order by design (as on a GPU):
+    # the check runs such a kernel once, in order, instead of reporting it.
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", "check")
+    monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", "16")
+    indptr, indices = torch.tensor([0, 48]), torch.arange(48)
+    values = torch.tensor([1 / 16] * 16 + [6.25e6] * 16 + [-6.25e6] * 16)
+    before = _C.emulated_runs()
+    assert torch.equal(ops.spmm(indptr, indices, values, torch.ones(48, 32)), torch.zeros(1, 32))
+    assert _C.emulated_runs() == before + 1
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", "reverse")
+    assert torch.equal(ops.spmm(indptr, indices, values, torch.ones(48, 32)), torch.ones(1, 32))
+
+
 # --------------------------------------------------------------------------- NVRTC and ptxas, without a GPU
 
 

@@ -208,7 +208,22 @@ void* DynamicShared(void* ctx);
 
 }  // namespace
 
+namespace {
+thread_local int scoped_order = -1;  // a ScopedSimtOrder's, or -1
+}  // namespace
+
+ScopedSimtOrder::ScopedSimtOrder(SimtOrder order) : previous_(scoped_order) {
+  scoped_order = static_cast<int>(order);
+}
+ScopedSimtOrder::~ScopedSimtOrder() { scoped_order = previous_; }
+
+bool SimtRaceCheckRequested() {
+  const char* order = std::getenv("SPARSETIR_EMULATE_ORDER");
+  return order && std::strcmp(order, "check") == 0;
+}
+
 SimtOrder SimtOrderFromEnvironment() {
+  if (scoped_order >= 0) return static_cast<SimtOrder>(scoped_order);
   const char* order = std::getenv("SPARSETIR_EMULATE_ORDER");
   if (order && std::strcmp(order, "reverse") == 0) return SimtOrder::kReverse;
   if (order && std::strcmp(order, "shuffle") == 0) return SimtOrder::kShuffled;

@@ -22,8 +22,25 @@ namespace sparsetir {
 
 enum class SimtOrder : int32_t { kForward = 0, kReverse = 1, kShuffled = 2 };
 
-// SPARSETIR_EMULATE_ORDER: "reverse", "shuffle", else forward.
+// The order of this launch: a ScopedSimtOrder's on this thread, else
+// SPARSETIR_EMULATE_ORDER's ("reverse", "shuffle"), else forward.
 SimtOrder SimtOrderFromEnvironment();
+// SPARSETIR_EMULATE_ORDER=check: every emulated launch runs forward, in
+// reverse and shuffled, and fails if what it wrote differs
+// (runtime/simt_race_check.h).
+bool SimtRaceCheckRequested();
+
+// Sets the order of the emulated launches this thread makes while it lives.
+class ScopedSimtOrder {
+ public:
+  explicit ScopedSimtOrder(SimtOrder order);
+  ~ScopedSimtOrder();
+  ScopedSimtOrder(const ScopedSimtOrder&) = delete;
+  ScopedSimtOrder& operator=(const ScopedSimtOrder&) = delete;
+
+ private:
+  int previous_;
+};
 
 // One launch of an emulated kernel: what its blocks share (the first error,
 // the order, the dynamic shared memory size). Thread-safe: the blocks of a

@@ -13,6 +13,7 @@
 
 #include "codegen/simt_emulator.h"
 #include "runtime/emulated_cuda_module.h"
+#include "runtime/simt_race_check.h"
 #include "support/fiber.h"
 #include "thread_launcher.h"
 
@@ -244,6 +245,27 @@ TEST(SimtEmulator, RaceCheckOrdersExposeARace) {
   });
   EXPECT_EQ(seen[0], 0);   // forward: thread 0 reads before thread 1 writes
   EXPECT_EQ(seen[1], 42);  // reverse: after
+}
+
+TEST(SimtEmulator, RaceCheckModeNamesTheBufferThatDiffers) {
+  int out = -1;
+  try {
+    RunRaceChecked("racy", {{"out", &out, sizeof(out), sizeof(out)}},
+                   [&] { kRacy.Run({Ptr(&out)}, {1, 1, 1, 2, 1, 1}); });
+    FAIL() << "the race was not reported";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("race check: kernel 'racy' wrote different values to 'out' (first at "
+                                         "element 0)"),
+              std::string::npos)
+        << e.what();
+  }
+  // A kernel whose threads meet where they exchange data passes, and keeps
+  // its inputs: the second run starts from them again.
+  const int64_t threads = 256;
+  std::vector<float> x(threads, 1.5f), sums(1, 7.0f);
+  RunRaceChecked("block_sum", {{"x", x.data(), x.size() * 4, 4}, {"out", sums.data(), 4, 4}},
+                 [&] { kBlockSum.Run({Ptr(x.data()), Ptr(sums.data()), Int(threads)}, {1, 1, 1, threads, 1, 1}); });
+  EXPECT_EQ(sums[0], 1.5f * threads);
 }
 
 // Half the threads wait at __syncthreads, the other half at __syncwarp
