@@ -8,37 +8,28 @@ each shuffle: against float64 references for every dtype, both index dtypes
 and the edge-case structures, in every thread order of the race check. The
 schedules a lane reduction cannot lower are refused with the loop named.
 """
+import os
+
 import numpy as np
 import pytest
 import torch
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
-from conftest import CSR_CASES, TORCH_DTYPES, assert_within_bound, make_csr, read_script, to_tensor
+from conftest import CSR_CASES, REPO_ROOT, TORCH_DTYPES, assert_within_bound, make_csr, read_script, to_tensor
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 CASES = sorted(c for c in CSR_CASES if c not in ("no_rows", "no_columns"))
 
-# out[i, j] = max over k of X[i, k] * Y[j, k] on the non-zeros: a max across lanes.
-MAX_DOT = '''
-@T.prim_func
-def max_dot(x: T.handle, y: T.handle, out: T.handle, indptr: T.handle, indices: T.handle,
-            m: T.int32, n: T.int32, feat_size: T.int32, nnz: T.int32) -> None:
-    T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 2})
-    I = T.sp.dense_fixed(m)
-    J = T.sp.compressed_varied(I, (n, nnz), (indptr, indices), "int32")
-    J_detach = T.sp.dense_fixed(n)
-    K = T.sp.dense_fixed(feat_size)
-    X = T.sp.match_buffer(x, (I, K), "float32")
-    Y = T.sp.match_buffer(y, (J_detach, K), "float32")
-    O = T.sp.match_buffer(out, (I, J), "float32")
-    with T.sp.iteration([I, J, K], "SSR", "sddmm") as [i, j, k]:
-        with T.init():
-            O[i, j] = INIT
-        O[i, j] = T.max(O[i, j], X[i, k] * Y[j, k])
-'''
+# out[i, j] = max over k of X[i, k] * Y[j, k] on the non-zeros (a max across
+# lanes): kernels/sddmm_dot.py with its sum made a max from INIT.
+with open(os.path.join(REPO_ROOT, "kernels", "sddmm_dot.py"), encoding="utf-8") as f:
+    SDDMM_DOT = f.read()
+MAX_DOT = SDDMM_DOT.replace("O[i, j] = O[i, j] + X[i, k] * Y[j, k]", "O[i, j] = T.max(O[i, j], X[i, k] * Y[j, k])")
+MAX_DOT = MAX_DOT.replace("O[i, j] = 0.0", "O[i, j] = INIT")
+assert "T.max" in MAX_DOT and "INIT" in MAX_DOT
 
 
 def lane_schedule(text, feat, lanes=32, rows=4, output="Y", cache=True):

@@ -19,17 +19,6 @@ int TagIndex(const std::string& tag) {
   return -1;
 }
 
-// True if `e` reads a buffer: a launch extent must be computable from the
-// scalar arguments alone (structure arrays live on the device).
-bool ReadsBuffer(const Expr& e) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void Visit(const BufferLoadNode*) override { found = true; }
-  } finder;
-  finder.VisitExpr(e);
-  return finder.found;
-}
-
 class CodegenCudaImpl : public CodegenC {
  public:
   CudaSource Run(const PrimFunc& stage3) {

@@ -48,6 +48,15 @@ bool Uses(const Stmt& s, const VarNode* var) {
   return finder.found;
 }
 
+bool ReadsBuffer(const Expr& e) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void Visit(const BufferLoadNode*) override { found = true; }
+  } finder;
+  finder.VisitExpr(e);
+  return finder.found;
+}
+
 Expr BufferSwapper::Mutate(const BufferLoadNode* node, const Expr& self) {
   bool changed = false;
   std::vector<Expr> indices = VisitExprs(node->indices, &changed);

@@ -17,6 +17,9 @@ Stmt Substitute(const Stmt& s, const VarMap& map);
 // True if `e` (or `s`) mentions `var`.
 bool Uses(const Expr& e, const VarNode* var);
 bool Uses(const Stmt& s, const VarNode* var);
+// True if `e` loads from a buffer (a value only the kernel can compute, not
+// the host from the scalar arguments).
+bool ReadsBuffer(const Expr& e);
 
 // Rebuilds every load, store and assumption with its buffer swapped for
 // Map(buffer): what a pass that remakes buffers (specialize, lift_workspaces)

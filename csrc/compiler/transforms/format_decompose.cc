@@ -44,15 +44,6 @@ Accesses AccessesOf(const Stmt& s) {
   return a;
 }
 
-bool ContainsLoad(const Expr& e) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void Visit(const BufferLoadNode*) override { found = true; }
-  } finder;
-  finder.VisitExpr(e);
-  return finder.found;
-}
-
 // Names not taken by the function's parameters, iterators and buffers, for
 // the variables of one new iteration (each iteration gets its own copy).
 class Names {
@@ -86,7 +77,7 @@ struct Rewrite {
 // compressed format level, which distinct parents may store alike (an ELL
 // bucket's row map; within one fiber compressed coordinates are distinct).
 bool MayRepeat(const Expr& coordinate, const Buffer& format, const std::vector<Var>& format_vars) {
-  if (ContainsLoad(coordinate)) return true;
+  if (ReadsBuffer(coordinate)) return true;
   for (size_t q = 0; q < format_vars.size(); ++q) {
     if (IsCompressed(format->axes[q]->kind) && Uses(coordinate, format_vars[q].get())) return true;
   }
@@ -104,7 +95,7 @@ Expr InRange(const std::vector<Expr>& coordinates, const Buffer& original, const
     Expr value = c, extent = original->axes[t]->extent;
     UnifyIntegers(&value, &extent);
     Expr cond = MakeBinary(BinaryOp::kLT, value, extent);
-    if (ContainsLoad(c)) cond = MakeBinary(BinaryOp::kAnd, MakeBinary(BinaryOp::kGE, value, IntLike(0, value)), cond);
+    if (ReadsBuffer(c)) cond = MakeBinary(BinaryOp::kAnd, MakeBinary(BinaryOp::kGE, value, IntLike(0, value)), cond);
     guard = guard ? MakeBinary(BinaryOp::kAnd, guard, cond) : cond;
   }
   return guard;

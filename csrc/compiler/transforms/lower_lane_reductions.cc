@@ -18,16 +18,6 @@ constexpr const char* kLaneAxis = "threadIdx.x";
 
 [[noreturn]] void Refuse(const std::string& message) { throw UserError(UserErrorKind::kSchedule, message); }
 
-// True if `e` reads a buffer.
-bool ReadsBuffer(const Expr& e) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void Visit(const BufferLoadNode*) override { found = true; }
-  } finder;
-  finder.VisitExpr(e);
-  return finder.found;
-}
-
 // A loop bound to threadIdx.x. One whose extent reads a buffer is left to
 // the code generator, which refuses it for that (a launch extent must be
 // known to the host) before any question of reductions.
