@@ -200,6 +200,12 @@ def test_emulated_sddmm_matches_float64(emulate, case, dtype, idtype, feat):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_emulated_16bit_mean_rounds_once(emulate, dtype):
+    before = _C.emulated_runs()
+    check_16bit_mean_rounds_once(dtype, "cpu")
+    assert _C.emulated_runs() > before
+
+
+def check_16bit_mean_rounds_once(dtype, device):
     """csrmm_mean divides a row's float32 sum before rounding it to 16 bits:
     rows of three ones over features whose sum is exact in float32, chosen
     where rounding the sum first and then the quotient gives another value."""
@@ -213,10 +219,10 @@ def test_emulated_16bit_mean_rounds_once(emulate, dtype):
     assert (once != twice).any(), "no entry tells single from double rounding"
     indptr = torch.arange(0, rows * per_row + 1, per_row)
     indices = torch.arange(rows * per_row)
-    before = _C.emulated_runs()
-    out = ops.spmm(indptr, indices, torch.ones(rows * per_row, dtype=torch_dtype), b, "mean")
-    assert _C.emulated_runs() > before
-    assert torch.equal(out, once)
+    values = torch.ones(rows * per_row, dtype=torch_dtype)
+    out = ops.spmm(indptr.to(device), indices.to(device), values.to(device), b.to(device), "mean")
+    assert out.device.type == device
+    assert torch.equal(out.cpu(), once)
 
 
 def test_emulated_spmm_gradients_match_the_cpu_kernels(emulate, monkeypatch):
@@ -785,6 +791,12 @@ def test_gpu_spmm_matches_float64(case, reduce, dtype, idtype):
     ref, magnitude = reference_spmm(a, values, b, reduce)
     terms = np.maximum(np.diff(a.indptr), 1)[:, None] + (reduce == "mean")
     assert_within_bound(out.cpu(), ref, magnitude, terms, dtype, f"cuda spmm {reduce}")
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_gpu_16bit_mean_rounds_once(dtype):
+    check_16bit_mean_rounds_once(dtype, "cuda")
 
 
 @gpu

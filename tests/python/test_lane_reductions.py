@@ -166,3 +166,25 @@ def test_reduction_into_global_memory_across_lanes_is_refused():
     with pytest.raises(st.ScheduleError, match="loop 'k_1' is bound to threadIdx.x but reduces into 'Y' \\(global "
                                                "memory\\), which its lanes would race on: cache_write"):
         st.compile(lane_schedule(read_script("sddmm"), 64, cache=False), target="cuda")
+
+
+GPU_REASON = st.cuda_unavailable_reason()
+
+
+@pytest.mark.skipif(bool(GPU_REASON), reason=f"no GPU: {GPU_REASON}")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("feat,lanes", [(64, 32), (20, 32), (100, 16)])
+def test_gpu_lane_sum_matches_float64(dtype, feat, lanes):
+    """The same kernels on a GPU, where the lanes' shuffles run for real."""
+    a = make_csr(seed=5, **CSR_CASES["dense_row"])
+    kernel = st.compile(lane_schedule(read_script("sddmm", dtype, "int32"), feat, lanes), target="cuda")
+    rng = np.random.default_rng(1)
+    A = to_tensor(rng.uniform(-1, 1, (a.m, feat)), dtype)
+    B = to_tensor(rng.uniform(-1, 1, (a.n, feat)), dtype)
+    X = to_tensor(rng.uniform(-1, 1, a.nnz), dtype)
+    Y = torch.full((a.nnz,), float("nan"), dtype=TORCH_DTYPES[dtype], device="cuda")
+    indptr, indices = a.torch_structure("int32")
+    kernel(a=A.cuda(), b=B.cuda(), x=X.cuda(), y=Y, indptr=indptr.cuda(), indices=indices.cuda(), m=a.m, n=a.n,
+           feat_size=feat, nnz=a.nnz)
+    ref, magnitude = sddmm_reference(a, A.double().numpy(), B.double().numpy(), X.double().numpy())
+    assert_within_bound(Y.cpu(), ref, magnitude, feat, dtype, "gpu lane sddmm")
