@@ -188,3 +188,43 @@ def test_gpu_lane_sum_matches_float64(dtype, feat, lanes):
            feat_size=feat, nnz=a.nnz)
     ref, magnitude = sddmm_reference(a, A.double().numpy(), B.double().numpy(), X.double().numpy())
     assert_within_bound(Y.cpu(), ref, magnitude, feat, dtype, "gpu lane sddmm")
+
+
+# The recipe's stage-III kernel, as a script: a warp per non-zero, 2 x 32 lanes.
+with open(os.path.join(REPO_ROOT, "tests", "golden", "kernels", "cuda", "sddmm_dot_float32_int32_feat_size64.stage3.py"),
+          encoding="utf-8") as f:
+    STAGE3 = f.read()
+UPDATE = "                            O_local[0] = O_local[0] + X[i, k_0 * 32 + k_1] * Y[v1, k_0 * 32 + k_1]\n"
+assert UPDATE in STAGE3
+
+
+def test_stage3_lane_kernel_compiles_as_the_recipe():
+    assert "sparsetir_lane_reduce<SparsetirSum>(O_local[0], 32)" in st.compile(STAGE3, target="cuda").source
+
+
+def test_reading_the_reduced_buffer_inside_its_nest_is_refused():
+    early = STAGE3.replace(UPDATE, UPDATE + "                    O[J_indptr[i] + j] = O_local[0]\n")
+    with pytest.raises(st.ScheduleError, match="loop 'k_1' bound to threadIdx.x reduces into 'O_local', which the "
+                                               "same loop nest also reads elsewhere"):
+        st.compile(early, target="cuda")
+
+
+def test_two_lane_loops_combining_differently_are_refused():
+    second = UPDATE.replace("k_1", "k_2").replace("O_local[0] + X", "T.max(O_local[0], X").replace(
+        "k_0 * 32 + k_2]\n", "k_0 * 32 + k_2])\n")
+    loop = "                    for k_2 in T.thread_binding(32, thread=\"threadIdx.x\"):\n"
+    two = STAGE3.replace(UPDATE, UPDATE + loop + "                        with T.block(\"sddmm_max\"):\n" + second)
+    assert "T.max(O_local[0]" in two
+    with pytest.raises(st.ScheduleError, match="loops 'k_1' and 'k_2' reduce into 'O_local' across lanes in "
+                                               "different ways"):
+        st.compile(two, target="cuda")
+
+
+def test_lanes_of_another_extent_on_threadidx_x_are_refused():
+    other = STAGE3.replace('for ij_1 in T.thread_binding(4, thread="threadIdx.y")',
+                           'for ij_1 in T.thread_binding(4, thread="threadIdx.z")').replace(
+        "                O_local = T.alloc_buffer", "                for w in T.thread_binding(16, thread=\"threadIdx.x\"):\n"
+        "                    O[w] = O[w] * 1.0\n                O_local = T.alloc_buffer")
+    with pytest.raises(st.ScheduleError, match="reduces across 32 lanes of threadIdx.x, but loop 'w' is bound to "
+                                               "threadIdx.x with another extent"):
+        st.compile(other, target="cuda")
