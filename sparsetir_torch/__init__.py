@@ -21,6 +21,7 @@ from .api import bsrmm, edge_softmax, gat_attention, reorder, sddmm, sparse_atte
 from .tuning import explain
 from . import nn
 from .cuda_runtime import cuda_unavailable_reason, point_at_nvrtc
+from .emulator import emulate_cuda
 
 point_at_nvrtc()  # before any CUDA kernel is compiled (nothing is loaded here)
 
@@ -53,6 +54,7 @@ __all__ = [
     "cache_info",
     "compile",
     "cuda_unavailable_reason",
+    "emulate_cuda",
     "compute_part",
     "format_decompose",
     "explain",

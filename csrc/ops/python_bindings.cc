@@ -18,6 +18,7 @@
 #include "kernel_library.h"
 #include "csr_kernels.h"
 #include "ops.h"
+#include "emulate_cuda.h"
 #include "runtime/simt_race_check.h"
 #include "runtime/simt_scheduler.h"
 #include "ir/printer.h"
@@ -364,6 +365,34 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 
   // ---- CUDA: availability, NVRTC, the operators' cuda kernels (cuda_check.py)
   m.def("emulated_runs", [] { return EmulatedRuns().load(); }, "cuda kernels run under the SIMT emulator so far");
+  m.def(
+      "emulate_cuda",
+      [](const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
+         const std::array<int64_t, 3>& block, const py::list& values, int64_t shared_bytes) {
+        std::vector<ops::EmulatedArg> args;
+        for (size_t i = 0; i < values.size(); ++i) {
+          const py::handle v = values[i];
+          ops::EmulatedArg arg;
+          if (THPVariable_Check(v.ptr())) {
+            arg.kind = ops::EmulatedArg::Kind::kTensor;
+            arg.tensor = THPVariable_Unpack(v.ptr());
+          } else if (py::isinstance<py::int_>(v)) {  // bool too
+            arg.int_value = v.cast<int64_t>();
+          } else if (py::isinstance<py::float_>(v)) {
+            arg.kind = ops::EmulatedArg::Kind::kFloat;
+            arg.float_value = v.cast<double>();
+          } else {
+            throw py::type_error("st.emulate_cuda: argument " + std::to_string(i) +
+                                 " must be a tensor, an int or a float, got " +
+                                 std::string(py::str(v.get_type().attr("__name__"))));
+          }
+          args.push_back(std::move(arg));
+        }
+        py::gil_scoped_release release;
+        ops::EmulateCuda(source, kernel, grid, block, args, shared_bytes);
+      },
+      py::arg("source"), py::arg("kernel"), py::arg("grid"), py::arg("block"), py::arg("args"),
+      py::arg("shared_bytes"), "A hand-written CUDA kernel run on CPU tensors under the SIMT emulator.");
   m.def("has_cuda_recipe", &HasCudaRecipe, py::arg("recipe"),
         "Whether the built-in kernel recipe `recipe` has a cuda schedule.");
   m.def("cuda_unavailable_reason", &CudaUnavailableReason,

@@ -7,8 +7,8 @@
 
 // clang-format off
 #define SPARSETIR_ABI_DECLS                                                              \
-  /* One argument: a data pointer (tensors) or an integer (scalars). */                  \
-  typedef union { void* ptr; int64_t i64; } SparsetirArg;                                 \
+  /* One argument: a data pointer (tensors), an integer or a floating-point scalar. */    \
+  typedef union { void* ptr; int64_t i64; double f64; } SparsetirArg;                     \
   /* Runs iterations [begin, end) of a parallel loop. */                                  \
   typedef void (*SparsetirTask)(void* closure, int64_t begin, int64_t end);               \
   /* The host's parallel-for: splits [begin, end) into chunks of at least `grain`   */    \

@@ -30,8 +30,9 @@ std::string SimtEmulatorEntry(const std::string& kernel, const std::vector<std::
   for (size_t i = 0; i < n; ++i) {
     const std::string& type = param_types[i];
     const bool pointer = !type.empty() && type.back() == '*';
+    const bool real = type == "float" || type == "double";
     s += i ? ",\n        " : "";
-    s += "(" + type + ")" + arg(i) + (pointer ? ".ptr" : ".i64");
+    s += "(" + type + ")" + arg(i) + (pointer ? ".ptr" : real ? ".f64" : ".i64");
   }
   s += ");\n  };\n";
   s += "  auto sparsetir_body = [&](int64_t sparsetir_begin, int64_t sparsetir_end) {\n";

@@ -199,7 +199,8 @@ bool KernelSynchronizes(const std::string& cuda_source);
 
 // The emulator's entry for the kernel `kernel`, whose parameters have the C
 // types `param_types` ("float*", "const int64_t", ...): it takes the kernel's
-// arguments as SparsetirArg (pointers as .ptr, scalars as .i64), then the six
+// arguments as SparsetirArg (pointers as .ptr, "float" and "double" as .f64,
+// other scalars as .i64), then the six
 // launch dimensions (grid x, y, z, block x, y, z) and the launch's
 // SparsetirSimt (.ptr).
 std::string SimtEmulatorEntry(const std::string& kernel, const std::vector<std::string>& param_types);

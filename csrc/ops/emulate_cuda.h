@@ -1,0 +1,34 @@
+// st.emulate_cuda: a CUDA kernel written by hand, run on CPU tensors under
+// the SIMT emulator (codegen/simt_emulator.h), so that a user can debug it
+// without a GPU: the source compiled by the host compiler against the
+// emulator header, its blocks spread over torch's threads, a block's threads
+// as fibers that meet at __syncthreads and the warp operations.
+#pragma once
+
+#include <torch/types.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+namespace sparsetir::ops {
+
+// One kernel argument: a CPU tensor (passed as a pointer to its element
+// type), an integer (long long) or a floating-point value (double).
+struct EmulatedArg {
+  enum class Kind { kTensor, kInt, kFloat };
+  Kind kind = Kind::kInt;
+  at::Tensor tensor;
+  int64_t int_value = 0;
+  double float_value = 0;
+};
+
+// Runs `kernel` of `source` on a grid of `grid` blocks of `block` threads,
+// with `dynamic_shared_bytes` of dynamic shared memory per block. Arguments
+// are checked first (CPU, contiguous, a dtype with a C type; dimensions of
+// at least 1; at most 1024 threads a block), each error naming the argument.
+void EmulateCuda(const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
+                 const std::array<int64_t, 3>& block, const std::vector<EmulatedArg>& args,
+                 int64_t dynamic_shared_bytes);
+
+}  // namespace sparsetir::ops

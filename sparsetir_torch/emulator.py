@@ -1,0 +1,43 @@
+"""st.emulate_cuda: a CUDA kernel written by hand, run on CPU tensors under the
+SIMT emulator, to debug it without a GPU.
+
+The source is compiled by the host compiler against the emulator header (the
+CUDA built-ins: threadIdx & co., __syncthreads, __syncwarp, the warp shuffles
+and votes, atomics, __shared__ and SPARSETIR_DYNAMIC_SHARED(T, name) for
+dynamic shared memory); a block's threads run as fibers that meet at the
+barriers. A deadlock raises an error naming the kernel, the block and where
+each thread waits. SPARSETIR_EMULATE_ORDER=check runs the kernel in order,
+reversed and shuffled and raises where what it wrote differs (a race).
+"""
+from typing import Sequence, Tuple, Union
+
+import torch
+
+from . import _C
+
+Dims = Union[int, Sequence[int]]
+
+
+def _dims(name: str, value: Dims) -> Tuple[int, int, int]:
+    dims = [value] if isinstance(value, int) else list(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise ValueError(f"st.emulate_cuda: '{name}' must be an int or 1 to 3 ints, got {value!r}")
+    return tuple(dims + [1] * (3 - len(dims)))
+
+
+def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, shared_bytes: int = 0) -> None:
+    """Runs `kernel` (an ``extern "C" __global__`` function of `source`) on
+    `grid` blocks of `block` threads (ints or up to three dimensions), as
+    ``kernel<<<grid, block, shared_bytes>>>(*args)`` would on a GPU.
+
+    Arguments: CPU tensors, contiguous, passed as pointers to their element
+    type (``float*`` for float32, ``double*``, ``int*``, ``long long*``,
+    ``unsigned short*`` holding the bits of float16 / bfloat16, ...); Python
+    ints as ``long long`` and floats as ``double`` (the kernel's own
+    parameter types convert them). The kernel writes the tensors in place."""
+    if not isinstance(source, str) or not isinstance(kernel, str):
+        raise TypeError("st.emulate_cuda: 'source' and 'kernel' must be strings")
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf:
+            raise ValueError(f"st.emulate_cuda: argument {i} requires grad; pass it detached")
+    _C.emulate_cuda(source, kernel, _dims("grid", grid), _dims("block", block), list(args), int(shared_bytes))
