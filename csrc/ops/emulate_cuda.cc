@@ -5,7 +5,7 @@
 #include "codegen/simt_emulator.h"
 #include "launcher.h"
 #include "runtime/emulated_cuda_module.h"
-#include "runtime/simt_race_check.h"
+#include "race_checked_tensors.h"
 #include "runtime/simt_scheduler.h"
 
 namespace sparsetir::ops {
@@ -54,8 +54,10 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
                     kernel, "'");
   std::vector<std::string> types;
   std::vector<SparsetirArg> packed;
-  std::vector<RaceCheckedBuffer> buffers;
+  std::vector<at::Tensor> tensors(args.size());
+  std::vector<std::string> names;
   for (size_t i = 0; i < args.size(); ++i) {
+    names.push_back("argument " + std::to_string(i));
     SparsetirArg a;
     const EmulatedArg& arg = args[i];
     if (arg.kind == EmulatedArg::Kind::kTensor) {
@@ -65,8 +67,7 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
       TORCH_CHECK_VALUE(t.is_contiguous(), kOp, ": argument ", i, " must be contiguous");
       types.push_back(PointerType(t.scalar_type(), i));
       a.ptr = t.data_ptr();
-      buffers.push_back({"argument " + std::to_string(i), t.data_ptr(), t.nbytes(),
-                         static_cast<size_t>(t.element_size())});
+      tensors[i] = t;
     } else if (arg.kind == EmulatedArg::Kind::kFloat) {
       types.push_back("double");
       a.f64 = arg.float_value;
@@ -83,7 +84,7 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
                             [dims](const SparsetirArg*) { return dims; }, static_cast<size_t>(dynamic_shared_bytes));
   SparsetirLauncher launcher = TorchLauncher();
   if (SimtRaceCheckRequested()) {
-    RunRaceChecked(kernel, buffers, [&] { module.Launch(packed.data(), &launcher); });
+    RunRaceCheckedOnTensors(kernel, tensors, names, [&] { module.Launch(packed.data(), &launcher); });
   } else {
     module.Launch(packed.data(), &launcher);
   }

@@ -13,7 +13,7 @@
 #include "cuda_launch.h"
 #include "recipes/cpu_recipes.h"
 #include "recipes/cuda_recipes.h"
-#include "runtime/simt_race_check.h"
+#include "race_checked_tensors.h"
 #include "runtime/simt_scheduler.h"
 #include "support/error.h"
 #include "tensor_args.h"
@@ -218,14 +218,9 @@ void KernelCall::Run(int64_t work) const {
   }
   if (kernel_.kernel().target().is_cuda() && SimtRaceCheckRequested() &&
       RaceCheckApplies(kernel_.kernel().source())) {
-    // Under the emulator's race check: run it twice and compare what it wrote.
-    std::vector<RaceCheckedBuffer> buffers;
-    for (size_t i = 0; i < tensors_.size(); ++i) {
-      if (!tensors_[i].defined()) continue;
-      buffers.push_back({kernel_.kernel().param_names()[i], tensors_[i].data_ptr(), tensors_[i].nbytes(),
-                         static_cast<size_t>(tensors_[i].element_size())});
-    }
-    RunRaceChecked(kernel_.kernel().name(), buffers, [&] { RunOnHost(work); });
+    // Under the emulator's race check: run it in three orders and compare what it wrote.
+    RunRaceCheckedOnTensors(kernel_.kernel().name(), tensors_, kernel_.kernel().param_names(),
+                            [&] { RunOnHost(work); });
     return;
   }
   RunOnHost(work);

@@ -19,7 +19,7 @@
 #include "csr_kernels.h"
 #include "ops.h"
 #include "emulate_cuda.h"
-#include "runtime/simt_race_check.h"
+#include "race_checked_tensors.h"
 #include "runtime/simt_scheduler.h"
 #include "ir/printer.h"
 #include "launcher.h"
@@ -168,16 +168,8 @@ void RunKernel(const std::shared_ptr<Kernel>& kernel, const py::list& values) {
   CheckOutputsDoNotOverlap(*kernel, tensors);
   if (memo && !validated) RememberValidated(kernel, structure, scalars);
   if (kernel->target().is_cuda() && SimtRaceCheckRequested() && RaceCheckApplies(kernel->source())) {
-    // The emulator's race check: every tensor argument may be written.
-    std::vector<RaceCheckedBuffer> buffers;
-    const std::vector<std::string> names = kernel->param_names();
-    for (size_t i = 0; i < tensors.size() && i < names.size(); ++i) {
-      if (tensors[i].defined()) {
-        buffers.push_back({names[i], tensors[i].data_ptr(), tensors[i].nbytes(),
-                           static_cast<size_t>(tensors[i].element_size())});
-      }
-    }
-    RunRaceChecked(kernel->name(), buffers, [&] { kernel->Run(args, &launcher, /*check=*/false); });
+    RunRaceCheckedOnTensors(kernel->name(), tensors, kernel->param_names(),
+                            [&] { kernel->Run(args, &launcher, /*check=*/false); });
   } else {
     kernel->Run(args, &launcher, /*check=*/false);
   }

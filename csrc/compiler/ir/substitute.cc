@@ -48,6 +48,26 @@ bool Uses(const Stmt& s, const VarNode* var) {
   return finder.found;
 }
 
+std::set<const VarNode*> VarsComputedFrom(const Stmt& body, const VarNode* var) {
+  struct Finder : IRVisitor {
+    std::set<const VarNode*> vars;
+    void Visit(const LetNode* n) override {
+      if (UsesAny(n->value, vars)) vars.insert(n->var.get());
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  finder.vars.insert(var);
+  if (body) finder.VisitStmt(body);
+  return finder.vars;
+}
+
+bool UsesAny(const Expr& e, const std::set<const VarNode*>& vars) {
+  for (const VarNode* v : vars) {
+    if (Uses(e, v)) return true;
+  }
+  return false;
+}
+
 bool ReadsBuffer(const Expr& e) {
   struct Finder : IRVisitor {
     bool found = false;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 
 #include "ir/expr.h"
 #include "ir/functor.h"
@@ -17,6 +18,13 @@ Stmt Substitute(const Stmt& s, const VarMap& map);
 // True if `e` (or `s`) mentions `var`.
 bool Uses(const Expr& e, const VarNode* var);
 bool Uses(const Stmt& s, const VarNode* var);
+// `var` and every let variable under `body` whose value is computed from it
+// (directly or through another such let): what an index depends on `var`
+// through. Loop variables are not included: a loop whose bounds use `var`
+// does not make the elements its iterations touch disjoint across `var`.
+std::set<const VarNode*> VarsComputedFrom(const Stmt& body, const VarNode* var);
+// True if `e` mentions any of `vars`.
+bool UsesAny(const Expr& e, const std::set<const VarNode*>& vars);
 // True if `e` loads from a buffer (a value only the kernel can compute, not
 // the host from the scalar arguments).
 bool ReadsBuffer(const Expr& e);

@@ -27,33 +27,21 @@ PrimFunc SetKind(const PrimFunc& f, const ForNode* loop, ForKind kind, const std
 // allocated inside the body are private to each iteration and never race.
 Buffer StoreIndependentOf(const Stmt& body, const VarNode* var) {
   struct Finder : IRVisitor {
-    const VarNode* var;
+    std::set<const VarNode*> dependent;  // `var` and the lets computed from it
     Buffer found;
     std::set<const BufferNode*> private_buffers;
-    std::set<const VarNode*> dependent;  // let variables computed from `var`
-    bool DependsOn(const Expr& e) const {
-      if (Uses(e, var)) return true;
-      for (const VarNode* d : dependent) {
-        if (Uses(e, d)) return true;
-      }
-      return false;
-    }
-    void Visit(const LetNode* n) override {
-      if (DependsOn(n->value)) dependent.insert(n->var.get());
-      IRVisitor::Visit(n);
-    }
     void Visit(const AllocateNode* n) override {
       private_buffers.insert(n->buffer.get());
       IRVisitor::Visit(n);
     }
     void Visit(const BufferStoreNode* n) override {
       bool depends = private_buffers.count(n->buffer.get()) > 0;
-      for (const Expr& index : n->indices) depends |= DependsOn(index);
+      for (const Expr& index : n->indices) depends |= UsesAny(index, dependent);
       if (!depends && !found) found = n->buffer;
       IRVisitor::Visit(n);
     }
   } finder;
-  finder.var = var;
+  finder.dependent = VarsComputedFrom(body, var);
   finder.VisitStmt(body);
   return finder.found;
 }

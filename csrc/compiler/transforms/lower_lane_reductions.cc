@@ -52,33 +52,10 @@ std::vector<const BufferStoreNode*> StoresInto(const Stmt& s, const BufferNode* 
   return finder.found;
 }
 
-// The loop's variable and every variable computed from it under the loop:
-// lets of values that use one, loops whose bounds use one.
+// The lane loop's variable and the lets computed from it.
 using VarSet = std::set<const VarNode*>;
 
-bool UsesAny(const Expr& e, const VarSet& vars) {
-  for (const VarNode* v : vars) {
-    if (Uses(e, v)) return true;
-  }
-  return false;
-}
-
-VarSet DependentVars(const ForNode* loop) {
-  struct Finder : IRVisitor {
-    VarSet vars;
-    void Visit(const LetNode* n) override {
-      if (UsesAny(n->value, vars)) vars.insert(n->var.get());
-      IRVisitor::Visit(n);
-    }
-    void Visit(const ForNode* n) override {
-      if (UsesAny(n->min, vars) || UsesAny(n->extent, vars)) vars.insert(n->var.get());
-      IRVisitor::Visit(n);
-    }
-  } finder;
-  finder.vars.insert(loop->var.get());
-  finder.VisitStmt(loop->body);
-  return finder.vars;
-}
+VarSet DependentVars(const ForNode* loop) { return VarsComputedFrom(loop->body, loop->var.get()); }
 
 // True if the store's element does not depend on the lane: every lane of
 // the loop stores to it.
