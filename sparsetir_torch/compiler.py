@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import OrderedDict
 from typing import Any, Union
@@ -68,6 +69,29 @@ class Kernel:
     @property
     def params(self) -> tuple:
         return self._params
+
+    @property
+    def target(self) -> str:
+        """The target it was built for, e.g. "cpu:avx512" or "cuda"."""
+        return self._native.target
+
+    def ptx(self, arch: str = "sm_90") -> str:
+        """A cuda kernel's PTX for ``arch`` ("sm_80", "sm_90", or the number),
+        compiled by NVRTC (which needs no GPU): what the driver would assemble
+        for that architecture. ptxas (``ptxas -arch=sm_90 -v``) reports its
+        registers and spills."""
+        if not self.target.startswith("cuda"):
+            raise ValueError(f"{self.name}.ptx(): the kernel was built for {self.target!r}; "
+                             "st.compile(..., target=\"cuda\") builds a cuda kernel")
+        match = re.fullmatch(r"(?:sm_|compute_)?(\d+)", str(arch).strip())
+        if not match:
+            raise ValueError(f"{self.name}.ptx(): arch is an sm_XY value such as 'sm_90', got {arch!r}")
+        from .cuda_runtime import prepare_nvrtc
+
+        why = prepare_nvrtc()
+        if why:
+            raise RuntimeError(f"{self.name}.ptx(): NVRTC cannot be loaded: {why}")
+        return _C.nvrtc_compile(self.source, self.name + ".cu", int(match.group(1)), False)["ptx"].decode()
 
     @property
     def lowered(self) -> PrimFunc:

@@ -156,10 +156,187 @@ def test_reduction_bound_to_another_axis_is_refused(axis):
 
 def test_lanes_that_are_not_a_power_of_two_are_refused():
     with pytest.raises(st.ScheduleError, match="loop 'k_1' bound to threadIdx.x reduces into 'Y_local' across its "
-                                               "lanes, which must be a power of two of at most 32"):
+                                               "lanes, which must be a power of two of at most 32 \\(one warp\\) "
+                                               "or, for a block of threads that reduces together, of at most 1024"):
         st.compile(lane_schedule(read_script("sddmm"), 96, lanes=48), target="cuda")
     with pytest.raises(st.ScheduleError, match="power of two of at most 32"):
-        st.compile(lane_schedule(read_script("sddmm"), 96, lanes=64), target="cuda")
+        st.compile(lane_schedule(read_script("sddmm"), 4096, lanes=2048, rows=1), target="cuda")
+
+
+# --------------------------------------------------------------------------- more lanes than a warp
+# A group of 64..1024 lanes is the whole block: each warp combines its lanes
+# with shuffles, then the warps' parts meet in shared memory between two
+# __syncthreads (the prelude's sparsetir_block_reduce).
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("idtype", ("int32", "int64"))
+@pytest.mark.parametrize("feat,lanes", [(300, 128), (64, 64)])
+def test_block_lane_sum_matches_float64(case, dtype, idtype, feat, lanes):
+    a = make_csr(seed=6, **CSR_CASES[case])
+    kernel = st.compile(lane_schedule(read_script("sddmm", dtype, idtype), feat, lanes, rows=1), target="cuda")
+    assert f"sparsetir_block_reduce<SparsetirSum>(Y_local[0], {lanes})" in kernel.source
+    rng = np.random.default_rng(2)
+    A = to_tensor(rng.uniform(-1, 1, (a.m, feat)), dtype)
+    B = to_tensor(rng.uniform(-1, 1, (a.n, feat)), dtype)
+    X = to_tensor(rng.uniform(-1, 1, a.nnz), dtype)
+    Y = torch.full((a.nnz,), float("nan"), dtype=TORCH_DTYPES[dtype])
+    indptr, indices = a.torch_structure(idtype)
+    kernel(a=A, b=B, x=X, y=Y, indptr=indptr, indices=indices, m=a.m, n=a.n, feat_size=feat, nnz=a.nnz)
+    ref, magnitude = sddmm_reference(a, A.double().numpy(), B.double().numpy(), X.double().numpy())
+    assert_within_bound(Y, ref, magnitude, feat, dtype, f"block lane sddmm {case}")
+
+
+def test_a_block_of_1024_lanes_sums_a_row():
+    """The largest block: 32 warps' parts combined in shared memory."""
+    a = make_csr(seed=7, **CSR_CASES["dense_row"])
+    kernel = st.compile(lane_schedule(read_script("sddmm"), 1500, 1024, rows=1), target="cuda")
+    rng = np.random.default_rng(4)
+    A = torch.from_numpy(rng.uniform(-1, 1, (a.m, 1500)))
+    B = torch.from_numpy(rng.uniform(-1, 1, (a.n, 1500)))
+    X = torch.from_numpy(rng.uniform(-1, 1, a.nnz))
+    Y = torch.full((a.nnz,), float("nan"))
+    indptr, indices = a.torch_structure("int32")
+    kernel(a=A.float(), b=B.float(), x=X.float(), y=Y, indptr=indptr, indices=indices, m=a.m, n=a.n,
+           feat_size=1500, nnz=a.nnz)
+    ref, magnitude = sddmm_reference(a, A.float().double().numpy(), B.float().double().numpy(),
+                                     X.float().double().numpy())
+    assert_within_bound(Y, ref, magnitude, 1500, "float32", "1024-lane sddmm")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_block_lane_max_matches_float64(dtype):
+    a = make_csr(seed=8, **CSR_CASES["dense_row"])
+    text = MAX_DOT.replace("INIT", f"T.{dtype}(-T.inf)").replace('"float32"', f'"{dtype}"')
+    kernel = st.compile(lane_schedule(text, 200, lanes=256, rows=1, output="O"), target="cuda")
+    assert "sparsetir_block_reduce<SparsetirMax>(O_local[0], 256)" in kernel.source
+    rng = np.random.default_rng(5)
+    X = to_tensor(rng.uniform(-1, 1, (a.m, 200)), dtype)
+    Y = to_tensor(rng.uniform(-1, 1, (a.n, 200)), dtype)
+    O = torch.full((a.nnz,), float("nan"), dtype=TORCH_DTYPES[dtype])
+    indptr, indices = a.torch_structure("int32")
+    kernel(x=X, y=Y, out=O, indptr=indptr, indices=indices, m=a.m, n=a.n, feat_size=200, nnz=a.nnz)
+    rows = np.repeat(np.arange(a.m), np.diff(a.indptr))
+    ref = (X.double().numpy()[rows] * Y.double().numpy()[a.indices]).max(1)
+    # A max of rounded products: exact up to the product's rounding.
+    tol = 2 * np.finfo(np.float32 if dtype == "float32" else np.float64).eps
+    np.testing.assert_allclose(O.double().numpy(), ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("order", ["reverse", "shuffle", "check"])
+def test_block_lanes_combine_to_the_same_bits_in_every_thread_order(monkeypatch, order):
+    """Every thread reads the warps' parts after the first barrier and before
+    the second, whatever order the block's threads run in; the check mode
+    compares three orders itself."""
+    a = make_csr(seed=2, **CSR_CASES["dense_row"])
+    kernel = st.compile(lane_schedule(read_script("sddmm"), 300, lanes=128, rows=1), target="cuda")
+    rng = np.random.default_rng(3)
+    A, B = torch.from_numpy(rng.standard_normal((a.m, 300), np.float32)), torch.from_numpy(
+        rng.standard_normal((a.n, 300), np.float32))
+    X = torch.ones(a.nnz)
+    indptr, indices = a.torch_structure("int32")
+
+    def run():
+        Y = torch.empty(a.nnz)
+        kernel(a=A, b=B, x=X, y=Y, indptr=indptr, indices=indices, m=a.m, n=a.n, feat_size=300, nnz=a.nnz)
+        return Y
+
+    forward = run()
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", order)
+    assert torch.equal(run(), forward)
+
+
+def block_stage3(lanes):
+    """The recipe's stage-III kernel with a block of `lanes` lanes per
+    non-zero, every lane storing the combined dot product into its own
+    element of Z[nnz, lanes]: a lane that combined before the other warps had
+    published their parts leaves a wrong element (where a store of one
+    element by every lane would hide it behind the last writer)."""
+    text = STAGE3.replace("    indices: T.handle,\n", "    indices: T.handle,\n    z: T.handle,\n").replace(
+        '    O = T.match_buffer(out, (nnz,), "float32")\n',
+        f'    O = T.match_buffer(out, (nnz,), "float32")\n    Z = T.match_buffer(z, (nnz, {lanes}), "float32")\n')
+    text = text.replace("(nnz + 3) // 4", "nnz").replace('T.thread_binding(4, thread="threadIdx.y")',
+                                                         'T.thread_binding(1, thread="threadIdx.y")')
+    text = text.replace("ij_0 * 4 + ij_1", "ij_0 + ij_1").replace("T.serial(2)", f"T.serial({64 // lanes})")
+    text = text.replace('T.thread_binding(32, thread="threadIdx.x")', f'T.thread_binding({lanes}, thread="threadIdx.x")')
+    text = text.replace("k_0 * 32 + k_1", f"k_0 * {lanes} + k_1")
+    store = "                O[J_indptr[i] + j] = O_local[0]\n"
+    assert store in text
+    text = text.replace(store, f'                for w in T.thread_binding({lanes}, thread="threadIdx.x"):\n'
+                               "                    Z[J_indptr[i] + j, w] = O_local[0]\n")
+    assert text.count(f'T.thread_binding({lanes}, thread="threadIdx.x")') == 2
+    return text
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse", "shuffle"])
+def test_every_lane_of_a_block_holds_the_whole_sum(monkeypatch, order):
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", order)
+    a = make_csr(seed=9, **CSR_CASES["dense_row"])
+    kernel = st.compile(block_stage3(64), target="cuda")
+    assert "sparsetir_block_reduce<SparsetirSum>(O_local[0], 64)" in kernel.source
+    rng = np.random.default_rng(6)
+    X = torch.from_numpy(rng.uniform(-1, 1, (a.m, 64)).astype(np.float32))
+    Y = torch.from_numpy(rng.uniform(-1, 1, (a.n, 64)).astype(np.float32))
+    Z = torch.full((a.nnz, 64), float("nan"))
+    indptr, indices = a.torch_structure("int32")
+    kernel(x=X, y=Y, out=torch.empty(a.nnz), indptr=indptr, indices=indices, z=Z, m=a.m, n=a.n, feat_size=64,
+           nnz=a.nnz)
+    rows = np.repeat(np.arange(a.m), np.diff(a.indptr))
+    products = X.double().numpy()[rows] * Y.double().numpy()[a.indices]
+    assert torch.equal(Z, Z[:, :1].expand(-1, 64)), "the lanes of a block hold different sums"
+    assert_within_bound(Z[:, 0], products.sum(1), np.abs(products).sum(1), 64, "float32", "block lanes")
+
+
+def test_block_lanes_beside_another_thread_axis_are_refused():
+    with pytest.raises(st.ScheduleError, match="loop 'k_1' reduces into 'Y_local' across 64 lanes, more than a warp: "
+                                               ".* so the block must be those lanes alone, but loop 'ij_1' is bound "
+                                               "to threadIdx.y"):
+        st.compile(lane_schedule(read_script("sddmm"), 96, lanes=64, rows=4), target="cuda")
+
+
+def test_block_lanes_combined_under_a_thread_loop_are_refused():
+    """The combination's barriers inside a loop bound to threads: threads
+    outside that loop's extent would never reach them."""
+    nested = STAGE3.replace("(nnz + 3) // 4", "(nnz + 63) // 64").replace(
+        'for ij_1 in T.thread_binding(4, thread="threadIdx.y")', 'for ij_1 in T.thread_binding(64, thread="threadIdx.x")')
+    nested = nested.replace("ij_0 * 4 + ij_1", "ij_0 * 64 + ij_1").replace("T.serial(2)", "T.serial(1)").replace(
+        "T.thread_binding(32, thread=\"threadIdx.x\")", "T.thread_binding(64, thread=\"threadIdx.x\")").replace(
+        "k_0 * 32 + k_1", "k_0 * 64 + k_1")
+    assert nested.count('T.thread_binding(64, thread="threadIdx.x")') == 2
+    with pytest.raises(st.ScheduleError, match="across 64 lanes, more than a warp: .* but 'O_local' is allocated "
+                                               "inside loop 'ij_1', bound to threadIdx.x"):
+        st.compile(nested, target="cuda")
+
+
+@pytest.mark.skipif(not torch.version.cuda, reason="torch is a CPU build: no NVRTC wheel beside it")
+def test_block_lane_kernel_compiles_for_sm80_and_sm90():
+    """NVRTC (no GPU needed) compiles the block reduction; its PTX has the
+    two barriers, and ptxas, where installed, accepts it."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    kernel = st.compile(lane_schedule(read_script("sddmm", "bfloat16", "int64"), 300, lanes=128, rows=1),
+                        target="cuda")
+    for arch in ("sm_80", "sm_90"):
+        ptx = kernel.ptx(arch)
+        assert "bar.sync" in ptx and "shfl.sync.bfly" in ptx, ptx[-2000:]
+        ptxas = shutil.which("ptxas")
+        if ptxas:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "kernel.ptx")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(ptx)
+                proc = subprocess.run([ptxas, f"-arch={arch}", "-v", path, "-o", os.path.join(tmp, "k.cubin")],
+                                      capture_output=True, text=True, timeout=120)
+            assert proc.returncode == 0, proc.stderr
+            assert "0 bytes spill stores" in proc.stderr and "128 bytes smem" in proc.stderr, proc.stderr
+
+
+def test_ptx_of_a_cpu_kernel_is_refused():
+    with pytest.raises(ValueError, match="sddmm.ptx\\(\\): the kernel was built for 'cpu"):
+        st.compile(read_script("sddmm")).ptx("sm_90")
 
 
 def test_reduction_into_global_memory_across_lanes_is_refused():
@@ -188,6 +365,25 @@ def test_gpu_lane_sum_matches_float64(dtype, feat, lanes):
            feat_size=feat, nnz=a.nnz)
     ref, magnitude = sddmm_reference(a, A.double().numpy(), B.double().numpy(), X.double().numpy())
     assert_within_bound(Y.cpu(), ref, magnitude, feat, dtype, "gpu lane sddmm")
+
+
+@pytest.mark.skipif(bool(GPU_REASON), reason=f"no GPU: {GPU_REASON}")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("feat,lanes", [(300, 128), (1500, 1024)])
+def test_gpu_block_lane_sum_matches_float64(dtype, feat, lanes):
+    """A block's warps combining through shared memory, on a GPU."""
+    a = make_csr(seed=5, **CSR_CASES["dense_row"])
+    kernel = st.compile(lane_schedule(read_script("sddmm", dtype, "int32"), feat, lanes, rows=1), target="cuda")
+    rng = np.random.default_rng(1)
+    A = to_tensor(rng.uniform(-1, 1, (a.m, feat)), dtype)
+    B = to_tensor(rng.uniform(-1, 1, (a.n, feat)), dtype)
+    X = to_tensor(rng.uniform(-1, 1, a.nnz), dtype)
+    Y = torch.full((a.nnz,), float("nan"), dtype=TORCH_DTYPES[dtype], device="cuda")
+    indptr, indices = a.torch_structure("int32")
+    kernel(a=A.cuda(), b=B.cuda(), x=X.cuda(), y=Y, indptr=indptr.cuda(), indices=indices.cuda(), m=a.m, n=a.n,
+           feat_size=feat, nnz=a.nnz)
+    ref, magnitude = sddmm_reference(a, A.double().numpy(), B.double().numpy(), X.double().numpy())
+    assert_within_bound(Y.cpu(), ref, magnitude, feat, dtype, "gpu block lane sddmm")
 
 
 # The recipe's stage-III kernel, as a script: a warp per non-zero, 2 x 32 lanes.

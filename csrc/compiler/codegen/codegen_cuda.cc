@@ -12,6 +12,8 @@
 namespace sparsetir {
 namespace {
 
+constexpr int64_t kWarpLanes = 32;
+
 int TagIndex(const std::string& tag) {
   for (int d = 0; d < 6; ++d) {
     if (tag == kLaunchTags[d]) return d;
@@ -117,12 +119,16 @@ class CodegenCudaImpl : public CodegenC {
   }
 
   // A butterfly of __shfl_xor_sync over the caller's group of lanes (the
-  // prelude's sparsetir_lane_reduce).
+  // prelude's sparsetir_lane_reduce); beyond a warp, the whole block's
+  // reduction through shared memory (sparsetir_block_reduce).
   std::string LaneReduction(const CallNode* n) override {
     synchronizes_ = true;
     const char* op = n->op == Intrinsic::kLaneSum ? "SparsetirSum" : n->op == Intrinsic::kLaneMax ? "SparsetirMax"
                                                                                                    : "SparsetirMin";
-    return std::string("sparsetir_lane_reduce<") + op + ">(" + Expr2C(n->args[0]) + ", " + Expr2C(n->args[1]) + ")";
+    const int64_t* lanes = AsConstInt(n->args[1]);
+    ICHECK(lanes) << "a lane reduction's lanes are a constant";
+    const char* reduce = *lanes > kWarpLanes ? "sparsetir_block_reduce<" : "sparsetir_lane_reduce<";
+    return std::string(reduce) + op + ">(" + Expr2C(n->args[0]) + ", " + Expr2C(n->args[1]) + ")";
   }
 
   // No EmitPrefetch: cache hints have no CUDA counterpart worth emitting, as

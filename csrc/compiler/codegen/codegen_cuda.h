@@ -16,7 +16,8 @@
 //    this version; local caches are per-thread arrays, shared caches
 //    `__shared__` arrays;
 //  - a reduction loop bound to threadIdx.x combines its lanes' parts with
-//    warp shuffles (transforms/lower_lane_reductions.h).
+//    warp shuffles, and beyond a warp the warps' parts through shared memory
+//    (transforms/lower_lane_reductions.h).
 // The same source, with the SIMT emulator header before it and
 // EmulatorEntry() after it, compiles with the host compiler and runs on CPU
 // tensors (codegen/simt_emulator.h).

@@ -94,6 +94,24 @@ template <typename Op, typename T> SPARSETIR_DEVICE T sparsetir_lane_reduce(T v,
   return v;
 }
 
+// A reduction across more than a warp (lower_lane_reductions.h): the group
+// is the whole block (blockDim = (lanes, 1, 1), a multiple of 32). Each warp
+// combines its lanes with the butterfly, its lane 0 publishes the warp's part
+// in shared memory, and after a barrier every thread combines the parts in
+// the same order, so every thread holds the same bits. The second barrier
+// keeps the parts until all threads have read them: the next reduction of
+// the same type writes them again.
+template <typename Op, typename T> SPARSETIR_DEVICE T sparsetir_block_reduce(T v, int lanes) {
+  __shared__ T parts[32];
+  v = sparsetir_lane_reduce<Op>(v, 32);
+  if ((threadIdx.x & 31u) == 0) parts[threadIdx.x >> 5] = v;
+  __syncthreads();
+  T whole = parts[0];
+  for (int w = 1; w < lanes / 32; ++w) whole = Op()(whole, parts[w]);
+  __syncthreads();
+  return whole;
+}
+
 // The first position in [begin, end) whose element is >= value (end if none).
 template <typename I, typename V>
 SPARSETIR_DEVICE int64_t sparsetir_lower_bound(const I* a, int64_t begin, int64_t end, V value) {

@@ -14,6 +14,8 @@ namespace sparsetir {
 namespace {
 
 constexpr int64_t kWarpSize = 32;
+// The most threads a block may have: the most lanes a block-wide group has.
+constexpr int64_t kMaxBlockLanes = 1024;
 constexpr const char* kLaneAxis = "threadIdx.x";
 
 [[noreturn]] void Refuse(const std::string& message) { throw UserError(UserErrorKind::kSchedule, message); }
@@ -23,6 +25,32 @@ constexpr const char* kLaneAxis = "threadIdx.x";
 // known to the host) before any question of reductions.
 bool IsLaneLoop(const ForNode* loop) {
   return loop->for_kind == ForKind::kThreadBinding && loop->thread_tag == kLaneAxis && !ReadsBuffer(loop->extent);
+}
+
+bool IsThreadLoop(const ForNode* loop) {
+  return loop->for_kind == ForKind::kThreadBinding && loop->thread_tag.rfind("threadIdx.", 0) == 0;
+}
+
+// A loop bound to a thread axis that runs one thread (index 0): every
+// thread of the block is that one along the axis.
+bool IsSingleThreadLoop(const ForNode* loop) {
+  const int64_t* extent = AsConstInt(loop->extent);
+  const int64_t* min = AsConstInt(loop->min);
+  return IsThreadLoop(loop) && extent && *extent == 1 && min && *min == 0;
+}
+
+// The first loop bound to threadIdx.y or threadIdx.z with more than one
+// thread, or null: with none, a block's threads are its lanes.
+const ForNode* OtherThreadAxis(const Stmt& s) {
+  struct Finder : IRVisitor {
+    const ForNode* found = nullptr;
+    void Visit(const ForNode* n) override {
+      if (!found && IsThreadLoop(n) && n->thread_tag != kLaneAxis && !IsSingleThreadLoop(n)) found = n;
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  finder.VisitStmt(s);
+  return finder.found;
 }
 
 std::vector<const ForNode*> LaneLoops(const Stmt& s) {
@@ -156,7 +184,8 @@ bool ReadsOutsideUpdates(const Stmt& s, const BufferNode* buffer, const std::vec
 
 class LaneReductions : public IRMutator {
  public:
-  explicit LaneReductions(const PrimFunc& f) : all_lane_loops_(LaneLoops(f->body)) {}
+  explicit LaneReductions(const PrimFunc& f)
+      : all_lane_loops_(LaneLoops(f->body)), other_thread_axis_(OtherThreadAxis(f->body)) {}
 
  protected:
   // A local buffer that lanes reduce into: each outermost loop nest holding
@@ -166,6 +195,7 @@ class LaneReductions : public IRMutator {
   Stmt Mutate(const AllocateNode* node, const Stmt& self) override {
     Stmt body = VisitStmt(node->body);  // inner buffers first
     buffer_ = node->buffer;
+    enclosing_thread_loop_ = thread_loops_.empty() ? nullptr : thread_loops_.back();
     Stmt rewritten = WrapNests(body);
     buffer_ = nullptr;
     if (rewritten == node->body) return self;
@@ -173,6 +203,14 @@ class LaneReductions : public IRMutator {
   }
 
   Stmt Mutate(const ForNode* node, const Stmt& self) override {
+    const bool divergent = IsThreadLoop(node) && !IsSingleThreadLoop(node);
+    if (divergent) thread_loops_.push_back(node);
+    Stmt out = MutateLoop(node, self);
+    if (divergent) thread_loops_.pop_back();
+    return out;
+  }
+
+  Stmt MutateLoop(const ForNode* node, const Stmt& self) {
     if (!IsLaneLoop(node)) return IRMutator::Mutate(node, self);
     const ForNode* outer = lane_loop_;
     VarSet outer_vars = std::move(lane_vars_);
@@ -274,14 +312,20 @@ class LaneReductions : public IRMutator {
     return out;
   }
 
-  // The lanes of the group: the loop's constant extent, a power of two of at
-  // most a warp, and the extent of every loop bound to threadIdx.x (the
-  // block's x dimension), so that a group lies in one warp.
+  // The lanes of the group: the loop's constant extent, a power of two, and
+  // the extent of every loop bound to threadIdx.x (the block's x
+  // dimension). Up to a warp, a group lies in one warp and combines with
+  // shuffles alone. Beyond a warp (up to 1024), the group is the whole block
+  // and its warps combine their parts through shared memory between two
+  // __syncthreads, which every thread of the block must reach: the block has
+  // no other thread axis, and the combination sits under no loop bound to a
+  // thread (a branch or trip count there could differ between threads).
   int64_t Lanes(const ForNode* loop, const BufferNode* buffer) const {
     const int64_t* extent = AsConstInt(loop->extent);
-    if (!extent || *extent < 1 || *extent > kWarpSize || (*extent & (*extent - 1)) != 0) {
+    if (!extent || *extent < 1 || *extent > kMaxBlockLanes || (*extent & (*extent - 1)) != 0) {
       Refuse("loop '" + loop->var->name + "' bound to threadIdx.x reduces into '" + buffer->name +
-             "' across its lanes, which must be a power of two of at most 32 (one warp); split it by 32 or less first");
+             "' across its lanes, which must be a power of two of at most 32 (one warp) or, for a block of "
+             "threads that reduces together, of at most 1024; split it by such a factor first");
     }
     for (const ForNode* other : all_lane_loops_) {
       const int64_t* e = AsConstInt(other->extent);
@@ -292,7 +336,24 @@ class LaneReductions : public IRMutator {
                "threadIdx.x to have the same number of lanes");
       }
     }
+    if (*extent > kWarpSize) RequireWholeBlock(loop, buffer, *extent);
     return *extent;
+  }
+
+  void RequireWholeBlock(const ForNode* loop, const BufferNode* buffer, int64_t lanes) const {
+    const std::string what = "loop '" + loop->var->name + "' reduces into '" + buffer->name + "' across " +
+                             std::to_string(lanes) + " lanes, more than a warp: the block's warps combine their "
+                             "parts through shared memory at a __syncthreads that every thread must reach, ";
+    if (other_thread_axis_) {
+      Refuse(what + "so the block must be those lanes alone, but loop '" + other_thread_axis_->var->name +
+             "' is bound to " + other_thread_axis_->thread_tag + " (bind it to a blockIdx axis, or reduce over "
+             "at most 32 lanes)");
+    }
+    if (enclosing_thread_loop_) {
+      Refuse(what + "but '" + buffer->name + "' is allocated inside loop '" + enclosing_thread_loop_->var->name +
+             "', bound to " + enclosing_thread_loop_->thread_tag + ", whose threads need not all get there "
+             "(cache_write it outside the loops bound to threads)");
+    }
   }
 
   static Intrinsic CombinerOf(const ForNode* loop, const BufferNode* buffer) {
@@ -309,6 +370,9 @@ class LaneReductions : public IRMutator {
   }
 
   std::vector<const ForNode*> all_lane_loops_;
+  const ForNode* other_thread_axis_;             // a loop bound to threadIdx.y/z with threads, or null
+  std::vector<const ForNode*> thread_loops_;     // the loops bound to threads (more than one) around the visit
+  const ForNode* enclosing_thread_loop_ = nullptr;  // the innermost of them around buffer_'s allocation
   Buffer buffer_;                       // the local buffer whose nests WrapNests looks for
   const ForNode* lane_loop_ = nullptr;  // the innermost lane loop being visited
   VarSet lane_vars_;                    // its variable and those computed from it

@@ -24,8 +24,15 @@
 //          O_local[0] = O_local_start + T.sp.lane_sum(O_local[0], 32)
 //          O[v] = O_local[0]
 //
+// A group of more than 32 lanes (up to 1024) is the whole block of threads:
+// the backend combines each warp's part with shuffles, then the warps' parts
+// through shared memory between two __syncthreads. Every thread of the block
+// must reach them, so the block has no threadIdx.y/z threads and the buffer
+// is allocated under no loop bound to a thread.
+//
 // Refused with a ScheduleError naming the loop: lanes that are not a power of
-// two of at most 32 (a group must lie in one warp); other loops bound to
+// two of at most 1024; more than 32 lanes in a block with other thread axes,
+// or combined under a loop bound to a thread; other loops bound to
 // threadIdx.x with another extent (the groups would straddle lanes); a
 // reduction into a buffer that is not local (lanes would race on it); an
 // update that is not a sum, max or min of the buffer; a read of the buffer
