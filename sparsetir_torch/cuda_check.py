@@ -103,6 +103,9 @@ def variants(quick: bool = False) -> Iterator[Variant]:
             yield Variant(script, script, dtype, idtype, 0, heads)
     for dtype, idtype, block in itertools.product(dtypes, index_dtypes, QUICK_BLOCKS if quick else BLOCKS):
         yield Variant("bsrmm", "bsrmm", dtype, idtype, 64, block=block)
+    if not quick:  # tensor cores: one 8-feature tile a warp (the 32 x 32 blocks above have four)
+        for dtype in ("float16", "bfloat16"):
+            yield Variant("bsrmm", "bsrmm", dtype, "int32", 24, block=(16, 48))
         yield Variant("bsr_linear", "bsr_linear", dtype, idtype, 0, block=block)
         yield Variant("bsr_linear_grad_blocks", "bsr_linear_grad_blocks", dtype, idtype, 0, block=block)
     for script in ("sddmm_add", "sddmm_mul"):

@@ -462,14 +462,16 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
 
 
 _CUDA_RECIPES = {"spmm": ("csrmm", "csrmm"), "spmm_mean": ("csrmm_mean", "csrmm_mean"),
-                 "sddmm": ("sddmm_dot", "sddmm")}
+                 "sddmm": ("sddmm_dot", "sddmm"), "bsrmm": ("bsrmm", "bsrmm")}
 
 
 def _explain_cuda(A, op: str, k: int, dtype) -> dict:
     """The cuda schedule of `op` at feature width k, from the C++ recipe; for
     spmm (sum; spmm_mean: the mean, its division merged into the sum) on A,
     the row segments the operator would cut A into on A's device (a CPU A: on
-    the device the emulator stands for)."""
+    the device the emulator stands for); for bsrmm, A's blocks (16-bit blocks
+    with sides of multiples of 16 and k a multiple of 8 run on tensor cores:
+    "tensor_cores" says which)."""
     if op not in _CUDA_RECIPES:
         raise ValueError(f"st.explain: ops with a cuda recipe are {sorted(_CUDA_RECIPES)}, got {op!r}")
     script, recipe = _CUDA_RECIPES[op]
@@ -491,5 +493,14 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
                 out["script"] = recipe = script
     value_dtype = _dtype_name(dtype if dtype is not None else A.values.dtype if A is not None else torch.float32)
     index_dtype = _dtype_name(A.indices.dtype) if A is not None else "int32"
+    if op == "bsrmm":
+        if A is None or not A.is_block:
+            raise ValueError("st.explain: op='bsrmm' needs A with blocks (a BSR tensor or a block st.SparseMatrix)")
+        out["format"] = "bsr"
+        block_h, block_w = A.values.shape[1:]
+        sizes.update(block_h=int(block_h), block_w=int(block_w))
+        out["block"] = (int(block_h), int(block_w))
     out["schedule"] = _C.recipe_trace(script, recipe, value_dtype, index_dtype, sizes, "cuda")
+    if op == "bsrmm":
+        out["tensor_cores"] = "sch.tensorize(" in out["schedule"]
     return out

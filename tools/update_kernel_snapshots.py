@@ -78,6 +78,8 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
         yield "bsrmm", "bsrmm", "float32", "int32", {"block_h": bh, "block_w": bw, "feat_size": feat}
     for dtype in DTYPES[1:]:
         yield "bsrmm", "bsrmm", dtype, "int64", {"block_h": 4, "block_w": 4, "feat_size": 64}
+    for dtype in ("float16", "bfloat16"):  # the cuda recipe's tensor-core tiles
+        yield "bsrmm", "bsrmm", dtype, "int32", {"block_h": 32, "block_w": 16, "feat_size": 24}
     for d, dv in ATTENTION_DIMS:
         yield "sparse_attention", "sparse_attention", "float32", "int32", {"head_dim": d, "value_dim": dv}
         yield "attention_probs", "attention_probs", "float32", "int32", {"head_dim": d}

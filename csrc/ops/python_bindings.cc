@@ -352,6 +352,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("lower_sparse_buffer", &Schedule::LowerSparseBuffer)
       .def("cache_read", &Schedule::CacheRead)
       .def("cache_write", &Schedule::CacheWrite)
+      .def("tensorize", &Schedule::Tensorize)
       .def("rfactor", &Schedule::RFactor)
       .def("prefetch", &Schedule::Prefetch, py::arg("loop"), py::arg("buffer"), py::arg("offset"));
 

@@ -141,3 +141,51 @@ def test_feature_loops_do_not_merge_when_one_reads_another_feature():
     assert shifted != MEAN
     with pytest.raises(st.ScheduleError, match="buffer 'C' is written by one loop and accessed by another"):
         merged_mean_features(shifted)
+
+
+# bsrmm's init and update, their block-row loops split by 16: iteration b of
+# the split loop touches rows 16 b .. 16 b + 15 of C in both (tensor-core tiles).
+with open(os.path.join(os.path.dirname(SCRIPTS_DIR), "..", "kernels", "bsrmm.py"), encoding="utf-8") as f:
+    BSRMM = f.read()
+
+
+def split_rows(inner):
+    sch = st.Schedule(BSRMM)
+    sch.specialize(block_h=32, block_w=4, feat_size=8)
+    i, j, bi, bj, f = sch.get_loops("bsrmm")
+    bi0, bi1 = sch.split(bi, factors=[None, 16])
+    sch.reorder(bi0, j, bi1)
+    _, ibi, _ = sch.get_loops("bsrmm_init")
+    ibi0, ibi1 = sch.split(ibi, factors=[None, inner])
+    return sch, ibi0, bi0
+
+
+def test_split_row_blocks_merge_when_each_iteration_keeps_to_its_rows():
+    sch, init_rows, rows = split_rows(16)
+    merged = sch.merge(init_rows, rows)
+    rng = np.random.default_rng(3)
+    mask = rng.random((3, 2)) < 0.6
+    mask[1] = False
+    indptr = torch.tensor(np.concatenate([[0], np.cumsum(mask.sum(1))]), dtype=torch.int32)
+    indices = torch.tensor(np.nonzero(mask)[1], dtype=torch.int32)
+    a = torch.from_numpy(rng.standard_normal((len(indices), 32, 4))).float()
+    b = torch.from_numpy(rng.standard_normal((2, 4, 8))).float()
+    c = torch.full((3, 32, 8), float("nan"))
+    st.compile(sch)(a=a, b=b, c=c, indptr=indptr, indices=indices, mb=3, nb=2, nnzb=len(indices), block_h=32,
+                    block_w=4, feat_size=8)
+    dense = np.zeros((3, 32, 2, 4))
+    for r in range(3):
+        for p in range(int(indptr[r]), int(indptr[r + 1])):
+            dense[r, :, int(indices[p])] = a[p].double().numpy()
+    expected = dense.reshape(96, 8) @ b.double().numpy().reshape(8, 8)
+    np.testing.assert_allclose(c.reshape(96, 8).numpy(), expected, rtol=1e-5, atol=1e-5)
+    assert merged == init_rows
+
+
+def test_split_row_blocks_of_other_sizes_do_not_merge():
+    """The init split by 8 has 4 row blocks where the update's split has 2:
+    merged, iteration 1 would zero rows 8..15, which the update of iteration
+    0 had summed."""
+    sch, init_rows, rows = split_rows(8)
+    with pytest.raises(st.ScheduleError, match="does not run over the same range"):
+        sch.merge(init_rows, rows)

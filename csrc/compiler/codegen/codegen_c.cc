@@ -159,6 +159,9 @@ void CodegenC::EmitStmt(const Stmt& s) {
     case StmtKind::kPrefetch:
       EmitPrefetch(s->as<PrefetchNode>());
       return;
+    case StmtKind::kMma:
+      EmitMma(s->as<MmaNode>());
+      return;
     case StmtKind::kAllocate:
       EmitAllocate(s->as<AllocateNode>());
       return;
@@ -239,6 +242,13 @@ std::string CodegenC::Index(const Buffer& b, const std::vector<Expr>& indices) {
     linear = "(" + linear + " * (int64_t)" + Expr2C(b->shape[k]) + " + " + Expr2C(indices[k]) + ")";
   }
   return linear;
+}
+
+void CodegenC::EmitMma(const MmaNode* n) {
+  const auto* a = n->a->as<BufferLoadNode>();
+  throw UserError(UserErrorKind::kSchedule,
+                  "T.sp.mma_sync (sch.tensorize) on '" + a->buffer->name + "' is a tensor-core instruction of the "
+                  "cuda target; compile it with target=\"cuda\", or leave the loops untensorized for the cpu");
 }
 
 std::string CodegenC::LaneReduction(const CallNode* n) {

@@ -49,6 +49,8 @@ class CodegenC {
   virtual void EmitEntry(const PrimFunc& f) = 0;
   virtual void EmitFor(const ForNode* loop) = 0;
   virtual void EmitPrefetch(const PrefetchNode* n) {}
+  // A warp's tile multiply-accumulate: only the CUDA target has tensor cores.
+  virtual void EmitMma(const MmaNode* n);
   // A lane reduction (Intrinsic::kLaneSum & co.): only the CUDA target has lanes.
   virtual std::string LaneReduction(const CallNode* n);
 

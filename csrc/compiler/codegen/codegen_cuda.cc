@@ -8,6 +8,7 @@
 #include "support/error.h"
 #include "transforms/lift_workspaces.h"
 #include "transforms/lower_lane_reductions.h"
+#include "transforms/lower_mma_fragments.h"
 
 namespace sparsetir {
 namespace {
@@ -24,8 +25,9 @@ int TagIndex(const std::string& tag) {
 class CodegenCudaImpl : public CodegenC {
  public:
   CudaSource Run(const PrimFunc& stage3) {
-    // The lowering only this target has: reductions across lanes.
-    const PrimFunc f = LowerLaneReductions(stage3);
+    // The lowerings only this target has: mma accumulators as fragments of a
+    // warp, and reductions across lanes.
+    const PrimFunc f = LowerLaneReductions(LowerMmaFragments(stage3));
     CudaSource out;
     out.source = Generate(f);
     out.launch = launch_;
@@ -129,6 +131,22 @@ class CodegenCudaImpl : public CodegenC {
     ICHECK(lanes) << "a lane reduction's lanes are a constant";
     const char* reduce = *lanes > kWarpLanes ? "sparsetir_block_reduce<" : "sparsetir_lane_reduce<";
     return std::string(reduce) + op + ">(" + Expr2C(n->args[0]) + ", " + Expr2C(n->args[1]) + ")";
+  }
+
+  // A warp's m16n8k16 tile (the prelude's sparsetir_mma_m16n8k16): the
+  // accumulator is this lane's fragment of the tile (lower_mma_fragments),
+  // A and B the tiles' first elements with their rows' lengths.
+  void EmitMma(const MmaNode* n) override {
+    synchronizes_ = true;  // lanes exchange operands (shuffles before sm_80 and under the emulator)
+    const auto* acc = n->acc->as<BufferLoadNode>();
+    const auto* a = n->a->as<BufferLoadNode>();
+    const auto* b = n->b->as<BufferLoadNode>();
+    auto element = [&](const BufferLoadNode* load) {
+      return "&" + Name(load->buffer.get(), load->buffer->name) + "[" + Index(load->buffer, load->indices) + "]";
+    };
+    const char* bf16 = a->buffer->dtype == DataType::kBFloat16 ? "true" : "false";
+    Line(std::string("sparsetir_mma_m16n8k16<") + bf16 + ">(" + element(acc) + ", " + element(a) + ", (int64_t)" +
+         Expr2C(a->buffer->shape.back()) + ", " + element(b) + ", (int64_t)" + Expr2C(b->buffer->shape.back()) + ");");
   }
 
   // No EmitPrefetch: cache hints have no CUDA counterpart worth emitting, as

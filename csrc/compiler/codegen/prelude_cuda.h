@@ -112,6 +112,73 @@ template <typename Op, typename T> SPARSETIR_DEVICE T sparsetir_block_reduce(T v
   return whole;
 }
 
+// Tensor cores (T.sp.mma_sync; lower_mma_fragments.h): a warp's
+// acc += A * B for a 16 x 16 A (row-major at a, rows lda apart) and a 16 x 8 B
+// (row-major at b, rows ldb apart), float16 or bfloat16, summed in float32.
+// The PTX ISA's fragment layout: with g = lane / 4 and q = lane % 4, a lane
+// holds acc (g, 2q), (g, 2q+1), (g+8, 2q), (g+8, 2q+1); A's pairs
+// (g, 2q..2q+1), (g+8, 2q..2q+1), (g, 2q+8..2q+9), (g+8, 2q+8..2q+9); and
+// B's pairs (2q..2q+1, g), (2q+8..2q+9, g), the lower index in the low half.
+SPARSETIR_DEVICE uint32_t sparsetir_pack16(uint16_t low, uint16_t high) { return (uint32_t)low | ((uint32_t)high << 16); }
+template <bool kBf16> SPARSETIR_DEVICE float sparsetir_mma_operand(uint32_t pair, int high) {
+  const uint16_t h = (uint16_t)(high ? pair >> 16 : pair & 0xffffu);
+  return kBf16 ? sparsetir_bf16_to_float(h) : sparsetir_half_to_float(h);
+}
+// The instruction's product by warp shuffles, for the SIMT emulator and for
+// GPUs before sm_80: for each pair of depths, a lane fetches its two rows of
+// A from the lane of its group that holds them and its two columns of B from
+// the lanes that hold those, then adds the products in depth order.
+template <bool kBf16>
+SPARSETIR_DEVICE void sparsetir_mma_by_shuffles(float* acc, const uint32_t* ra, const uint32_t* rb, unsigned lane) {
+  const unsigned g = lane >> 2, q = lane & 3u;
+  for (int k = 0; k < 16; k += 2) {
+    const unsigned holder = (unsigned)(k & 7) >> 1;  // the q of the lanes holding depths k, k + 1
+    const int half = k >> 3;                         // depths 8..15: A's registers 2, 3 and B's 1
+    const uint32_t a_top = __shfl_sync(0xffffffffu, ra[2 * half], (int)(g * 4 + holder));
+    const uint32_t a_bottom = __shfl_sync(0xffffffffu, ra[2 * half + 1], (int)(g * 4 + holder));
+    const uint32_t b_even = __shfl_sync(0xffffffffu, rb[half], (int)(2 * q * 4 + holder));
+    const uint32_t b_odd = __shfl_sync(0xffffffffu, rb[half], (int)((2 * q + 1) * 4 + holder));
+    for (int d = 0; d < 2; ++d) {
+      const float top = sparsetir_mma_operand<kBf16>(a_top, d), bottom = sparsetir_mma_operand<kBf16>(a_bottom, d);
+      const float even = sparsetir_mma_operand<kBf16>(b_even, d), odd = sparsetir_mma_operand<kBf16>(b_odd, d);
+      acc[0] += top * even;
+      acc[1] += top * odd;
+      acc[2] += bottom * even;
+      acc[3] += bottom * odd;
+    }
+  }
+}
+template <bool kBf16>
+SPARSETIR_DEVICE void sparsetir_mma_m16n8k16(float* acc, const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb) {
+  const unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u;
+  const unsigned g = lane >> 2, q = lane & 3u;
+  const uint16_t* top = a + (int64_t)g * lda + 2 * q;
+  const uint16_t* bottom = top + 8 * lda;
+  uint32_t ra[4], rb[2];
+  ra[0] = sparsetir_pack16(top[0], top[1]);
+  ra[1] = sparsetir_pack16(bottom[0], bottom[1]);
+  ra[2] = sparsetir_pack16(top[8], top[9]);
+  ra[3] = sparsetir_pack16(bottom[8], bottom[9]);
+  const uint16_t* column = b + (int64_t)(2 * q) * ldb + g;
+  rb[0] = sparsetir_pack16(column[0], column[ldb]);
+  rb[1] = sparsetir_pack16(column[8 * ldb], column[9 * ldb]);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if (kBf16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                 : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+                 : "r"(ra[0]), "r"(ra[1]), "r"(ra[2]), "r"(ra[3]), "r"(rb[0]), "r"(rb[1]));
+  }
+#else
+  sparsetir_mma_by_shuffles<kBf16>(acc, ra, rb, lane);
+#endif
+}
+
 // The first position in [begin, end) whose element is >= value (end if none).
 template <typename I, typename V>
 SPARSETIR_DEVICE int64_t sparsetir_lower_bound(const I* a, int64_t begin, int64_t end, V value) {

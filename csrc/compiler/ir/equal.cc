@@ -202,6 +202,10 @@ class Comparator {
         const auto *x = a->as<AtomicAddNode>(), *y = b->as<AtomicAddNode>();
         return E(x->target, y->target) && E(x->value, y->value);
       }
+      case StmtKind::kMma: {
+        const auto *x = a->as<MmaNode>(), *y = b->as<MmaNode>();
+        return x->shape == y->shape && E(x->acc, y->acc) && E(x->a, y->a) && E(x->b, y->b);
+      }
     }
     return false;
   }
@@ -268,6 +272,7 @@ class Hasher : public IRVisitor {
   void Visit(const AllocateNode* n) override { BufferId(n->buffer); IRVisitor::Visit(n); }
   void Visit(const AssumeNode* n) override { BufferId(n->buffer); IRVisitor::Visit(n); }
   void Visit(const PrefetchNode* n) override { Mix(std::hash<int64_t>()(n->extent)); IRVisitor::Visit(n); }
+  void Visit(const MmaNode* n) override { Mix(std::hash<std::string>()(n->shape)); IRVisitor::Visit(n); }
 
  private:
   void Mix(size_t v) { hash_ ^= v + 0x9e3779b97f4a7c15ULL + (hash_ << 6) + (hash_ >> 2); }

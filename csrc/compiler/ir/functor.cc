@@ -52,6 +52,11 @@ void IRVisitor::Visit(const AssumeNode* n) { VisitExpr(n->lo); VisitExpr(n->hi);
 void IRVisitor::Visit(const BlockNode* n) { VisitStmt(n->body); }
 void IRVisitor::Visit(const PrefetchNode* n) { VisitExpr(n->address); }
 void IRVisitor::Visit(const AtomicAddNode* n) { VisitExpr(n->target); VisitExpr(n->value); }
+void IRVisitor::Visit(const MmaNode* n) {
+  VisitExpr(n->acc);
+  VisitExpr(n->a);
+  VisitExpr(n->b);
+}
 void IRVisitor::Visit(const AllocateNode* n) {
   for (const Expr& dim : n->buffer->shape) VisitExpr(dim);
   VisitStmt(n->body);
@@ -202,6 +207,12 @@ Stmt IRMutator::Mutate(const PrefetchNode* n, const Stmt& self) {
   Expr address = VisitExpr(n->address);
   if (address == n->address) return self;
   return MakePrefetch(address, n->extent);
+}
+
+Stmt IRMutator::Mutate(const MmaNode* n, const Stmt& self) {
+  Expr acc = VisitExpr(n->acc), a = VisitExpr(n->a), b = VisitExpr(n->b);
+  if (acc == n->acc && a == n->a && b == n->b) return self;
+  return MakeMma(n->shape, acc, a, b);
 }
 
 Stmt IRMutator::Mutate(const AtomicAddNode* n, const Stmt& self) {

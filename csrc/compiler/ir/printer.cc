@@ -371,6 +371,11 @@ class FunctionPrinter {
         Line("T.atomic_add(" + E(n->target) + ", " + E(n->value) + ")");
         return;
       }
+      case StmtKind::kMma: {
+        const auto* n = s->as<MmaNode>();
+        Line("T.sp.mma_sync(\"" + n->shape + "\", " + E(n->acc) + ", " + E(n->a) + ", " + E(n->b) + ")");
+        return;
+      }
     }
   }
 

@@ -84,6 +84,25 @@ Stmt MakePrefetch(Expr address, int64_t extent) {
   return std::make_shared<PrefetchNode>(std::move(address), extent);
 }
 
+bool AccumulatesInFloat32(const BufferNode* buffer) {
+  const bool low = buffer->dtype == DataType::kFloat16 || buffer->dtype == DataType::kBFloat16;
+  return buffer->dtype == DataType::kFloat32 || (low && buffer->scope == "local");
+}
+
+Stmt MakeMma(std::string shape, Expr acc, Expr a, Expr b) {
+  ICHECK(shape == kMmaShape) << "mma shape " << shape << " is not " << kMmaShape;
+  for (const Expr* operand : {&acc, &a, &b}) {
+    const auto* load = *operand ? (*operand)->as<BufferLoadNode>() : nullptr;
+    ICHECK(load && load->indices.size() >= 2) << "an mma operand is a buffer element of a 2-D tile";
+  }
+  const BufferNode* accumulator = acc->as<BufferLoadNode>()->buffer.get();
+  ICHECK(AccumulatesInFloat32(accumulator)) << "mma accumulator " << accumulator->name << " is not float32";
+  const DataType in = a->as<BufferLoadNode>()->buffer->dtype;
+  ICHECK(in == DataType::kFloat16 || in == DataType::kBFloat16) << "mma multiplies float16 or bfloat16 tiles";
+  ICHECK(b->as<BufferLoadNode>()->buffer->dtype == in) << "mma multiplicands differ in dtype";
+  return std::make_shared<MmaNode>(std::move(shape), std::move(acc), std::move(a), std::move(b));
+}
+
 Stmt MakeAtomicAdd(Expr target, Expr value) {
   ICHECK(target && value) << "incomplete atomic_add";
   const auto* load = target->as<BufferLoadNode>();

@@ -148,6 +148,27 @@ struct AtomicAddNode : StmtNode {
   const Expr value;
 };
 
+// T.sp.mma_sync("m16n8k16", Acc[r, c], A[.., r, k], B[.., k, c]): a warp's
+// tensor-core multiply-accumulate of one tile, Acc[r:r+16, c:c+8] +=
+// A[r:r+16, k:k+16] * B[k:k+16, c:c+8], each operand a row-major tile in the
+// last two dimensions of its buffer, named by its first element. A and B are
+// float16 or bfloat16 and Acc accumulates in float32 (AccumulatesInFloat32; on
+// cuda, a fragment spread over the warp's lanes, lower_mma_fragments.h).
+// The operands are BufferLoads so that passes rewriting loads rewrite them.
+struct MmaNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kMma;
+  MmaNode(std::string shape, Expr acc, Expr a, Expr b)
+      : StmtNode(kKind), shape(std::move(shape)), acc(std::move(acc)), a(std::move(a)), b(std::move(b)) {}
+  const std::string shape;
+  const Expr acc;
+  const Expr a;
+  const Expr b;
+};
+
+// The one tile shape the CUDA backend lowers: 16 x 8 outputs, 16 deep.
+constexpr const char* kMmaShape = "m16n8k16";
+constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
+
 Stmt MakeStore(Buffer buffer, std::vector<Expr> indices, Expr value);
 Stmt MakeAllocate(Buffer buffer, Stmt body);
 // Flattens nested sequences; a single statement is returned as is.
@@ -161,5 +182,12 @@ Stmt MakeAssume(Buffer buffer, Expr lo, Expr hi);
 Stmt MakePrefetch(Expr address, int64_t extent);
 // Checks that target is a BufferLoad of a floating-point buffer and value has its dtype.
 Stmt MakeAtomicAdd(Expr target, Expr value);
+// True if an mma can accumulate into `buffer` in float32: a float32 buffer,
+// or a 16-bit one in local scope (kept in float32 registers, rounded once
+// when it is stored).
+bool AccumulatesInFloat32(const BufferNode* buffer);
+// Checks the shape and that the operands are BufferLoads of at least two
+// dimensions: a float32 accumulator and same-dtype 16-bit multiplicands.
+Stmt MakeMma(std::string shape, Expr acc, Expr a, Expr b);
 
 }  // namespace sparsetir

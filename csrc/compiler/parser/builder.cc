@@ -627,6 +627,7 @@ class Builder {
     }
     if (callee == "T.prefetch") return BuildPrefetch(s.value);
     if (callee == "T.atomic_add") return BuildAtomicAdd(s.value);
+    if (callee == "T.sp.mma_sync") return BuildMma(s.value);
     if (callee == "T.sp.iteration_attr") {
       ThrowScriptError("T.sp.iteration_attr must be the first statement inside a T.sp.iteration", s.span);
     }
@@ -648,6 +649,48 @@ class Builder {
       ThrowScriptError("the extent of a prefetch is a positive integer literal", extent->span);
     }
     return MakePrefetch(address, count);
+  }
+
+  // T.sp.mma_sync("m16n8k16", Acc[r, c], A[.., r, k], B[.., k, c]): a warp's
+  // tile multiply-accumulate (stage III, as the tensorize primitive prints it).
+  Stmt BuildMma(const AstExprPtr& call) {
+    if (func_.stage != Stage::kIII) {
+      ThrowScriptError("T.sp.mma_sync belongs to stage III (\"sparse_tir_level\": 0)", call->span);
+    }
+    if (call->children.size() != 5 || call->children[1]->kind != Kind::kString) {
+      ThrowScriptError("T.sp.mma_sync(\"m16n8k16\", Acc[r, c], A[.., r, k], B[.., k, c])", call->span);
+    }
+    if (call->children[1]->text != kMmaShape) {
+      ThrowScriptError(std::string("T.sp.mma_sync knows the shape \"") + kMmaShape + "\"", call->children[1]->span);
+    }
+    const char* names[] = {"accumulator", "A", "B"};
+    std::vector<Expr> operands;
+    for (int i = 0; i < 3; ++i) {
+      const AstExprPtr& operand = call->children[2 + i];
+      const BufferLoadNode* load = nullptr;
+      if (operand->kind == Kind::kSubscript) {
+        operands.push_back(BuildExpr(operand));
+        load = operands.back()->as<BufferLoadNode>();
+      }
+      if (!load || load->indices.size() < 2) {
+        ThrowScriptError(std::string("the mma's ") + names[i] + " is an element of a buffer of two or more dimensions",
+                         operand->span);
+      }
+      const DataType dtype = load->buffer->dtype;
+      const bool ok = i == 0 ? AccumulatesInFloat32(load->buffer.get())
+                             : dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
+      if (!ok) {
+        ThrowScriptError(std::string("the mma's ") + names[i] + " '" + load->buffer->name + "' is " + ToString(dtype) +
+                             (i == 0 ? " in " + load->buffer->scope + " scope; it accumulates in float32 (a float32 "
+                                       "buffer, or a 16-bit local one)"
+                                     : "; it multiplies float16 or bfloat16"),
+                         operand->span);
+      }
+    }
+    if (operands[1]->as<BufferLoadNode>()->buffer->dtype != operands[2]->as<BufferLoadNode>()->buffer->dtype) {
+      ThrowScriptError("the mma's A and B differ in dtype", call->span);
+    }
+    return MakeMma(kMmaShape, operands[0], operands[1], operands[2]);
   }
 
   // T.atomic_add(C[i, k], value): an indivisible C[i, k] += value.

@@ -34,6 +34,15 @@ int64_t Size(const std::map<std::string, int64_t>& sizes, const char* name) {
   return found->second;
 }
 
+// The dtype of the script's buffer `name`.
+DataType BufferDtype(const PrimFunc& f, const char* name) {
+  for (const Buffer& b : f->buffers) {
+    if (b->name == name) return b->dtype;
+  }
+  ICHECK(false) << "recipe needs the buffer '" << name << "'";
+  return DataType::kFloat32;
+}
+
 // Splits `loop` into a block index and a thread index of `threads`.
 void BindSplit(Schedule& sch, const std::string& loop, int64_t threads, const char* block_axis,
                const char* thread_axis) {
@@ -214,6 +223,50 @@ void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat) {
   BindFeatures(sch, init[2], lanes, 1);
 }
 
+// The tensor-core tile (T.sp.mma_sync: 16 rows, 8 columns, 16 deep) and the
+// most 8-column tiles a warp accumulates side by side: four share each
+// 16 x 16 tile of A it loads, and the accumulators take 16 registers.
+constexpr int64_t kMmaRows = 16, kMmaColumns = 8, kMmaDepth = 16;
+constexpr int64_t kMmaTilesPerWarp = 4;
+
+// True if bsrmm runs on tensor cores: 16-bit blocks whose sides are
+// multiples of 16 and features a multiple of 8.
+bool BsrmmOnTensorCores(DataType values, int64_t block_h, int64_t block_w, int64_t feat) {
+  return (values == DataType::kFloat16 || values == DataType::kBFloat16) && block_h % kMmaRows == 0 &&
+         block_w % kMmaDepth == 0 && feat % kMmaColumns == 0 && block_h / kMmaRows * kWarp <= kMaxBlockThreads;
+}
+
+// bsrmm on tensor cores: loops i, j, bi, bj, f. A block row per blockIdx.x,
+// a warp per 16 rows of it (threadIdx.y) and per `tiles` x 8 features
+// (blockIdx.y). The warp accumulates its 16 x (8 tiles) outputs in a float32
+// fragment (cache_write; lower_mma_fragments) over the row's blocks j and
+// their 16-column slices, one T.sp.mma_sync per 8 features (tensorize); the
+// init is merged into the warp's loops so that it zeroes the fragment, and
+// the output is rounded once when the fragment is stored.
+void BsrmmMma(Schedule& sch, int64_t feat) {
+  int64_t tiles = kMmaTilesPerWarp;
+  while ((feat / kMmaColumns) % tiles != 0) tiles /= 2;
+  auto loops = sch.GetLoops("bsrmm");  // i, j, bi, bj, f
+  auto bi = sch.Split(loops[2], {std::nullopt, kMmaRows});
+  auto bj = sch.Split(loops[3], {std::nullopt, kMmaDepth});
+  // Two splits, so that a warp's features are one window f_0 * (8 tiles) + t:
+  // the cache holds that window, not the whole row.
+  auto f = sch.Split(loops[4], {std::nullopt, kMmaColumns * tiles});
+  auto f_tile = sch.Split(f[1], {std::nullopt, kMmaColumns});
+  sch.Reorder({bi[0], f[0], loops[1], bj[0], f_tile[0], bi[1], f_tile[1], bj[1]});
+  auto init = sch.GetLoops("bsrmm_init");  // i, bi, f
+  auto init_bi = sch.Split(init[1], {std::nullopt, kMmaRows});
+  auto init_f = sch.Split(init[2], {std::nullopt, kMmaColumns * tiles});
+  sch.Reorder({init_bi[0], init_f[0], init_bi[1], init_f[1]});
+  const std::string warp_rows = sch.Merge({init_bi[0], bi[0]});
+  const std::string warp_features = sch.Merge({init_f[0], f[0]});
+  sch.Bind(loops[0], "blockIdx.x");
+  sch.Bind(warp_rows, "threadIdx.y");
+  sch.Bind(warp_features, "blockIdx.y");
+  sch.CacheWrite(warp_features, "C", "local");
+  sch.Tensorize(bi[1], "mma_m16n8k16");
+}
+
 // Splits a block's row loop `bi` (block_h rows) into lanes over threadIdx.x
 // (and, beyond kBlockThreads rows, blockIdx.z). Returns the parts.
 std::vector<std::string> BindBlockRows(Schedule& sch, const std::string& bi, int64_t block_h) {
@@ -365,7 +418,12 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   } else if (recipe == "sddmm_heads") {
     SddmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"));
   } else if (recipe == "bsrmm") {
-    Bsrmm(sch, Size(sizes, "block_h"), Size(sizes, "feat_size"));
+    const int64_t block_h = Size(sizes, "block_h"), feat = Size(sizes, "feat_size");
+    if (BsrmmOnTensorCores(BufferDtype(f, "A"), block_h, Size(sizes, "block_w"), feat)) {
+      BsrmmMma(sch, feat);
+    } else {
+      Bsrmm(sch, block_h, feat);
+    }
   } else if (recipe == "bsr_linear") {
     BsrLinear(sch, Size(sizes, "block_h"));
   } else if (recipe == "bsr_linear_grad_blocks") {

@@ -13,16 +13,20 @@
 // Legal when the loops are consecutive statements of one sequence with equal
 // ranges and no iteration reads what another iteration wrote: every buffer
 // written by one body and touched by another is indexed by the loop variable
-// in one of its dimensions (the row, or a feature), everywhere. Stage II only: there, a
-// buffer's first index is its row position; after lower_sparse_buffer rows
-// are flattened into offsets.
+// in one of its dimensions (the row, or a feature), everywhere, or, after a
+// split, by `v * s + r` with the same s everywhere and r a sum of inner loop
+// variables that stays in [0, s): iteration v touches rows [v s, v s + s)
+// only. Stage II only: there, a buffer's first index is its row position;
+// after lower_sparse_buffer rows are flattened into offsets.
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/equal.h"
 #include "ir/functor.h"
+#include "ir/linear_form.h"
 #include "ir/printer.h"
 #include "ir/substitute.h"
 #include "schedule/loop_utils.h"
@@ -68,10 +72,47 @@ struct BufferAccesses : IRVisitor {
   }
 };
 
-// True if some dimension of `buffer` is indexed by `var` itself in every
-// access of every body.
+// The extents of the loops inside the bodies that start at 0.
+using Extents = std::map<const VarNode*, int64_t>;
+
+Extents InnerExtents(const std::vector<Stmt>& bodies) {
+  struct Collector : IRVisitor {
+    Extents extents;
+    void Visit(const ForNode* n) override {
+      const int64_t* min = AsConstInt(n->min);
+      const int64_t* extent = AsConstInt(n->extent);
+      if (min && *min == 0 && extent && *extent > 0) extents[n->var.get()] = *extent;
+      IRVisitor::Visit(n);
+    }
+  } collector;
+  for (const Stmt& body : bodies) collector.VisitStmt(body);
+  return collector.extents;
+}
+
+// The block of rows an index addresses per iteration of `var`: 1 for `var`
+// itself, s for `var * s + r` with r a sum of inner loop variables times
+// non-negative constants whose largest value is below s (a split's inner
+// parts); nullopt otherwise.
+std::optional<int64_t> RowsPerIteration(const Expr& index, const VarNode* var, const Extents& inner) {
+  const std::optional<LinearForm> linear = AsLinear(index);
+  if (!linear || linear->constant != 0) return std::nullopt;
+  auto own = linear->coefficients.find(var);
+  if (own == linear->coefficients.end() || own->second <= 0) return std::nullopt;
+  int64_t largest_rest = 0;
+  for (const auto& [v, coefficient] : linear->coefficients) {
+    if (v == var || coefficient == 0) continue;
+    auto extent = inner.find(v);
+    if (extent == inner.end() || coefficient < 0) return std::nullopt;
+    largest_rest += coefficient * (extent->second - 1);
+  }
+  if (largest_rest >= own->second) return std::nullopt;
+  return own->second;
+}
+
+// True if some dimension of `buffer` is indexed by `var` (with the same
+// rows per iteration, RowsPerIteration) in every access of every body.
 bool IndexedByOnEveryAccess(const BufferNode* buffer, const std::vector<BufferAccesses>& accesses,
-                            const VarNode* var) {
+                            const VarNode* var, const Extents& inner) {
   size_t rank = SIZE_MAX;
   for (const BufferAccesses& a : accesses) {
     auto found = a.touched.find(buffer);
@@ -80,10 +121,15 @@ bool IndexedByOnEveryAccess(const BufferNode* buffer, const std::vector<BufferAc
   }
   for (size_t d = 0; d < rank; ++d) {
     bool every = true;
+    std::optional<int64_t> rows;
     for (const BufferAccesses& a : accesses) {
       auto found = a.touched.find(buffer);
       if (found == a.touched.end()) continue;
-      for (const std::vector<Expr>& indices : found->second) every &= indices[d].get() == var;
+      for (const std::vector<Expr>& indices : found->second) {
+        const std::optional<int64_t> here = RowsPerIteration(indices[d], var, inner);
+        every &= here.has_value() && (!rows || *rows == *here);
+        if (here) rows = here;
+      }
     }
     if (every) return true;
   }
@@ -99,6 +145,7 @@ bool IndexedByOnEveryAccess(const BufferNode* buffer, const std::vector<BufferAc
 std::string CrossRowBuffer(const std::vector<Stmt>& bodies, const VarNode* row) {
   std::vector<BufferAccesses> accesses(bodies.size());
   for (size_t t = 0; t < bodies.size(); ++t) accesses[t].VisitStmt(bodies[t]);
+  const Extents inner = InnerExtents(bodies);
   std::map<const BufferNode*, int> bodies_touching;
   std::set<const BufferNode*> written;
   for (const BufferAccesses& a : accesses) {
@@ -108,7 +155,7 @@ std::string CrossRowBuffer(const std::vector<Stmt>& bodies, const VarNode* row) 
   for (const BufferAccesses& a : accesses) {
     for (const auto& [buffer, all] : a.touched) {
       if (!written.count(buffer) || bodies_touching[buffer] < 2) continue;
-      if (!IndexedByOnEveryAccess(buffer, accesses, row)) return buffer->name;
+      if (!IndexedByOnEveryAccess(buffer, accesses, row, inner)) return buffer->name;
     }
   }
   return "";

@@ -64,6 +64,10 @@ class Schedule {
   // Stage III. At the top of `loop`'s body, prefetches the span of `buffer`
   // that iteration `loop + offset` reads (schedule/prefetch.cc).
   void Prefetch(const std::string& loop, const std::string& buffer, int64_t offset);
+  // Stage III. The nest of three loops from `loop` that multiply-accumulates
+  // one tile becomes `intrinsic` ("mma_m16n8k16": a warp's tensor-core
+  // instruction, T.sp.mma_sync; schedule/tensorize.cc).
+  void Tensorize(const std::string& loop, const std::string& intrinsic);
   void LowerSparseBuffer();  // explicit; stage-III primitives call it when needed
 
  private:
