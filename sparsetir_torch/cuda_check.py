@@ -76,6 +76,8 @@ class Variant:
             sizes["heads"] = self.heads
         if self.block:
             sizes.update(block_h=self.block[0], block_w=self.block[1])
+        if self.script == "bsr_linear_tiles":
+            sizes["tile_rows"] = 16  # a tensor core's rows
         return sizes
 
 
@@ -106,6 +108,9 @@ def variants(quick: bool = False) -> Iterator[Variant]:
     if not quick:  # tensor cores: one 8-feature tile a warp (the 32 x 32 blocks above have four)
         for dtype in ("float16", "bfloat16"):
             yield Variant("bsrmm", "bsrmm", dtype, "int32", 24, block=(16, 48))
+    for dtype, idtype, block in itertools.product(("float16", "bfloat16"), index_dtypes,
+                                                  ((32, 32),) if quick else ((32, 32), (40, 48), (8, 16))):
+        yield Variant("bsr_linear_tiles", "bsr_linear_tiles", dtype, idtype, 0, block=block)
         yield Variant("bsr_linear", "bsr_linear", dtype, idtype, 0, block=block)
         yield Variant("bsr_linear_grad_blocks", "bsr_linear_grad_blocks", dtype, idtype, 0, block=block)
     for script in ("sddmm_add", "sddmm_mul"):

@@ -4,11 +4,45 @@
 // computed on x as it is (batch rows contiguous) without transposing it.
 // Leading dimensions of x are batch dimensions.
 #include "kernel_library.h"
+#include "recipes/cuda_recipes.h"
+#include "tensor_args.h"
 #include "op_checks.h"
 #include "ops.h"
 #include "output_alloc.h"
 
 namespace sparsetir::ops {
+
+namespace {
+
+// bsr_linear on tensor cores (recipes/cuda_recipes.h): x (batch, in) seen as
+// (batch / 16, 16, nb, block_w) and the output as (batch / 16, 16, mb,
+// block_h), views without copies, so that every tile of 16 batch rows is
+// whole.
+at::Tensor BsrLinearOnTiles(const at::Tensor& x, const at::Tensor& wt, const CheckedCsr& csr, int64_t block_h,
+                            int64_t block_w, const Target& target) {
+  const int64_t batch = x.size(0), tiles = batch / kBsrLinearTileRows, block_columns = x.size(1) / block_w;
+  at::Tensor out = EmptyOutput({batch, csr.rows() * block_h}, x.options());
+  auto kernel = GetOpKernel({"bsr_linear_tiles", "bsr_linear_tiles", wt.scalar_type(), csr.indptr.scalar_type(),
+                             {{"block_h", block_h}, {"block_w", block_w}, {"tile_rows", kBsrLinearTileRows}}, true,
+                             target});
+  KernelCall(*kernel)
+      .Set("x", x.reshape({tiles, kBsrLinearTileRows, block_columns, block_w}))
+      .Set("wt", wt)
+      .Set("y", out.view({tiles, kBsrLinearTileRows, csr.rows(), block_h}))
+      .Set("indptr", csr.indptr)
+      .Set("indices", csr.indices)
+      .Set("tiles", tiles)
+      .Set("tile_rows", kBsrLinearTileRows)
+      .Set("mb", csr.rows())
+      .Set("nb", block_columns)
+      .Set("nnzb", csr.nnz())
+      .Set("block_h", block_h)
+      .Set("block_w", block_w)
+      .Run(2 * csr.nnz() * block_h * block_w * batch);
+  return out;
+}
+
+}  // namespace
 
 at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Tensor& indices,
                      const at::Tensor& blocks) {
@@ -40,6 +74,10 @@ at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Te
   // Without stored blocks (or rows) no kernel writes the output.
   if (csr.nnz() == 0 || batch == 0) return at::zeros(shape, xc.options());
   const Target target = TargetFor(xc, "bsr_linear");
+  if (target.is_cuda() && batch % kBsrLinearTileRows == 0 &&
+      BsrLinearOnTensorCores(FromTorch(xc.scalar_type()), block_h, block_w)) {
+    return BsrLinearOnTiles(xc.reshape({batch, in_features}), wt, csr, block_h, block_w, target).reshape(shape);
+  }
   if (AccumulatesInNarrowOutput(xc.scalar_type(), target, block_h)) {
     return BsrLinear(xc.to(at::kFloat), csr.indptr, csr.indices, blocks.to(at::kFloat)).to(xc.scalar_type());
   }

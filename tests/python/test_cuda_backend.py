@@ -617,7 +617,7 @@ def test_explain_shows_the_cuda_recipes_of_mean_and_sddmm():
     assert 'sch.bind("k_1", "threadIdx.x")' in sddmm and 'sch.bind("ij_1", "threadIdx.y")' in sddmm
     narrow = st.explain(None, op="sddmm", k=16, device="cuda")["schedule"]
     assert 'sch.bind("ij_1", "threadIdx.x")' in narrow  # a thread per non-zero below 32 features
-    with pytest.raises(ValueError, match="ops with a cuda recipe are \\['sddmm', 'spmm', 'spmm_mean'\\]"):
+    with pytest.raises(ValueError, match="ops with a cuda recipe are \\['bsrmm', 'sddmm', 'spmm', 'spmm_mean'\\]"):
         st.explain(None, op="edge_softmax", k=64, device="cuda")
 
 

@@ -151,6 +151,86 @@ def test_tensor_core_bsrmm_gradients(emulate, monkeypatch):
         torch.testing.assert_close(e.float(), c, rtol=2**-7, atol=2**-6)
 
 
+# --------------------------------------------------------------------------- bsr_linear in batch tiles
+# x @ W^T for a BSR weight (st.nn.BlockSparseLinear): with a batch that is a
+# multiple of 16 and 16-bit blocks of a multiple of 8 rows and 16 columns, the
+# operator runs kernels/bsr_linear_tiles.py (x seen as tiles of 16 rows) on
+# tensor cores; other batches take the SIMT kernel.
+
+# (block, batch): blocks of 1, 4 and 5 output tiles of 8; batches of one, three
+# and two tiles of 16 rows, and 20 rows (not tiles: the SIMT kernel).
+LINEAR_SHAPES = [((32, 16), 48), ((8, 16), 16), ((40, 48), 32), ((16, 32), 20)]
+
+
+def bsr_linear_source(dtype, block, idtype="int32"):
+    sizes = {"block_h": block[0], "block_w": block[1], "tile_rows": 16}
+    return _C.op_kernel_source("bsr_linear_tiles", "bsr_linear_tiles", dtype, idtype, sizes, "cuda")
+
+
+@pytest.mark.parametrize("block,batch", LINEAR_SHAPES)
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("idtype", ("int32", "int64"))
+def test_emulated_tensor_core_bsr_linear_matches_float64(emulate, block, batch, dtype, idtype):
+    assert MMA_CALL in bsr_linear_source(dtype, block, idtype)
+    bh, bw = block
+    indptr, indices, blocks = random_bsr(3, 4, bh, bw, 0.5, seed=bh + bw + batch, idtype=idtype, empty_rows=(1,))
+    blocks_t = to_tensor(blocks, dtype)
+    x = to_tensor(np.random.default_rng(batch).uniform(-1, 1, (2, batch // 2, 4 * bw)), dtype)
+    before = _C.emulated_runs()
+    y = ops.bsr_linear(x, indptr, indices, blocks_t)
+    assert _C.emulated_runs() == before + 1, "the CUDA path did not run"
+    assert y.shape == (2, batch // 2, 3 * bh) and y.dtype == TORCH_DTYPES[dtype]
+    wd = bsr_dense(indptr, indices, blocks_t.double().numpy(), 3, 4)
+    xd = x.double().numpy().reshape(batch, 4 * bw)
+    rounded_once_bound(y.reshape(batch, 3 * bh), xd @ wd.T, np.abs(xd) @ np.abs(wd.T), 4 * bw, dtype)
+    assert torch.all(y[..., bh:2 * bh] == 0), "the outputs of an empty block row are not zero"
+
+
+@pytest.mark.parametrize("dtype", LOW)
+def test_integer_bsr_linear_tiles_are_exact(emulate, dtype):
+    indptr, indices, _ = random_bsr(2, 3, 32, 32, 0.7, seed=13, idtype="int64")
+    rng = np.random.default_rng(14)
+    blocks = torch.from_numpy(rng.integers(-3, 4, (len(indices), 32, 32)).astype(np.float64))
+    x = torch.from_numpy(rng.integers(-3, 4, (64, 96)).astype(np.float64))
+    y = ops.bsr_linear(x.to(TORCH_DTYPES[dtype]), indptr, indices, blocks.to(TORCH_DTYPES[dtype]))
+    ref = x.numpy() @ bsr_dense(indptr, indices, blocks.numpy(), 2, 3).T
+    assert np.abs(ref).max() <= 256
+    np.testing.assert_array_equal(y.double().numpy(), ref)
+
+
+def test_block_sparse_linear_trains_on_tensor_cores(emulate, monkeypatch):
+    """A BlockSparseLinear step in bfloat16 (the input's gradient is
+    bsr_linear on the transposed blocks, on tensor cores too) against the
+    same step on the CPU kernels in float32."""
+    gen = torch.Generator().manual_seed(15)
+    dense = torch.nn.Linear(64, 48, bias=True)
+    layer = st.nn.BlockSparseLinear.from_dense(dense, block_shape=(16, 16), density=0.5).bfloat16()
+    x = torch.randn(32, 64, generator=gen).bfloat16().requires_grad_()
+    grad = torch.randn(32, 48, generator=gen).bfloat16()
+    before = _C.emulated_runs()
+    y = layer(x)
+    y.backward(grad)
+    assert _C.emulated_runs() >= before + 3
+    emulated = (y.detach(), x.grad, layer.blocks_t.grad)
+    monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "0")
+    ref_layer = st.nn.BlockSparseLinear.from_dense(dense, block_shape=(16, 16), density=0.5)
+    with torch.no_grad():
+        ref_layer.blocks_t.copy_(layer.blocks_t.float())
+        ref_layer.bias.copy_(layer.bias.float())
+    xf = x.detach().float().requires_grad_()
+    yf = ref_layer(xf)
+    yf.backward(grad.float())
+    for got, want in zip(emulated, (yf.detach(), xf.grad, ref_layer.blocks_t.grad)):
+        torch.testing.assert_close(got.float(), want, rtol=2**-7, atol=2**-5)
+
+
+def test_bsr_linear_tiles_refuse_what_tensor_cores_cannot_run():
+    with pytest.raises(st.ScheduleError, match="bsr_linear_tiles runs on tensor cores only"):
+        bsr_linear_source("float32", (32, 16))
+    with pytest.raises(st.ScheduleError, match="bsr_linear_tiles runs on tensor cores only"):
+        bsr_linear_source("float16", (12, 16))
+
+
 # --------------------------------------------------------------------------- the schedule
 
 
@@ -265,12 +345,17 @@ def test_mma_sync_script_errors():
     wrong_shape = STAGE3.replace('"m16n8k16"', '"m16n8k8"')
     with pytest.raises(st.ScriptError, match='T.sp.mma_sync knows the shape "m16n8k16"'):
         st.parse(wrong_shape)
-    one_dim = STAGE3.replace(MMA_LINE, INDENT + 'T.sp.mma_sync("m16n8k16", C_local[0, 0], J_indices[v2], '
-                                                'B[v3, 0, 0])\n')
-    with pytest.raises(st.ScriptError, match="the mma's A is an element of a buffer of two or more dimensions"):
+    one_dim = STAGE3.replace(MMA_LINE, INDENT + 'T.sp.mma_sync("m16n8k16", J_indices[v2], A[v2, 0, 0], '
+                                                'B[v3, 0, 0], 16, 24)\n')
+    with pytest.raises(st.ScriptError, match="the mma's accumulator is an element of a buffer of two or more "
+                                             "dimensions"):
         st.parse(one_dim)
+    no_strides = STAGE3.replace(MMA_LINE, INDENT + 'T.sp.mma_sync("m16n8k16", C_local[0, 0], A[v2, 0, 0], '
+                                                   'B[v3, 0, 0])\n')
+    with pytest.raises(st.ScriptError, match="lda, ldb"):
+        st.parse(no_strides)
     swapped = STAGE3.replace(MMA_LINE, INDENT + 'T.sp.mma_sync("m16n8k16", A[v2, 0, 0], C_local[0, 0], '
-                                               'B[v3, 0, 0])\n')
+                                               'B[v3, 0, 0], 16, 24)\n')
     with pytest.raises(st.ScriptError, match="the mma's accumulator 'A' is float16 in global scope; it accumulates "
                                              "in float32"):
         st.parse(swapped)

@@ -135,7 +135,7 @@ class CodegenCudaImpl : public CodegenC {
 
   // A warp's m16n8k16 tile (the prelude's sparsetir_mma_m16n8k16): the
   // accumulator is this lane's fragment of the tile (lower_mma_fragments),
-  // A and B the tiles' first elements with their rows' lengths.
+  // A and B the tiles' first elements with the distances between their rows.
   void EmitMma(const MmaNode* n) override {
     synchronizes_ = true;  // lanes exchange operands (shuffles before sm_80 and under the emulator)
     const auto* acc = n->acc->as<BufferLoadNode>();
@@ -146,7 +146,7 @@ class CodegenCudaImpl : public CodegenC {
     };
     const char* bf16 = a->buffer->dtype == DataType::kBFloat16 ? "true" : "false";
     Line(std::string("sparsetir_mma_m16n8k16<") + bf16 + ">(" + element(acc) + ", " + element(a) + ", (int64_t)" +
-         Expr2C(a->buffer->shape.back()) + ", " + element(b) + ", (int64_t)" + Expr2C(b->buffer->shape.back()) + ");");
+         Expr2C(n->lda) + ", " + element(b) + ", (int64_t)" + Expr2C(n->ldb) + ");");
   }
 
   // No EmitPrefetch: cache hints have no CUDA counterpart worth emitting, as

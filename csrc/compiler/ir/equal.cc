@@ -204,7 +204,8 @@ class Comparator {
       }
       case StmtKind::kMma: {
         const auto *x = a->as<MmaNode>(), *y = b->as<MmaNode>();
-        return x->shape == y->shape && E(x->acc, y->acc) && E(x->a, y->a) && E(x->b, y->b);
+        return x->shape == y->shape && E(x->acc, y->acc) && E(x->a, y->a) && E(x->b, y->b) && E(x->lda, y->lda) &&
+               E(x->ldb, y->ldb);
       }
     }
     return false;

@@ -56,6 +56,8 @@ void IRVisitor::Visit(const MmaNode* n) {
   VisitExpr(n->acc);
   VisitExpr(n->a);
   VisitExpr(n->b);
+  VisitExpr(n->lda);
+  VisitExpr(n->ldb);
 }
 void IRVisitor::Visit(const AllocateNode* n) {
   for (const Expr& dim : n->buffer->shape) VisitExpr(dim);
@@ -211,8 +213,9 @@ Stmt IRMutator::Mutate(const PrefetchNode* n, const Stmt& self) {
 
 Stmt IRMutator::Mutate(const MmaNode* n, const Stmt& self) {
   Expr acc = VisitExpr(n->acc), a = VisitExpr(n->a), b = VisitExpr(n->b);
-  if (acc == n->acc && a == n->a && b == n->b) return self;
-  return MakeMma(n->shape, acc, a, b);
+  Expr lda = VisitExpr(n->lda), ldb = VisitExpr(n->ldb);
+  if (acc == n->acc && a == n->a && b == n->b && lda == n->lda && ldb == n->ldb) return self;
+  return MakeMma(n->shape, acc, a, b, lda, ldb);
 }
 
 Stmt IRMutator::Mutate(const AtomicAddNode* n, const Stmt& self) {

@@ -373,7 +373,8 @@ class FunctionPrinter {
       }
       case StmtKind::kMma: {
         const auto* n = s->as<MmaNode>();
-        Line("T.sp.mma_sync(\"" + n->shape + "\", " + E(n->acc) + ", " + E(n->a) + ", " + E(n->b) + ")");
+        Line("T.sp.mma_sync(\"" + n->shape + "\", " + E(n->acc) + ", " + E(n->a) + ", " + E(n->b) + ", " + E(n->lda) +
+             ", " + E(n->ldb) + ")");
         return;
       }
     }

@@ -148,21 +148,26 @@ struct AtomicAddNode : StmtNode {
   const Expr value;
 };
 
-// T.sp.mma_sync("m16n8k16", Acc[r, c], A[.., r, k], B[.., k, c]): a warp's
+// T.sp.mma_sync("m16n8k16", Acc[r, c], A[..], B[..], lda, ldb): a warp's
 // tensor-core multiply-accumulate of one tile, Acc[r:r+16, c:c+8] +=
-// A[r:r+16, k:k+16] * B[k:k+16, c:c+8], each operand a row-major tile in the
-// last two dimensions of its buffer, named by its first element. A and B are
-// float16 or bfloat16 and Acc accumulates in float32 (AccumulatesInFloat32; on
-// cuda, a fragment spread over the warp's lanes, lower_mma_fragments.h).
-// The operands are BufferLoads so that passes rewriting loads rewrite them.
+// A(16 x 16) * B(16 x 8). A and B are named by their first elements; their
+// rows are lda and ldb elements apart and each row is contiguous (the tile's
+// columns run along the buffer's last dimension). Acc is a row-major tile in
+// the last two dimensions of its buffer. A and B are float16 or bfloat16 and
+// Acc accumulates in float32 (AccumulatesInFloat32; on cuda, a fragment
+// spread over the warp's lanes, lower_mma_fragments.h). The operands are
+// BufferLoads so that passes rewriting loads rewrite them.
 struct MmaNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kMma;
-  MmaNode(std::string shape, Expr acc, Expr a, Expr b)
-      : StmtNode(kKind), shape(std::move(shape)), acc(std::move(acc)), a(std::move(a)), b(std::move(b)) {}
+  MmaNode(std::string shape, Expr acc, Expr a, Expr b, Expr lda, Expr ldb)
+      : StmtNode(kKind), shape(std::move(shape)), acc(std::move(acc)), a(std::move(a)), b(std::move(b)),
+        lda(std::move(lda)), ldb(std::move(ldb)) {}
   const std::string shape;
   const Expr acc;
   const Expr a;
   const Expr b;
+  const Expr lda;  // elements between A's rows
+  const Expr ldb;  // elements between B's rows
 };
 
 // The one tile shape the CUDA backend lowers: 16 x 8 outputs, 16 deep.
@@ -186,8 +191,9 @@ Stmt MakeAtomicAdd(Expr target, Expr value);
 // or a 16-bit one in local scope (kept in float32 registers, rounded once
 // when it is stored).
 bool AccumulatesInFloat32(const BufferNode* buffer);
-// Checks the shape and that the operands are BufferLoads of at least two
-// dimensions: a float32 accumulator and same-dtype 16-bit multiplicands.
-Stmt MakeMma(std::string shape, Expr acc, Expr a, Expr b);
+// Checks the shape, that the operands are BufferLoads (a float32 accumulator
+// of at least two dimensions, same-dtype 16-bit multiplicands) and that the
+// row strides are integers.
+Stmt MakeMma(std::string shape, Expr acc, Expr a, Expr b, Expr lda, Expr ldb);
 
 }  // namespace sparsetir

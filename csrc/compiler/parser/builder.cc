@@ -651,14 +651,14 @@ class Builder {
     return MakePrefetch(address, count);
   }
 
-  // T.sp.mma_sync("m16n8k16", Acc[r, c], A[.., r, k], B[.., k, c]): a warp's
+  // T.sp.mma_sync("m16n8k16", Acc[r, c], A[..], B[..], lda, ldb): a warp's
   // tile multiply-accumulate (stage III, as the tensorize primitive prints it).
   Stmt BuildMma(const AstExprPtr& call) {
     if (func_.stage != Stage::kIII) {
       ThrowScriptError("T.sp.mma_sync belongs to stage III (\"sparse_tir_level\": 0)", call->span);
     }
-    if (call->children.size() != 5 || call->children[1]->kind != Kind::kString) {
-      ThrowScriptError("T.sp.mma_sync(\"m16n8k16\", Acc[r, c], A[.., r, k], B[.., k, c])", call->span);
+    if (call->children.size() != 7 || call->children[1]->kind != Kind::kString) {
+      ThrowScriptError("T.sp.mma_sync(\"m16n8k16\", Acc[r, c], A[..], B[..], lda, ldb)", call->span);
     }
     if (call->children[1]->text != kMmaShape) {
       ThrowScriptError(std::string("T.sp.mma_sync knows the shape \"") + kMmaShape + "\"", call->children[1]->span);
@@ -672,8 +672,9 @@ class Builder {
         operands.push_back(BuildExpr(operand));
         load = operands.back()->as<BufferLoadNode>();
       }
-      if (!load || load->indices.size() < 2) {
-        ThrowScriptError(std::string("the mma's ") + names[i] + " is an element of a buffer of two or more dimensions",
+      if (!load || (i == 0 && load->indices.size() < 2)) {
+        ThrowScriptError(std::string("the mma's ") + names[i] +
+                             (i == 0 ? " is an element of a buffer of two or more dimensions" : " is a buffer element"),
                          operand->span);
       }
       const DataType dtype = load->buffer->dtype;
@@ -690,7 +691,8 @@ class Builder {
     if (operands[1]->as<BufferLoadNode>()->buffer->dtype != operands[2]->as<BufferLoadNode>()->buffer->dtype) {
       ThrowScriptError("the mma's A and B differ in dtype", call->span);
     }
-    return MakeMma(kMmaShape, operands[0], operands[1], operands[2]);
+    return MakeMma(kMmaShape, operands[0], operands[1], operands[2], BuildIndexScalar(call->children[5], "lda"),
+                   BuildIndexScalar(call->children[6], "ldb"));
   }
 
   // T.atomic_add(C[i, k], value): an indivisible C[i, k] += value.

@@ -229,6 +229,14 @@ void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat) {
 constexpr int64_t kMmaRows = 16, kMmaColumns = 8, kMmaDepth = 16;
 constexpr int64_t kMmaTilesPerWarp = 4;
 
+// The 8-column tiles a warp accumulates side by side for `columns` columns
+// (a multiple of 8): the most, up to kMmaTilesPerWarp, that divide them.
+int64_t MmaTilesPerWarp(int64_t columns) {
+  int64_t tiles = kMmaTilesPerWarp;
+  while ((columns / kMmaColumns) % tiles != 0) tiles /= 2;
+  return tiles;
+}
+
 // True if bsrmm runs on tensor cores: 16-bit blocks whose sides are
 // multiples of 16 and features a multiple of 8.
 bool BsrmmOnTensorCores(DataType values, int64_t block_h, int64_t block_w, int64_t feat) {
@@ -244,8 +252,7 @@ bool BsrmmOnTensorCores(DataType values, int64_t block_h, int64_t block_w, int64
 // init is merged into the warp's loops so that it zeroes the fragment, and
 // the output is rounded once when the fragment is stored.
 void BsrmmMma(Schedule& sch, int64_t feat) {
-  int64_t tiles = kMmaTilesPerWarp;
-  while ((feat / kMmaColumns) % tiles != 0) tiles /= 2;
+  const int64_t tiles = MmaTilesPerWarp(feat);
   auto loops = sch.GetLoops("bsrmm");  // i, j, bi, bj, f
   auto bi = sch.Split(loops[2], {std::nullopt, kMmaRows});
   auto bj = sch.Split(loops[3], {std::nullopt, kMmaDepth});
@@ -265,6 +272,30 @@ void BsrmmMma(Schedule& sch, int64_t feat) {
   sch.Bind(warp_features, "blockIdx.y");
   sch.CacheWrite(warp_features, "C", "local");
   sch.Tensorize(bi[1], "mma_m16n8k16");
+}
+
+// bsr_linear_tiles: loops i, n, j, r, bj, bi (init: i, n, r, bi). A batch
+// tile of 16 rows per blockIdx.x and a block row of the weight per
+// blockIdx.y; a warp per `tiles` x 8 outputs of the block row (threadIdx.y).
+// The warp's 16 x (8 tiles) outputs sum in a float32 fragment over the row's
+// blocks and their 16-column slices, one T.sp.mma_sync (X's rows times WT's
+// columns) per 8 outputs, as in BsrmmMma.
+void BsrLinearMma(Schedule& sch, int64_t block_h) {
+  const int64_t tiles = MmaTilesPerWarp(block_h);
+  auto loops = sch.GetLoops("bsr_linear");  // i, n, j, r, bj, bi
+  auto bj = sch.Split(loops[4], {std::nullopt, kMmaDepth});
+  auto bi = sch.Split(loops[5], {std::nullopt, kMmaColumns * tiles});
+  auto bi_tile = sch.Split(bi[1], {std::nullopt, kMmaColumns});
+  sch.Reorder({bi[0], loops[2], bj[0], bi_tile[0], loops[3], bi_tile[1], bj[1]});
+  auto init = sch.GetLoops("bsr_linear_init");  // i, n, r, bi
+  auto init_bi = sch.Split(init[3], {std::nullopt, kMmaColumns * tiles});
+  sch.Reorder({init_bi[0], init[2], init_bi[1]});
+  const std::string warp = sch.Merge({init_bi[0], bi[0]});
+  sch.Bind(loops[0], "blockIdx.y");
+  sch.Bind(loops[1], "blockIdx.x");
+  sch.Bind(warp, "threadIdx.y");
+  sch.CacheWrite(warp, "Y", "local");
+  sch.Tensorize(loops[3], "mma_m16n8k16");
 }
 
 // Splits a block's row loop `bi` (block_h rows) into lanes over threadIdx.x
@@ -376,6 +407,15 @@ int64_t CudaRowLanes(int64_t feat) {
   return lanes;
 }
 
+bool BsrLinearOnTensorCores(DataType values, int64_t block_h, int64_t block_w) {
+  if ((values != DataType::kFloat16 && values != DataType::kBFloat16) || block_h % kMmaColumns != 0 ||
+      block_w % kMmaDepth != 0) {
+    return false;
+  }
+  const int64_t warps = block_h / (kMmaColumns * MmaTilesPerWarp(block_h));
+  return warps * kWarp <= kMaxBlockThreads;
+}
+
 const char* const kFeaturesPerThread = "features_per_thread";
 
 int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested) {
@@ -387,7 +427,7 @@ int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested) {
 bool HasCudaRecipe(const std::string& recipe) {
   return recipe == "csrmm" || recipe == "csrmm_mean" || recipe == "csrmm_segments" || recipe == "sddmm" ||
          recipe == "csrmm_heads" || recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" || recipe == "edge_softmax" ||
-         recipe == "edge_softmax_backward" || recipe == "bsrmm" || recipe == "bsr_linear" ||
+         recipe == "edge_softmax_backward" || recipe == "bsrmm" || recipe == "bsr_linear" || recipe == "bsr_linear_tiles" ||
          recipe == "bsr_linear_grad_blocks" || recipe == "gat_attention";
 }
 
@@ -426,6 +466,13 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
     }
   } else if (recipe == "bsr_linear") {
     BsrLinear(sch, Size(sizes, "block_h"));
+  } else if (recipe == "bsr_linear_tiles") {
+    if (!BsrLinearOnTensorCores(BufferDtype(f, "X"), Size(sizes, "block_h"), Size(sizes, "block_w")) ||
+        Size(sizes, "tile_rows") != kMmaRows) {
+      throw UserError(UserErrorKind::kSchedule, "bsr_linear_tiles runs on tensor cores only: 16-bit blocks of a "
+                                                "multiple of 8 rows and 16 columns, in tiles of 16 batch rows");
+    }
+    BsrLinearMma(sch, Size(sizes, "block_h"));
   } else if (recipe == "bsr_linear_grad_blocks") {
     BsrLinearGradBlocks(sch, Size(sizes, "block_h"), Size(sizes, "block_w"));
   } else if (recipe == "edge_softmax") {

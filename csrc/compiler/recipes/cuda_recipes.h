@@ -11,21 +11,29 @@
 //    segment in place of a row, so that a long row is the work of many
 //    thread groups; each group publishes its partial output row with one
 //    atomic add per element into an output zeroed before the launch.
+//  - csrmm_mean: csrmm's mapping with the division merged into the row's
+//    loops, done in registers before the store.
 //  - sddmm (sddmm_dot): the non-zeros fused into one loop (the row found by
-//    binary search, sparse_fuse), one thread per non-zero with its dot product
-//    in a register.
+//    binary search, sparse_fuse); below 32 features a thread per non-zero,
+//    from 32 a warp per non-zero whose lanes combine their parts of the dot
+//    product with shuffles (lower_lane_reductions).
 //  - csrmm_heads: the csrmm mapping with the heads over blockIdx.z.
-//  - sddmm_heads, sddmm_add, sddmm_mul: the sddmm mapping, a thread per
-//    non-zero and head (or feature), the heads over blockIdx.y.
-//  - edge_softmax, edge_softmax_backward: a thread per row runs all of the
-//    row's passes (the row loops merged).
+//  - sddmm_heads, sddmm_add, sddmm_mul: the sddmm mapping, the heads (or
+//    features) over blockIdx.y.
+//  - edge_softmax, edge_softmax_backward: a warp per row, the row's passes
+//    merged, each pass's non-zeros over the lanes and the row's max / sum /
+//    dot combined by shuffles; gat_attention: a thread per row.
 //  - bsrmm: a block row per blockIdx.x, a row of the block per blockIdx.z,
-//    features over lanes; bsr_linear: batch rows over blockIdx.x and
-//    threadIdx.y, weight block rows over blockIdx.y, the block's rows over
-//    lanes; bsr_linear_grad_blocks: a stored block per blockIdx.x, a thread
-//    per element of the block summing over the batch.
-// No kernel of these recipes exchanges data between threads: each thread owns
-// the outputs it writes (or adds into them atomically), so none synchronizes.
+//    features over lanes; for 16-bit blocks of multiples of 16 (and features
+//    of 8), tensor cores instead: a warp per 16 x 32 output tile, one
+//    mma.sync per 16 x 8 x 16 (tensorize, lower_mma_fragments).
+//  - bsr_linear: batch rows over blockIdx.x and threadIdx.y, weight block rows
+//    over blockIdx.y, the block's rows over lanes; bsr_linear_tiles (the
+//    batch in tiles of 16 rows): the tensor-core mapping of bsrmm.
+//  - bsr_linear_grad_blocks: a stored block per blockIdx.x, a thread per
+//    element of the block summing over the batch.
+// Threads exchange data only through the shuffles of lane reductions and
+// mmas, which synchronize the lanes they name.
 // Recipes of this file are the one source of the cuda schedules;
 // st.explain(..., device="cuda") prints their traces.
 #pragma once
@@ -34,6 +42,7 @@
 #include <map>
 #include <string>
 
+#include "ir/dtype.h"
 #include "schedule/schedule.h"
 
 namespace sparsetir {
@@ -47,13 +56,21 @@ extern const char* const kFeaturesPerThread;
 // Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "csrmm_segments",
 // "sddmm", "csrmm_heads", "sddmm_heads", "sddmm_add", "sddmm_mul",
 // "edge_softmax", "edge_softmax_backward", "bsrmm", "bsr_linear",
-// "bsr_linear_grad_blocks"), for
+// "bsr_linear_tiles", "bsr_linear_grad_blocks", "csrmm_mean", "gat_attention"), for
 // the given sizes (specialized into the kernel). A recipe that has no cuda
 // schedule yet raises a UserError naming it.
 Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes);
 
 // True if `recipe` has a cuda schedule.
 bool HasCudaRecipe(const std::string& recipe);
+
+// The rows of a batch tile of bsr_linear_tiles (one tensor-core tile).
+constexpr int64_t kBsrLinearTileRows = 16;
+// True if bsr_linear_tiles runs on tensor cores for these blocks (the
+// operator then calls it for batches that are a multiple of
+// kBsrLinearTileRows): 16-bit blocks whose rows (the outputs, the tile's
+// columns) are a multiple of 8 and columns (the reduction) of 16.
+bool BsrLinearOnTensorCores(DataType values, int64_t block_h, int64_t block_w);
 
 // The features a csrmm / csrmm_segments thread owns for a feature width of
 // `feat`: `requested` (0: the recipe's choice), halved until 32 x that many

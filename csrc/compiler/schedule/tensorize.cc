@@ -9,18 +9,20 @@
 //                              + A[v0, bi_0 * 16 + bi_1, bj_1] * B[v1, bj_1, f_0 * 8 + f_1]
 // After:   sch.tensorize("bi_1", "mma_m16n8k16")
 //          with T.block("bsrmm"):
-//              T.sp.mma_sync("m16n8k16", C_local[0, f_0 * 8], A[v0, bi_0 * 16, 0], B[v1, 0, f_0 * 8])
+//              T.sp.mma_sync("m16n8k16", C_local[0, f_0 * 8], A[v0, bi_0 * 16, 0], B[v1, 0, f_0 * 8], 16, 64)
 //
 // The nest's loops are the tile's rows m (16), columns n (8) and depth k
 // (16), in any order, told apart by what they index: the accumulator's last
-// two dimensions by m and n, A's by m and k, B's by k and n. Each variable
-// has coefficient 1 in its dimension and appears in no other, so each tile is
-// row-major in its buffer's last two dimensions from the element the base
-// indices name (every variable of the nest at 0). The accumulator sums in
+// two dimensions by m and n; A's last by k and another by m; B's last by n
+// and another by k. Each variable has coefficient 1 in its dimension and
+// appears in no other, so a tile's columns are contiguous and its rows are
+// the row dimension's stride apart (the product of the dimensions after it),
+// from the element the base indices name (every variable of the nest at 0). The accumulator sums in
 // float32 (a float32 buffer, or a 16-bit local one); A and B are float16 or
 // bfloat16. On cuda the warp's 32 lanes run the instruction together and the
 // accumulator becomes a fragment spread over them (lower_mma_fragments.h).
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "ir/equal.h"
@@ -152,8 +154,8 @@ class TileMatcher {
     const bool x_is_a = Uses(MakeLoad(x->buffer, x->indices), m);
     const BufferLoadNode* a = x_is_a ? x : y;
     const BufferLoadNode* b = x_is_a ? y : x;
-    CheckTile(a, m, k, "A");
-    CheckTile(b, k, n, "B");
+    const Expr lda = CheckTile(a, m, k, "A");
+    const Expr ldb = CheckTile(b, k, n, "B");
     CheckExtent(m, kMmaM, "rows");
     CheckExtent(n, kMmaN, "columns");
     CheckExtent(k, kMmaK, "depth");
@@ -169,7 +171,8 @@ class TileMatcher {
       for (const Expr& index : indices) at.push_back(Simplify(Substitute(index, origin)));
       return MakeLoad(buffer, at);
     };
-    Stmt mma = MakeMma(kMmaShape, base(acc, nest_.indices), base(a->buffer, a->indices), base(b->buffer, b->indices));
+    Stmt mma = MakeMma(kMmaShape, base(acc, nest_.indices), base(a->buffer, a->indices), base(b->buffer, b->indices),
+                       lda, ldb);
     return nest_.block.empty() ? mma : MakeBlock(nest_.block, mma);
   }
 
@@ -206,19 +209,32 @@ class TileMatcher {
     return vars[d].begin()->first;
   }
 
-  // `load`'s last two dimensions are indexed by `row` and `col` alone, and
-  // no other dimension by either.
-  void CheckTile(const BufferLoadNode* load, const VarNode* row, const VarNode* col, const char* role) const {
+  // `load`'s last dimension is indexed by `col` alone and one other by `row`
+  // alone; no other dimension uses the nest. Returns the distance between
+  // the tile's rows: the product of the dimensions after the row's.
+  Expr CheckTile(const BufferLoadNode* load, const VarNode* row, const VarNode* col, const char* role) const {
     const std::string name = std::string(role) + " '" + load->buffer->name + "'";
     const auto vars = Dimensions(load->indices, name);
-    const size_t rows = vars.size() - 2, cols = vars.size() - 1;
-    if (SoleVar(vars, rows, load->buffer->name) != row || SoleVar(vars, cols, load->buffer->name) != col) {
-      Fail(name + " must be indexed by loop '" + row->name + "' in its second-to-last dimension and by '" +
-           col->name + "' in its last (a row-major tile)");
+    const size_t last = vars.size() - 1;
+    if (SoleVar(vars, last, load->buffer->name) != col) {
+      Fail(name + " must be indexed by loop '" + col->name + "' in its last dimension (the tile's contiguous "
+           "columns)");
     }
-    for (size_t d = 0; d < rows; ++d) {
-      if (!vars[d].empty()) Fail(name + " uses the nest's loops outside its last two dimensions");
+    std::optional<size_t> rows;
+    for (size_t d = 0; d < last; ++d) {
+      if (vars[d].empty()) continue;
+      if (rows || SoleVar(vars, d, load->buffer->name) != row) {
+        Fail(name + " must be indexed by loop '" + row->name + "' in one dimension before its last, and by no "
+             "other of the nest's loops there");
+      }
+      rows = d;
     }
+    if (!rows) Fail(name + " is not indexed by loop '" + row->name + "' (the tile's rows)");
+    Expr stride = IntLike(1, load->indices[*rows]);
+    for (size_t d = *rows + 1; d < vars.size(); ++d) {
+      stride = Mul(stride, load->buffer->shape[d]);
+    }
+    return Simplify(stride);
   }
 
   void CheckExtent(const VarNode* var, int64_t want, const char* what) const {
