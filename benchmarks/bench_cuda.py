@@ -6,6 +6,9 @@
     sddmm      torch.sparse.sampled_addmm(A_csr, X, Y.T, beta=0)    the same matrices; K = 32 and 128; float32
     bsrmm      torch BSR A_bsr @ B (A.to_sparse_bsr((32, 32)))      4096 x 4096, 32 x 32 blocks, block sparsity
                and dense torch.matmul(A_dense, B) (cuBLAS)          80 / 90 / 95 %; K = 64 and 256; float32, float16
+    bsr_linear dense F.linear(x, W) (cuBLAS) and torch BSR          a pruned Linear layer x @ W^T: W 4096 x 4096,
+               (W_bsr @ x^T)^T                                      the blocks and sparsities of bsrmm; batch 256
+                                                                    and 2048; float32, float16
     attention  F.scaled_dot_product_attention(q, k, v,              batch 1, 4 heads, D = 64, L = S = 1024 and 4096,
                attn_mask=bool mask) and FlexAttention               10 % of each row allowed ("rand": random columns;
                (torch.compile'd flex_attention, block mask from     "win+rand": a 64-wide local window plus random
@@ -74,7 +77,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
-ALL_OPS = ("spmm", "sddmm", "bsrmm", "attention")
+ALL_OPS = ("spmm", "sddmm", "bsrmm", "bsr_linear", "attention")
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
 TOL = {torch.float32: 1e-4, torch.float16: 1e-2}
 ATTENTION_TOL = {torch.float32: 2e-3, torch.float16: 2e-2}
@@ -438,6 +441,9 @@ class Ours:
     def bsrmm(self, indptr, indices, blocks, B):
         return None if self.ops is None else (lambda: self.ops.bsrmm(indptr, indices, blocks, B))
 
+    def bsr_linear(self, x, indptr, indices, blocks):
+        return None if self.ops is None else (lambda: self.ops.bsr_linear(x, indptr, indices, blocks))
+
     def attention(self, indptr, indices, q, k, v):
         return None if self.ops is None else (lambda: self.ops.sparse_attention(indptr, indices, q, k, v))
 
@@ -600,6 +606,36 @@ def bench_bsrmm(bench: Bench, sparsities, ks, dtypes, n: int = 4096, block: int 
                           notes={p: f"block sparsity {actual:.3f}" for p in ("torch BSR @", "dense matmul (cuBLAS)")})
                 del B, ref, mag
         torch.cuda.empty_cache()
+
+
+def bench_bsr_linear(bench: Bench, sparsities, batches, dtypes, n: int = 4096, block: int = 32) -> None:
+    """A pruned Linear layer's forward pass, x @ W^T, with W block-sparse."""
+    for s in sparsities:
+        dense32 = block_sparse_dense(n, block, s)
+        for dname in dtypes:
+            dtype = DTYPES[dname]
+            W = dense32.to(dtype)
+            A = W.to_sparse_bsr((block, block))
+            nnzb = A.col_indices().numel()
+            crow32, col32 = A.crow_indices().int(), A.col_indices().int()
+            name = f"{n}x{n}_b{block}_s{round(s * 100)}"
+            actual = 1 - nnzb / (n // block) ** 2
+            for batch in batches:
+                x = uniform(batch, n, seed=batch, dtype=dtype)
+                ref = x.double() @ W.double().T
+                mag = x.double().abs_() @ W.double().abs_().T
+                elem = W.element_size()
+                case = Case("bsr_linear", name, n, n, nnzb * block * block, batch, dname,
+                            nnzb * (INDEX_BYTES + block * block * elem) + 2 * n * batch * elem)
+                bench.run(case, {"dense F.linear (cuBLAS)": lambda: F.linear(x, W),
+                                 "torch BSR (W @ x^T)^T": lambda: (A @ x.T).T},
+                          lambda out: compare(out, ref, mag, TOL[dtype]),
+                          bench.ours.bsr_linear(x, crow32, col32, A.values()),
+                          notes={p: f"block sparsity {actual:.3f}"
+                                 for p in ("dense F.linear (cuBLAS)", "torch BSR (W @ x^T)^T")})
+                del x, ref, mag
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
 
 
 def attention_pattern(L: int, S: int, density: float, window: int, seed: int):
@@ -794,11 +830,58 @@ def plot(path: str, rows: List[dict]) -> bool:
 # Setup
 
 
+class EmulatedBench(Bench):
+    """Checks our operators on CPU tensors under the project's SIMT emulator (SPARSETIR_EMULATE_CUDA=1: their cuda
+    recipes and CUDA source, compiled by the host compiler): correctness only. Peers and timing are skipped; a
+    time measured on the emulator would say nothing about a GPU."""
+
+    def run(self, case: Case, peers, check, ours: Optional[Callable] = None, notes=None) -> None:
+        if ours is None:
+            return
+        try:
+            msg = check(ours())
+        except Exception as e:  # noqa: BLE001
+            msg = f"failed: {short(e)}"
+        row = {**case.__dict__, "peer": "", "peer_ms": None, "ours_ms": None, "ratio": None, "gbps": None,
+               "frac_peak": None, "ours_gbps": None, "reps": None, "timing": "not timed (emulated)",
+               "note": f"WRONG: {msg}" if msg else "ok (emulated, not timed)", **self.env}
+        self.rows.append(row)
+        print(f"  {case.op} {case.matrix} K={case.K} {case.dtype}: {row['note']}", flush=True)
+
+
 def emulator_mode(args) -> int:
-    """Without a CUDA device. The project's future CUDA emulator mode hooks in here (running our CUDA kernels on
-    the CPU to check them); there is nothing to time, and this script never reports made-up numbers."""
-    print("no CUDA device: nothing to time")
-    return 0
+    """Without a CUDA device: the same cases, scaled down, run through our operators' CUDA path under the SIMT
+    emulator and checked against the float64 references, and nothing timed (so the script says)."""
+    global DEVICE
+    DEVICE = "cpu"
+    os.environ["SPARSETIR_EMULATE_CUDA"] = "1"
+    if REPO not in sys.path:
+        sys.path.insert(0, REPO)
+    try:
+        import sparsetir_torch  # noqa: F401  (registers torch.ops.sparsetir)
+    except Exception as e:  # noqa: BLE001
+        print(f"no CUDA device, and sparsetir_torch does not import ({short(e)}): nothing to check or time")
+        return 1
+    say("no CUDA device: our operators' CUDA kernels run under the SIMT emulator on small cases, for correctness "
+        "only; nothing is timed")
+    bench = EmulatedBench(None, Ours(torch.ops.sparsetir), 1.0, {"device": "SIMT emulator (CPU)",
+                          "torch": torch.__version__, "cuda": "emulated"}, deadline=math.inf)
+    graphs = [Graph(rmat(9))]
+    runners = {
+        "spmm": lambda: bench_spmm(bench, graphs, args.k or [32, 128], ["float32", "float16"]),
+        "sddmm": lambda: bench_sddmm(bench, graphs, args.k or [32, 128]),
+        "bsrmm": lambda: bench_bsrmm(bench, [0.9], [64], ["float32", "float16"], n=256),
+        "bsr_linear": lambda: bench_bsr_linear(bench, [0.9], [32], ["float32", "float16"], n=256),
+        "attention": lambda: bench_attention(bench, [128], [0, 16], ["float16", "float32"], Flex(False)),
+    }
+    for op in args.ops:
+        runners[op]()
+    wrong = [r for r in bench.rows if not r["note"].startswith("ok")]
+    say(f"\nemulated: {len(bench.rows)} cases checked, {len(wrong)} wrong; nothing timed")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        write_csv(os.path.join(args.out, "bench_cuda.csv"), bench.rows)
+    return 1 if wrong else 0
 
 
 def device_env() -> Dict[str, str]:
@@ -926,6 +1009,8 @@ def main() -> int:
         "sddmm": lambda: bench_sddmm(bench, matrices(), args.k or ([32] if quick else [32, 128])),
         "bsrmm": lambda: bench_bsrmm(bench, [0.9] if quick else [0.8, 0.9, 0.95], [64] if quick else [64, 256],
                                      ["float32", "float16"]),
+        "bsr_linear": lambda: bench_bsr_linear(bench, [0.9] if quick else [0.8, 0.9, 0.95],
+                                               [256] if quick else [256, 2048], ["float32", "float16"]),
         "attention": lambda: bench_attention(bench, [1024] if quick else [1024, 4096], [0] if quick else [0, 64],
                                              ["float16"] if quick else ["float16", "float32"], Flex(not args.no_flex)),
     }

@@ -442,3 +442,24 @@ def test_explain_shows_the_tensor_core_recipe():
     assert not st.explain(a, op="bsrmm", k=60, device="cuda", dtype=torch.float16)["tensor_cores"]
     with pytest.raises(ValueError, match="op='bsrmm' needs A with blocks"):
         st.explain(None, op="bsrmm", k=64, device="cuda")
+
+
+# --------------------------------------------------------------------------- the CUDA benchmark without a GPU
+
+
+@pytest.mark.skipif(not bool(GPU_REASON), reason="a GPU is present: the benchmark times it instead")
+def test_cuda_benchmark_checks_under_the_emulator(tmp_path):
+    """Without a GPU, benchmarks/bench_cuda.py runs our operators' CUDA path
+    under the emulator on small cases (the tensor-core bsrmm and bsr_linear
+    among them), checks them against float64 and times nothing."""
+    import sys
+
+    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "benchmarks", "bench_cuda.py"), "--ops",
+                           "bsrmm,bsr_linear", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": REPO_ROOT})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "emulated: 4 cases checked, 0 wrong; nothing timed" in proc.stdout, proc.stdout
+    assert "bsr_linear 256x256_b32_s90 K=32 float16: ok (emulated, not timed)" in proc.stdout
+    with open(tmp_path / "bench_cuda.csv", encoding="utf-8") as f:
+        rows = f.read().splitlines()
+    assert len(rows) == 5 and all("not timed (emulated)" in r for r in rows[1:])
