@@ -145,6 +145,9 @@ class TileMatcher {
     const auto acc_vars = Dimensions(nest_.indices, "accumulator '" + acc->name + "'");
     const VarNode* m = SoleVar(acc_vars, acc_vars.size() - 2, acc->name);
     const VarNode* n = SoleVar(acc_vars, acc_vars.size() - 1, acc->name);
+    for (size_t d = 0; d + 2 < acc_vars.size(); ++d) {
+      if (!acc_vars[d].empty()) Fail("accumulator '" + acc->name + "' uses the nest's loops outside its last two dimensions");
+    }
     const VarNode* k = nullptr;
     for (const ForNode* loop : nest_.loops) {
       if (loop->var.get() != m && loop->var.get() != n) k = loop->var.get();
