@@ -224,6 +224,16 @@ def test_block_sparse_linear_trains_on_tensor_cores(emulate, monkeypatch):
         torch.testing.assert_close(got.float(), want, rtol=2**-7, atol=2**-5)
 
 
+@pytest.mark.parametrize("order", ["reverse", "check"])
+def test_tensor_core_bsr_linear_in_every_thread_order(emulate, monkeypatch, order):
+    indptr, indices, blocks = random_bsr(2, 3, 40, 16, 0.6, seed=16, idtype="int32")
+    blocks_t = torch.from_numpy(blocks).bfloat16()
+    x = torch.from_numpy(np.random.default_rng(17).uniform(-1, 1, (32, 48))).bfloat16()
+    forward = ops.bsr_linear(x, indptr, indices, blocks_t)
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", order)
+    assert torch.equal(ops.bsr_linear(x, indptr, indices, blocks_t), forward)
+
+
 def test_bsr_linear_tiles_refuse_what_tensor_cores_cannot_run():
     with pytest.raises(st.ScheduleError, match="bsr_linear_tiles runs on tensor cores only"):
         bsr_linear_source("float32", (32, 16))
