@@ -325,11 +325,12 @@ GPU_REASON = st.cuda_unavailable_reason()
 
 @pytest.mark.skipif(bool(GPU_REASON), reason=f"no GPU: {GPU_REASON}")
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("feat,lanes", [(64, 32), (20, 32), (100, 16)])
-def test_gpu_lane_sum_matches_float64(dtype, feat, lanes):
-    """The same kernels on a GPU, where the lanes' shuffles run for real."""
+@pytest.mark.parametrize("feat,lanes,rows", [(64, 32, 4), (20, 32, 4), (100, 16, 4), (300, 128, 1), (1500, 1024, 1)])
+def test_gpu_lane_sum_matches_float64(dtype, feat, lanes, rows):
+    """The same kernels on a GPU, where the lanes' shuffles (and beyond a
+    warp, the block's shared memory) run for real."""
     a = make_csr(seed=5, **CSR_CASES["dense_row"])
-    kernel = st.compile(lane_schedule(read_script("sddmm", dtype, "int32"), feat, lanes), target="cuda")
+    kernel = st.compile(lane_schedule(read_script("sddmm", dtype, "int32"), feat, lanes, rows=rows), target="cuda")
     rng = np.random.default_rng(1)
     A = to_tensor(rng.uniform(-1, 1, (a.m, feat)), dtype)
     B = to_tensor(rng.uniform(-1, 1, (a.n, feat)), dtype)
@@ -340,25 +341,6 @@ def test_gpu_lane_sum_matches_float64(dtype, feat, lanes):
            feat_size=feat, nnz=a.nnz)
     ref, magnitude = sddmm_reference(a, A.double().numpy(), B.double().numpy(), X.double().numpy())
     assert_within_bound(Y.cpu(), ref, magnitude, feat, dtype, "gpu lane sddmm")
-
-
-@pytest.mark.skipif(bool(GPU_REASON), reason=f"no GPU: {GPU_REASON}")
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("feat,lanes", [(300, 128), (1500, 1024)])
-def test_gpu_block_lane_sum_matches_float64(dtype, feat, lanes):
-    """A block's warps combining through shared memory, on a GPU."""
-    a = make_csr(seed=5, **CSR_CASES["dense_row"])
-    kernel = st.compile(lane_schedule(read_script("sddmm", dtype, "int32"), feat, lanes, rows=1), target="cuda")
-    rng = np.random.default_rng(1)
-    A = to_tensor(rng.uniform(-1, 1, (a.m, feat)), dtype)
-    B = to_tensor(rng.uniform(-1, 1, (a.n, feat)), dtype)
-    X = to_tensor(rng.uniform(-1, 1, a.nnz), dtype)
-    Y = torch.full((a.nnz,), float("nan"), dtype=TORCH_DTYPES[dtype], device="cuda")
-    indptr, indices = a.torch_structure("int32")
-    kernel(a=A.cuda(), b=B.cuda(), x=X.cuda(), y=Y, indptr=indptr.cuda(), indices=indices.cuda(), m=a.m, n=a.n,
-           feat_size=feat, nnz=a.nnz)
-    ref, magnitude = sddmm_reference(a, A.double().numpy(), B.double().numpy(), X.double().numpy())
-    assert_within_bound(Y.cpu(), ref, magnitude, feat, dtype, "gpu block lane sddmm")
 
 
 # The recipe's stage-III kernel, as a script: a warp per non-zero, 2 x 32 lanes.

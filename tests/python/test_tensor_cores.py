@@ -347,24 +347,22 @@ def test_stage3_script_round_trips_and_compiles():
     assert MMA_CALL in st.compile(STAGE3, target="cuda").source
 
 
+def with_mma(args):
+    """STAGE3 with its mma written T.sp.mma_sync(args)."""
+    return STAGE3.replace(MMA_LINE, f"{INDENT}T.sp.mma_sync({args})\n")
+
+
 def test_mma_sync_script_errors():
-    wrong_shape = STAGE3.replace('"m16n8k16"', '"m16n8k8"')
     with pytest.raises(st.ScriptError, match='T.sp.mma_sync knows the shape "m16n8k16"'):
-        st.parse(wrong_shape)
-    one_dim = STAGE3.replace(MMA_LINE, INDENT + 'T.sp.mma_sync("m16n8k16", J_indices[v2], A[v2, 0, 0], '
-                                                'B[v3, 0, 0], 16, 24)\n')
+        st.parse(STAGE3.replace('"m16n8k16"', '"m16n8k8"'))
     with pytest.raises(st.ScriptError, match="the mma's accumulator is an element of a buffer of two or more "
                                              "dimensions"):
-        st.parse(one_dim)
-    no_strides = STAGE3.replace(MMA_LINE, INDENT + 'T.sp.mma_sync("m16n8k16", C_local[0, 0], A[v2, 0, 0], '
-                                                   'B[v3, 0, 0])\n')
+        st.parse(with_mma('"m16n8k16", J_indices[v2], A[v2, 0, 0], B[v3, 0, 0], 16, 24'))
     with pytest.raises(st.ScriptError, match="lda, ldb"):
-        st.parse(no_strides)
-    swapped = STAGE3.replace(MMA_LINE, INDENT + 'T.sp.mma_sync("m16n8k16", A[v2, 0, 0], C_local[0, 0], '
-                                               'B[v3, 0, 0], 16, 24)\n')
+        st.parse(with_mma('"m16n8k16", C_local[0, 0], A[v2, 0, 0], B[v3, 0, 0]'))
     with pytest.raises(st.ScriptError, match="the mma's accumulator 'A' is float16 in global scope; it accumulates "
                                              "in float32"):
-        st.parse(swapped)
+        st.parse(with_mma('"m16n8k16", A[v2, 0, 0], C_local[0, 0], B[v3, 0, 0], 16, 24'))
 
 
 def test_fragment_refusals():
