@@ -76,7 +76,7 @@ class Variant:
             sizes["heads"] = self.heads
         if self.block:
             sizes.update(block_h=self.block[0], block_w=self.block[1])
-        if self.script == "bsr_linear_tiles":
+        if self.script in ("bsr_linear_tiles", "bsr_linear_grad_blocks_tiles"):
             sizes["tile_rows"] = 16  # a tensor core's rows
         return sizes
 
@@ -111,6 +111,8 @@ def variants(quick: bool = False) -> Iterator[Variant]:
     for dtype, idtype, block in itertools.product(("float16", "bfloat16"), index_dtypes,
                                                   ((32, 32),) if quick else ((32, 32), (40, 48), (8, 16))):
         yield Variant("bsr_linear_tiles", "bsr_linear_tiles", dtype, idtype, 0, block=block)
+        yield Variant("bsr_linear_grad_blocks_tiles", "bsr_linear_grad_blocks_tiles", dtype, idtype, 0,
+                      block=(block[1], block[0]))
         yield Variant("bsr_linear", "bsr_linear", dtype, idtype, 0, block=block)
         yield Variant("bsr_linear_grad_blocks", "bsr_linear_grad_blocks", dtype, idtype, 0, block=block)
     for script in ("sddmm_add", "sddmm_mul"):

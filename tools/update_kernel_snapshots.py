@@ -91,6 +91,8 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
     yield "bsr_linear", "bsr_linear", "bfloat16", "int64", {"block_h": 32, "block_w": 32}
     for dtype, (bh, bw) in (("float16", (32, 16)), ("bfloat16", (40, 48))):
         yield "bsr_linear_tiles", "bsr_linear_tiles", dtype, "int32", {"block_h": bh, "block_w": bw, "tile_rows": 16}
+        yield ("bsr_linear_grad_blocks_tiles", "bsr_linear_grad_blocks_tiles", dtype, "int32",
+               {"block_h": bw, "block_w": bh, "tile_rows": 16})
     for bh, bw in ((32, 32), (16, 8)):
         yield "bsr_linear_grad_blocks", "bsr_linear_grad_blocks", "float32", "int32", {"block_h": bh, "block_w": bw}
     for heads, feat in HEAD_SHAPES:
@@ -135,7 +137,7 @@ def has_cuda_recipe(recipe: str) -> bool:
 def has_cpu_recipe(recipe: str) -> bool:
     # The row segments are the GPU's answer to long rows, the batch tiles its
     # tensor cores' (the CPU runs bsr_linear on any batch).
-    return recipe not in ("csrmm_segments", "bsr_linear_tiles")
+    return recipe not in ("csrmm_segments", "bsr_linear_tiles", "bsr_linear_grad_blocks_tiles")
 
 
 def generate_one(target: str, request) -> Tuple[str, str]:

@@ -42,6 +42,33 @@ at::Tensor BsrLinearOnTiles(const at::Tensor& x, const at::Tensor& wt, const Che
   return out;
 }
 
+// The blocks' gradient on tensor cores: x and grad seen as batch tiles of 16
+// rows, the reduction of one mma.
+at::Tensor BsrLinearGradBlocksOnTiles(const at::Tensor& x, const at::Tensor& grad, const CheckedCsr& csr,
+                                      int64_t block_h, int64_t block_w, const Target& target) {
+  const int64_t batch = x.size(0), tiles = batch / kBsrLinearTileRows, block_columns = x.size(1) / block_w;
+  at::Tensor out = EmptyOutput({csr.nnz(), block_h, block_w}, x.options());
+  auto kernel = GetOpKernel({"bsr_linear_grad_blocks_tiles", "bsr_linear_grad_blocks_tiles", x.scalar_type(),
+                             csr.indptr.scalar_type(),
+                             {{"block_h", block_h}, {"block_w", block_w}, {"tile_rows", kBsrLinearTileRows}}, true,
+                             target});
+  KernelCall(*kernel)
+      .Set("x", x.reshape({tiles, kBsrLinearTileRows, block_columns, block_w}))
+      .Set("grad_y", grad.reshape({tiles, kBsrLinearTileRows, csr.rows(), block_h}))
+      .Set("grad_blocks", out)
+      .Set("indptr", csr.indptr)
+      .Set("indices", csr.indices)
+      .Set("tiles", tiles)
+      .Set("tile_rows", kBsrLinearTileRows)
+      .Set("mb", csr.rows())
+      .Set("nb", block_columns)
+      .Set("nnzb", csr.nnz())
+      .Set("block_h", block_h)
+      .Set("block_w", block_w)
+      .Run(2 * csr.nnz() * block_h * block_w * batch);
+  return out;
+}
+
 }  // namespace
 
 at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Tensor& indices,
@@ -120,6 +147,11 @@ at::Tensor BsrLinearGradBlocks(const at::Tensor& x, const at::Tensor& grad, cons
                     out_features, " features");
   if (batch == 0 || csr.nnz() == 0) return at::zeros({csr.nnz(), block_h, block_w}, xc.options());
   const Target target = TargetFor(xc, "bsr_linear_grad_blocks");
+  if (target.is_cuda() && batch % kBsrLinearTileRows == 0 &&
+      BsrLinearGradBlocksOnTensorCores(FromTorch(xc.scalar_type()), block_h, block_w)) {
+    return BsrLinearGradBlocksOnTiles(xc.reshape({batch, in_features}), g.reshape({batch, out_features}), csr,
+                                      block_h, block_w, target);
+  }
   if (AccumulatesInNarrowOutput(xc.scalar_type(), target, block_h * block_w)) {
     return BsrLinearGradBlocks(xc.to(at::kFloat), g.to(at::kFloat), csr.indptr, csr.indices, block_h, block_w)
         .to(xc.scalar_type());

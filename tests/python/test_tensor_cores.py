@@ -125,7 +125,7 @@ def test_tensor_core_sums_round_once(emulate):
 
 
 @pytest.mark.parametrize("order", ["reverse", "shuffle", "check"])
-@pytest.mark.parametrize("op", ["bsrmm", "bsr_linear"])
+@pytest.mark.parametrize("op", ["bsrmm", "bsr_linear", "grad_blocks"])
 def test_tensor_cores_in_every_thread_order(emulate, monkeypatch, order, op):
     indptr, indices, blocks = random_bsr(3, 3, 32, 16, 0.6, seed=5, idtype="int64")
     blocks_t = torch.from_numpy(blocks).half()
@@ -134,6 +134,8 @@ def test_tensor_cores_in_every_thread_order(emulate, monkeypatch, order, op):
     def run():
         if op == "bsrmm":
             return ops.bsrmm(indptr, indices, blocks_t, dense[:, :40])
+        if op == "grad_blocks":
+            return ops._bsr_linear_grad_blocks(dense[:32], dense[:32, :96 - 48].repeat(1, 2), indptr, indices, 32, 16)
         return ops.bsr_linear(dense[:32], indptr, indices, blocks_t)
 
     forward = run()
@@ -192,6 +194,36 @@ def test_emulated_tensor_core_bsr_linear_matches_float64(emulate, block, batch, 
     assert torch.all(y[..., bh:2 * bh] == 0), "the outputs of an empty block row are not zero"
 
 
+# (block, batch) of the blocks' gradient: 16 x 8 blocks (one tile a warp),
+# 32 x 32 (two warps of four), 48 x 40 (three warps of five); 20 rows: the
+# SIMT kernel.
+GRAD_SHAPES = [((16, 8), 48), ((32, 32), 16), ((48, 40), 32), ((32, 16), 20)]
+
+
+@pytest.mark.parametrize("block,batch", GRAD_SHAPES)
+@pytest.mark.parametrize("dtype", LOW)
+@pytest.mark.parametrize("idtype", ("int32", "int64"))
+def test_emulated_tensor_core_block_gradients_match_float64(emulate, block, batch, dtype, idtype):
+    """dW[e] = dY[:, block row]^T X[:, block column] for every stored block:
+    dY's tiles are read transposed (their rows are the block's rows)."""
+    sizes = {"block_h": block[0], "block_w": block[1], "tile_rows": 16}
+    assert MMA_CALL in _C.op_kernel_source("bsr_linear_grad_blocks_tiles", "bsr_linear_grad_blocks_tiles", dtype,
+                                           idtype, sizes, "cuda")
+    bh, bw = block
+    indptr, indices, _ = random_bsr(3, 4, bh, bw, 0.5, seed=bh + bw + batch, idtype=idtype, empty_rows=(1,))
+    rng = np.random.default_rng(batch)
+    x = to_tensor(rng.uniform(-1, 1, (batch, 4 * bw)), dtype)
+    g = to_tensor(rng.uniform(-1, 1, (batch, 3 * bh)), dtype)
+    before = _C.emulated_runs()
+    dw = ops._bsr_linear_grad_blocks(x, g, indptr, indices, bh, bw)
+    assert _C.emulated_runs() == before + 1, "the CUDA path did not run"
+    rows = np.repeat(np.arange(3), np.diff(indptr.numpy()))
+    xd, gd = x.double().numpy().reshape(batch, 4, bw), g.double().numpy().reshape(batch, 3, bh)
+    ref = np.stack([gd[:, rows[p]].T @ xd[:, int(indices[p])] for p in range(len(indices))])
+    mag = np.stack([np.abs(gd[:, rows[p]]).T @ np.abs(xd[:, int(indices[p])]) for p in range(len(indices))])
+    rounded_once_bound(dw, ref, mag, batch, dtype)
+
+
 @pytest.mark.parametrize("dtype", LOW)
 def test_integer_bsr_linear_tiles_are_exact(emulate, dtype):
     indptr, indices, _ = random_bsr(2, 3, 32, 32, 0.7, seed=13, idtype="int64")
@@ -202,6 +234,13 @@ def test_integer_bsr_linear_tiles_are_exact(emulate, dtype):
     ref = x.numpy() @ bsr_dense(indptr, indices, blocks.numpy(), 2, 3).T
     assert np.abs(ref).max() <= 256
     np.testing.assert_array_equal(y.double().numpy(), ref)
+    grad = torch.from_numpy(rng.integers(-3, 4, (64, 64)).astype(np.float64))
+    dw = ops._bsr_linear_grad_blocks(x.to(TORCH_DTYPES[dtype]), grad.to(TORCH_DTYPES[dtype]), indptr, indices, 32, 32)
+    rows = np.repeat(np.arange(2), np.diff(indptr.numpy()))
+    want = np.stack([grad.numpy()[:, 32 * rows[p]:32 * rows[p] + 32].T @ x.numpy()[:, 32 * int(c):32 * int(c) + 32]
+                     for p, c in enumerate(indices)])
+    assert np.abs(want).max() <= 256
+    np.testing.assert_array_equal(dw.double().numpy(), want)
 
 
 def test_block_sparse_linear_trains_on_tensor_cores(emulate, monkeypatch):
@@ -235,6 +274,9 @@ def test_bsr_linear_tiles_refuse_what_tensor_cores_cannot_run():
         bsr_linear_source("float32", (32, 16))
     with pytest.raises(st.ScheduleError, match="bsr_linear_tiles runs on tensor cores only"):
         bsr_linear_source("float16", (12, 16))
+    with pytest.raises(st.ScheduleError, match="bsr_linear_grad_blocks_tiles runs on tensor cores only"):
+        _C.op_kernel_source("bsr_linear_grad_blocks_tiles", "bsr_linear_grad_blocks_tiles", "bfloat16", "int32",
+                            {"block_h": 8, "block_w": 16, "tile_rows": 16}, "cuda")
 
 
 # --------------------------------------------------------------------------- the schedule
@@ -357,12 +399,12 @@ def test_mma_sync_script_errors():
         st.parse(STAGE3.replace('"m16n8k16"', '"m16n8k8"'))
     with pytest.raises(st.ScriptError, match="the mma's accumulator is an element of a buffer of two or more "
                                              "dimensions"):
-        st.parse(with_mma('"m16n8k16", J_indices[v2], A[v2, 0, 0], B[v3, 0, 0], 16, 24'))
-    with pytest.raises(st.ScriptError, match="lda, ldb"):
+        st.parse(with_mma('"m16n8k16", J_indices[v2], A[v2, 0, 0], B[v3, 0, 0], 16, 1, 24, 1'))
+    with pytest.raises(st.ScriptError, match="a_rows, a_cols, b_rows, b_cols"):
         st.parse(with_mma('"m16n8k16", C_local[0, 0], A[v2, 0, 0], B[v3, 0, 0]'))
     with pytest.raises(st.ScriptError, match="the mma's accumulator 'A' is float16 in global scope; it accumulates "
                                              "in float32"):
-        st.parse(with_mma('"m16n8k16", A[v2, 0, 0], C_local[0, 0], B[v3, 0, 0], 16, 24'))
+        st.parse(with_mma('"m16n8k16", A[v2, 0, 0], C_local[0, 0], B[v3, 0, 0], 16, 1, 24, 1'))
 
 
 def test_fragment_refusals():
@@ -462,3 +504,27 @@ def test_cuda_benchmark_checks_under_the_emulator(tmp_path):
     with open(tmp_path / "bench_cuda.csv", encoding="utf-8") as f:
         rows = f.read().splitlines()
     assert len(rows) == 5 and all("not timed (emulated)" in r for r in rows[1:])
+
+
+@pytest.mark.skipif(bool(GPU_REASON), reason=f"no GPU: {GPU_REASON}")
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_gpu_block_sparse_linear_step_matches_float32(dtype):
+    """A BlockSparseLinear step on tensor cores (forward, input gradient and
+    the blocks' gradient) against the same step in float32 on the CPU."""
+    gen = torch.Generator().manual_seed(18)
+    dense = torch.nn.Linear(256, 128)
+    cpu = st.nn.BlockSparseLinear.from_dense(dense, block_shape=(32, 32), density=0.3)
+    gpu = st.nn.BlockSparseLinear.from_dense(dense, block_shape=(32, 32), density=0.3).to("cuda", dtype)
+    x = torch.randn(64, 256, generator=gen)
+    grad = torch.randn(64, 128, generator=gen)
+    xg = x.to("cuda", dtype).requires_grad_()
+    yg = gpu(xg)
+    yg.backward(grad.to("cuda", dtype))
+    xc = x.to(dtype).float().requires_grad_()
+    with torch.no_grad():
+        cpu.blocks_t.copy_(gpu.blocks_t.float().cpu())
+        cpu.bias.copy_(gpu.bias.float().cpu())
+    yc = cpu(xc)
+    yc.backward(grad.to(dtype).float())
+    for got, want in ((yg, yc), (xg.grad, xc.grad), (gpu.blocks_t.grad, cpu.blocks_t.grad)):
+        torch.testing.assert_close(got.float().cpu(), want, rtol=2**-6, atol=2**-4)

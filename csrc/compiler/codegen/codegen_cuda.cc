@@ -135,7 +135,8 @@ class CodegenCudaImpl : public CodegenC {
 
   // A warp's m16n8k16 tile (the prelude's sparsetir_mma_m16n8k16): the
   // accumulator is this lane's fragment of the tile (lower_mma_fragments),
-  // A and B the tiles' first elements with the distances between their rows.
+  // A and B the tiles' first elements with the distances between their rows
+  // and columns.
   void EmitMma(const MmaNode* n) override {
     synchronizes_ = true;  // lanes exchange operands (shuffles before sm_80 and under the emulator)
     const auto* acc = n->acc->as<BufferLoadNode>();
@@ -145,8 +146,9 @@ class CodegenCudaImpl : public CodegenC {
       return "&" + Name(load->buffer.get(), load->buffer->name) + "[" + Index(load->buffer, load->indices) + "]";
     };
     const char* bf16 = a->buffer->dtype == DataType::kBFloat16 ? "true" : "false";
-    Line(std::string("sparsetir_mma_m16n8k16<") + bf16 + ">(" + element(acc) + ", " + element(a) + ", (int64_t)" +
-         Expr2C(n->lda) + ", " + element(b) + ", (int64_t)" + Expr2C(n->ldb) + ");");
+    auto stride = [&](int s) { return ", (int64_t)" + Expr2C(n->strides[s]); };
+    Line(std::string("sparsetir_mma_m16n8k16<") + bf16 + ">(" + element(acc) + ", " + element(a) + stride(0) +
+         stride(1) + ", " + element(b) + stride(2) + stride(3) + ");");
   }
 
   // No EmitPrefetch: cache hints have no CUDA counterpart worth emitting, as

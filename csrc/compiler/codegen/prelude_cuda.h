@@ -113,8 +113,9 @@ template <typename Op, typename T> SPARSETIR_DEVICE T sparsetir_block_reduce(T v
 }
 
 // Tensor cores (T.sp.mma_sync; lower_mma_fragments.h): a warp's
-// acc += A * B for a 16 x 16 A (row-major at a, rows lda apart) and a 16 x 8 B
-// (row-major at b, rows ldb apart), float16 or bfloat16, summed in float32.
+// acc += A * B for a 16 x 16 A (element (r, c) at a[r * a_rows + c * a_cols])
+// and a 16 x 8 B (at b[r * b_rows + c * b_cols]), float16 or bfloat16, summed
+// in float32.
 // The PTX ISA's fragment layout: with g = lane / 4 and q = lane % 4, a lane
 // holds acc (g, 2q), (g, 2q+1), (g+8, 2q), (g+8, 2q+1); A's pairs
 // (g, 2q..2q+1), (g+8, 2q..2q+1), (g, 2q+8..2q+9), (g+8, 2q+8..2q+9); and
@@ -149,19 +150,21 @@ SPARSETIR_DEVICE void sparsetir_mma_by_shuffles(float* acc, const uint32_t* ra, 
   }
 }
 template <bool kBf16>
-SPARSETIR_DEVICE void sparsetir_mma_m16n8k16(float* acc, const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb) {
+SPARSETIR_DEVICE void sparsetir_mma_m16n8k16(float* acc, const uint16_t* a, int64_t a_rows, int64_t a_cols,
+                                             const uint16_t* b, int64_t b_rows, int64_t b_cols) {
   const unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u;
   const unsigned g = lane >> 2, q = lane & 3u;
-  const uint16_t* top = a + (int64_t)g * lda + 2 * q;
-  const uint16_t* bottom = top + 8 * lda;
+  // A's rows g and g + 8 from column 2q; B's column g from row 2q.
+  const uint16_t* top = a + (int64_t)g * a_rows + (int64_t)(2 * q) * a_cols;
+  const uint16_t* bottom = top + 8 * a_rows;
   uint32_t ra[4], rb[2];
-  ra[0] = sparsetir_pack16(top[0], top[1]);
-  ra[1] = sparsetir_pack16(bottom[0], bottom[1]);
-  ra[2] = sparsetir_pack16(top[8], top[9]);
-  ra[3] = sparsetir_pack16(bottom[8], bottom[9]);
-  const uint16_t* column = b + (int64_t)(2 * q) * ldb + g;
-  rb[0] = sparsetir_pack16(column[0], column[ldb]);
-  rb[1] = sparsetir_pack16(column[8 * ldb], column[9 * ldb]);
+  ra[0] = sparsetir_pack16(top[0], top[a_cols]);
+  ra[1] = sparsetir_pack16(bottom[0], bottom[a_cols]);
+  ra[2] = sparsetir_pack16(top[8 * a_cols], top[9 * a_cols]);
+  ra[3] = sparsetir_pack16(bottom[8 * a_cols], bottom[9 * a_cols]);
+  const uint16_t* column = b + (int64_t)(2 * q) * b_rows + (int64_t)g * b_cols;
+  rb[0] = sparsetir_pack16(column[0], column[b_rows]);
+  rb[1] = sparsetir_pack16(column[8 * b_rows], column[9 * b_rows]);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if (kBf16) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "

@@ -204,8 +204,9 @@ class Comparator {
       }
       case StmtKind::kMma: {
         const auto *x = a->as<MmaNode>(), *y = b->as<MmaNode>();
-        return x->shape == y->shape && E(x->acc, y->acc) && E(x->a, y->a) && E(x->b, y->b) && E(x->lda, y->lda) &&
-               E(x->ldb, y->ldb);
+        bool same = x->shape == y->shape && E(x->acc, y->acc) && E(x->a, y->a) && E(x->b, y->b);
+        for (size_t s = 0; s < x->strides.size(); ++s) same = same && E(x->strides[s], y->strides[s]);
+        return same;
       }
     }
     return false;

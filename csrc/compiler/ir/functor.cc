@@ -56,8 +56,7 @@ void IRVisitor::Visit(const MmaNode* n) {
   VisitExpr(n->acc);
   VisitExpr(n->a);
   VisitExpr(n->b);
-  VisitExpr(n->lda);
-  VisitExpr(n->ldb);
+  for (const Expr& stride : n->strides) VisitExpr(stride);
 }
 void IRVisitor::Visit(const AllocateNode* n) {
   for (const Expr& dim : n->buffer->shape) VisitExpr(dim);
@@ -213,9 +212,14 @@ Stmt IRMutator::Mutate(const PrefetchNode* n, const Stmt& self) {
 
 Stmt IRMutator::Mutate(const MmaNode* n, const Stmt& self) {
   Expr acc = VisitExpr(n->acc), a = VisitExpr(n->a), b = VisitExpr(n->b);
-  Expr lda = VisitExpr(n->lda), ldb = VisitExpr(n->ldb);
-  if (acc == n->acc && a == n->a && b == n->b && lda == n->lda && ldb == n->ldb) return self;
-  return MakeMma(n->shape, acc, a, b, lda, ldb);
+  std::array<Expr, 4> strides;
+  bool same = acc == n->acc && a == n->a && b == n->b;
+  for (size_t s = 0; s < strides.size(); ++s) {
+    strides[s] = VisitExpr(n->strides[s]);
+    same &= strides[s] == n->strides[s];
+  }
+  if (same) return self;
+  return MakeMma(n->shape, acc, a, b, strides);
 }
 
 Stmt IRMutator::Mutate(const AtomicAddNode* n, const Stmt& self) {

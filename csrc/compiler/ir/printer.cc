@@ -373,8 +373,9 @@ class FunctionPrinter {
       }
       case StmtKind::kMma: {
         const auto* n = s->as<MmaNode>();
-        Line("T.sp.mma_sync(\"" + n->shape + "\", " + E(n->acc) + ", " + E(n->a) + ", " + E(n->b) + ", " + E(n->lda) +
-             ", " + E(n->ldb) + ")");
+        std::string strides;
+        for (const Expr& stride : n->strides) strides += ", " + E(stride);
+        Line("T.sp.mma_sync(\"" + n->shape + "\", " + E(n->acc) + ", " + E(n->a) + ", " + E(n->b) + strides + ")");
         return;
       }
     }

@@ -89,21 +89,20 @@ bool AccumulatesInFloat32(const BufferNode* buffer) {
   return buffer->dtype == DataType::kFloat32 || (low && buffer->scope == "local");
 }
 
-Stmt MakeMma(std::string shape, Expr acc, Expr a, Expr b, Expr lda, Expr ldb) {
+Stmt MakeMma(std::string shape, Expr acc, Expr a, Expr b, std::array<Expr, 4> strides) {
   ICHECK(shape == kMmaShape) << "mma shape " << shape << " is not " << kMmaShape;
   for (const Expr* operand : {&acc, &a, &b}) {
     const auto* load = *operand ? (*operand)->as<BufferLoadNode>() : nullptr;
     ICHECK(load) << "an mma operand is a buffer element";
   }
   ICHECK(acc->as<BufferLoadNode>()->indices.size() >= 2) << "an mma accumulator is a 2-D tile";
-  ICHECK(lda && ldb && IsInteger(lda->dtype) && IsInteger(ldb->dtype)) << "mma row strides are integers";
+  for (const Expr& stride : strides) ICHECK(stride && IsInteger(stride->dtype)) << "mma strides are integers";
   const BufferNode* accumulator = acc->as<BufferLoadNode>()->buffer.get();
   ICHECK(AccumulatesInFloat32(accumulator)) << "mma accumulator " << accumulator->name << " is not float32";
   const DataType in = a->as<BufferLoadNode>()->buffer->dtype;
   ICHECK(in == DataType::kFloat16 || in == DataType::kBFloat16) << "mma multiplies float16 or bfloat16 tiles";
   ICHECK(b->as<BufferLoadNode>()->buffer->dtype == in) << "mma multiplicands differ in dtype";
-  return std::make_shared<MmaNode>(std::move(shape), std::move(acc), std::move(a), std::move(b), std::move(lda),
-                                   std::move(ldb));
+  return std::make_shared<MmaNode>(std::move(shape), std::move(acc), std::move(a), std::move(b), std::move(strides));
 }
 
 Stmt MakeAtomicAdd(Expr target, Expr value) {

@@ -1,6 +1,8 @@
 // Statements. Same rules as expressions: immutable, shared, built by factories.
 #pragma once
 
+#include <array>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -148,26 +150,27 @@ struct AtomicAddNode : StmtNode {
   const Expr value;
 };
 
-// T.sp.mma_sync("m16n8k16", Acc[r, c], A[..], B[..], lda, ldb): a warp's
-// tensor-core multiply-accumulate of one tile, Acc[r:r+16, c:c+8] +=
-// A(16 x 16) * B(16 x 8). A and B are named by their first elements; their
-// rows are lda and ldb elements apart and each row is contiguous (the tile's
-// columns run along the buffer's last dimension). Acc is a row-major tile in
-// the last two dimensions of its buffer. A and B are float16 or bfloat16 and
-// Acc accumulates in float32 (AccumulatesInFloat32; on cuda, a fragment
-// spread over the warp's lanes, lower_mma_fragments.h). The operands are
-// BufferLoads so that passes rewriting loads rewrite them.
+// T.sp.mma_sync("m16n8k16", Acc[r, c], A[..], B[..], a_rows, a_cols,
+// b_rows, b_cols): a warp's tensor-core multiply-accumulate of one tile,
+// Acc[r:r+16, c:c+8] += A(16 x 16) * B(16 x 8). A and B are named by their
+// first elements and the elements between their consecutive rows and
+// columns (a row-major tile in a buffer's last two dimensions: its last
+// dimension's extent and 1). Acc is a row-major tile in the last two
+// dimensions of its buffer. A and B are float16 or bfloat16 and Acc
+// accumulates in float32 (AccumulatesInFloat32; on cuda, a fragment spread
+// over the warp's lanes, lower_mma_fragments.h). The operands are BufferLoads
+// so that passes rewriting loads rewrite them.
 struct MmaNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kMma;
-  MmaNode(std::string shape, Expr acc, Expr a, Expr b, Expr lda, Expr ldb)
+  MmaNode(std::string shape, Expr acc, Expr a, Expr b, std::array<Expr, 4> strides)
       : StmtNode(kKind), shape(std::move(shape)), acc(std::move(acc)), a(std::move(a)), b(std::move(b)),
-        lda(std::move(lda)), ldb(std::move(ldb)) {}
+        strides(std::move(strides)) {}
   const std::string shape;
   const Expr acc;
   const Expr a;
   const Expr b;
-  const Expr lda;  // elements between A's rows
-  const Expr ldb;  // elements between B's rows
+  // Elements between A's rows, A's columns, B's rows and B's columns.
+  const std::array<Expr, 4> strides;
 };
 
 // The one tile shape the CUDA backend lowers: 16 x 8 outputs, 16 deep.
@@ -193,7 +196,7 @@ Stmt MakeAtomicAdd(Expr target, Expr value);
 bool AccumulatesInFloat32(const BufferNode* buffer);
 // Checks the shape, that the operands are BufferLoads (a float32 accumulator
 // of at least two dimensions, same-dtype 16-bit multiplicands) and that the
-// row strides are integers.
-Stmt MakeMma(std::string shape, Expr acc, Expr a, Expr b, Expr lda, Expr ldb);
+// strides are integers.
+Stmt MakeMma(std::string shape, Expr acc, Expr a, Expr b, std::array<Expr, 4> strides);
 
 }  // namespace sparsetir

@@ -651,14 +651,16 @@ class Builder {
     return MakePrefetch(address, count);
   }
 
-  // T.sp.mma_sync("m16n8k16", Acc[r, c], A[..], B[..], lda, ldb): a warp's
-  // tile multiply-accumulate (stage III, as the tensorize primitive prints it).
+  // T.sp.mma_sync("m16n8k16", Acc[r, c], A[..], B[..], a_rows, a_cols, b_rows,
+  // b_cols): a warp's tile multiply-accumulate (stage III, as the tensorize
+  // primitive prints it).
   Stmt BuildMma(const AstExprPtr& call) {
     if (func_.stage != Stage::kIII) {
       ThrowScriptError("T.sp.mma_sync belongs to stage III (\"sparse_tir_level\": 0)", call->span);
     }
-    if (call->children.size() != 7 || call->children[1]->kind != Kind::kString) {
-      ThrowScriptError("T.sp.mma_sync(\"m16n8k16\", Acc[r, c], A[..], B[..], lda, ldb)", call->span);
+    if (call->children.size() != 9 || call->children[1]->kind != Kind::kString) {
+      ThrowScriptError("T.sp.mma_sync(\"m16n8k16\", Acc[r, c], A[..], B[..], a_rows, a_cols, b_rows, b_cols)",
+                       call->span);
     }
     if (call->children[1]->text != kMmaShape) {
       ThrowScriptError(std::string("T.sp.mma_sync knows the shape \"") + kMmaShape + "\"", call->children[1]->span);
@@ -691,8 +693,10 @@ class Builder {
     if (operands[1]->as<BufferLoadNode>()->buffer->dtype != operands[2]->as<BufferLoadNode>()->buffer->dtype) {
       ThrowScriptError("the mma's A and B differ in dtype", call->span);
     }
-    return MakeMma(kMmaShape, operands[0], operands[1], operands[2], BuildIndexScalar(call->children[5], "lda"),
-                   BuildIndexScalar(call->children[6], "ldb"));
+    const char* stride_names[] = {"a_rows", "a_cols", "b_rows", "b_cols"};
+    std::array<Expr, 4> strides;
+    for (size_t s = 0; s < strides.size(); ++s) strides[s] = BuildIndexScalar(call->children[5 + s], stride_names[s]);
+    return MakeMma(kMmaShape, operands[0], operands[1], operands[2], strides);
   }
 
   // T.atomic_add(C[i, k], value): an indivisible C[i, k] += value.

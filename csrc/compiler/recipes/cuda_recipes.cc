@@ -298,6 +298,33 @@ void BsrLinearMma(Schedule& sch, int64_t block_h) {
   sch.Tensorize(loops[3], "mma_m16n8k16");
 }
 
+// bsr_linear_grad_blocks_tiles: loops ij (the stored blocks, fused), n, bi,
+// bj, r (init: ij, bi, bj). A stored block per blockIdx.x, a warp per 16 of
+// its rows (threadIdx.y) and per `tiles` x 8 of its columns (blockIdx.y). The
+// warp's 16 x (8 tiles) gradients sum in a float32 fragment over the batch
+// tiles, one T.sp.mma_sync per 8 columns: dY's tile is read transposed (its
+// rows are the block's rows), X's as it is.
+void BsrLinearGradBlocksMma(Schedule& sch, int64_t block_w) {
+  const int64_t tiles = MmaTilesPerWarp(block_w);
+  sch.SparseFuse("grad_blocks", {"I", "J"});
+  auto loops = sch.GetLoops("grad_blocks");  // ij, n, bi, bj, r
+  auto bi = sch.Split(loops[2], {std::nullopt, kMmaRows});
+  auto bj = sch.Split(loops[3], {std::nullopt, kMmaColumns * tiles});
+  auto bj_tile = sch.Split(bj[1], {std::nullopt, kMmaColumns});
+  sch.Reorder({bi[0], bj[0], loops[1], bj_tile[0], bi[1], bj_tile[1], loops[4]});
+  auto init = sch.GetLoops("grad_blocks_init");  // ij, bi, bj
+  auto init_bi = sch.Split(init[1], {std::nullopt, kMmaRows});
+  auto init_bj = sch.Split(init[2], {std::nullopt, kMmaColumns * tiles});
+  sch.Reorder({init_bi[0], init_bj[0], init_bi[1], init_bj[1]});
+  const std::string warp_rows = sch.Merge({init_bi[0], bi[0]});
+  const std::string warp_columns = sch.Merge({init_bj[0], bj[0]});
+  sch.Bind(loops[0], "blockIdx.x");
+  sch.Bind(warp_rows, "threadIdx.y");
+  sch.Bind(warp_columns, "blockIdx.y");
+  sch.CacheWrite(warp_columns, "DW", "local");
+  sch.Tensorize(bi[1], "mma_m16n8k16");
+}
+
 // Splits a block's row loop `bi` (block_h rows) into lanes over threadIdx.x
 // (and, beyond kBlockThreads rows, blockIdx.z). Returns the parts.
 std::vector<std::string> BindBlockRows(Schedule& sch, const std::string& bi, int64_t block_h) {
@@ -416,6 +443,11 @@ bool BsrLinearOnTensorCores(DataType values, int64_t block_h, int64_t block_w) {
   return warps * kWarp <= kMaxBlockThreads;
 }
 
+bool BsrLinearGradBlocksOnTensorCores(DataType values, int64_t block_h, int64_t block_w) {
+  return (values == DataType::kFloat16 || values == DataType::kBFloat16) && block_h % kMmaRows == 0 &&
+         block_w % kMmaColumns == 0 && block_h / kMmaRows * kWarp <= kMaxBlockThreads;
+}
+
 const char* const kFeaturesPerThread = "features_per_thread";
 
 int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested) {
@@ -428,6 +460,7 @@ bool HasCudaRecipe(const std::string& recipe) {
   return recipe == "csrmm" || recipe == "csrmm_mean" || recipe == "csrmm_segments" || recipe == "sddmm" ||
          recipe == "csrmm_heads" || recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" || recipe == "edge_softmax" ||
          recipe == "edge_softmax_backward" || recipe == "bsrmm" || recipe == "bsr_linear" || recipe == "bsr_linear_tiles" ||
+         recipe == "bsr_linear_grad_blocks_tiles" ||
          recipe == "bsr_linear_grad_blocks" || recipe == "gat_attention";
 }
 
@@ -473,6 +506,14 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
                                                 "multiple of 8 rows and 16 columns, in tiles of 16 batch rows");
     }
     BsrLinearMma(sch, Size(sizes, "block_h"));
+  } else if (recipe == "bsr_linear_grad_blocks_tiles") {
+    if (!BsrLinearGradBlocksOnTensorCores(BufferDtype(f, "X"), Size(sizes, "block_h"), Size(sizes, "block_w")) ||
+        Size(sizes, "tile_rows") != kMmaDepth) {
+      throw UserError(UserErrorKind::kSchedule, "bsr_linear_grad_blocks_tiles runs on tensor cores only: 16-bit "
+                                                "blocks of a multiple of 16 rows and 8 columns, in tiles of 16 batch "
+                                                "rows");
+    }
+    BsrLinearGradBlocksMma(sch, Size(sizes, "block_w"));
   } else if (recipe == "bsr_linear_grad_blocks") {
     BsrLinearGradBlocks(sch, Size(sizes, "block_h"), Size(sizes, "block_w"));
   } else if (recipe == "edge_softmax") {

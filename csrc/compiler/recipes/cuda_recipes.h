@@ -31,7 +31,9 @@
 //    over blockIdx.y, the block's rows over lanes; bsr_linear_tiles (the
 //    batch in tiles of 16 rows): the tensor-core mapping of bsrmm.
 //  - bsr_linear_grad_blocks: a stored block per blockIdx.x, a thread per
-//    element of the block summing over the batch.
+//    element of the block summing over the batch; bsr_linear_grad_blocks_tiles
+//    (the batch in tiles of 16 rows): a warp per 16 x 32 of the block on
+//    tensor cores.
 // Threads exchange data only through the shuffles of lane reductions and
 // mmas, which synchronize the lanes they name.
 // Recipes of this file are the one source of the cuda schedules;
@@ -56,7 +58,8 @@ extern const char* const kFeaturesPerThread;
 // Schedules `f`, a built-in kernel named by `recipe` ("csrmm", "csrmm_segments",
 // "sddmm", "csrmm_heads", "sddmm_heads", "sddmm_add", "sddmm_mul",
 // "edge_softmax", "edge_softmax_backward", "bsrmm", "bsr_linear",
-// "bsr_linear_tiles", "bsr_linear_grad_blocks", "csrmm_mean", "gat_attention"), for
+// "bsr_linear_tiles", "bsr_linear_grad_blocks", "bsr_linear_grad_blocks_tiles", "csrmm_mean",
+// "gat_attention"), for
 // the given sizes (specialized into the kernel). A recipe that has no cuda
 // schedule yet raises a UserError naming it.
 Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std::map<std::string, int64_t>& sizes);
@@ -71,6 +74,10 @@ constexpr int64_t kBsrLinearTileRows = 16;
 // kBsrLinearTileRows): 16-bit blocks whose rows (the outputs, the tile's
 // columns) are a multiple of 8 and columns (the reduction) of 16.
 bool BsrLinearOnTensorCores(DataType values, int64_t block_h, int64_t block_w);
+// The same for bsr_linear_grad_blocks_tiles (the blocks' gradient, summed
+// over batch tiles of kBsrLinearTileRows): 16-bit blocks of a multiple of 16
+// rows and 8 columns.
+bool BsrLinearGradBlocksOnTensorCores(DataType values, int64_t block_h, int64_t block_w);
 
 // The features a csrmm / csrmm_segments thread owns for a feature width of
 // `feat`: `requested` (0: the recipe's choice), halved until 32 x that many

@@ -9,20 +9,21 @@
 //                              + A[v0, bi_0 * 16 + bi_1, bj_1] * B[v1, bj_1, f_0 * 8 + f_1]
 // After:   sch.tensorize("bi_1", "mma_m16n8k16")
 //          with T.block("bsrmm"):
-//              T.sp.mma_sync("m16n8k16", C_local[0, f_0 * 8], A[v0, bi_0 * 16, 0], B[v1, 0, f_0 * 8], 16, 64)
+//              T.sp.mma_sync("m16n8k16", C_local[0, f_0 * 8], A[v0, bi_0 * 16, 0], B[v1, 0, f_0 * 8], 16, 1, 64, 1)
 //
 // The nest's loops are the tile's rows m (16), columns n (8) and depth k
 // (16), in any order, told apart by what they index: the accumulator's last
-// two dimensions by m and n; A's last by k and another by m; B's last by n
-// and another by k. Each variable has coefficient 1 in its dimension and
-// appears in no other, so a tile's columns are contiguous and its rows are
-// the row dimension's stride apart (the product of the dimensions after it),
-// from the element the base indices name (every variable of the nest at 0). The accumulator sums in
+// two dimensions by m and n, two dimensions of A by m and k, two of B by k
+// and n. Each variable has coefficient 1 in its dimension and appears in no
+// other, so a tile's rows and columns are their dimensions' strides apart
+// (the product of the dimensions after each), from the element the base
+// indices name (every variable of the nest at 0). The accumulator sums in
 // float32 (a float32 buffer, or a 16-bit local one); A and B are float16 or
 // bfloat16. On cuda the warp's 32 lanes run the instruction together and the
 // accumulator becomes a fragment spread over them (lower_mma_fragments.h).
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ir/equal.h"
@@ -157,8 +158,8 @@ class TileMatcher {
     const bool x_is_a = Uses(MakeLoad(x->buffer, x->indices), m);
     const BufferLoadNode* a = x_is_a ? x : y;
     const BufferLoadNode* b = x_is_a ? y : x;
-    const Expr lda = CheckTile(a, m, k, "A");
-    const Expr ldb = CheckTile(b, k, n, "B");
+    const auto [a_rows, a_cols] = CheckTile(a, m, k, "A");
+    const auto [b_rows, b_cols] = CheckTile(b, k, n, "B");
     CheckExtent(m, kMmaM, "rows");
     CheckExtent(n, kMmaN, "columns");
     CheckExtent(k, kMmaK, "depth");
@@ -175,7 +176,7 @@ class TileMatcher {
       return MakeLoad(buffer, at);
     };
     Stmt mma = MakeMma(kMmaShape, base(acc, nest_.indices), base(a->buffer, a->indices), base(b->buffer, b->indices),
-                       lda, ldb);
+                       {a_rows, a_cols, b_rows, b_cols});
     return nest_.block.empty() ? mma : MakeBlock(nest_.block, mma);
   }
 
@@ -212,32 +213,35 @@ class TileMatcher {
     return vars[d].begin()->first;
   }
 
-  // `load`'s last dimension is indexed by `col` alone and one other by `row`
-  // alone; no other dimension uses the nest. Returns the distance between
-  // the tile's rows: the product of the dimensions after the row's.
-  Expr CheckTile(const BufferLoadNode* load, const VarNode* row, const VarNode* col, const char* role) const {
+  // One dimension of `load` is indexed by `row` alone and another by `col`
+  // alone, and no other uses the nest. Returns the elements between the
+  // tile's rows and between its columns: the product of the dimensions after
+  // each one's.
+  std::pair<Expr, Expr> CheckTile(const BufferLoadNode* load, const VarNode* row, const VarNode* col,
+                                  const char* role) const {
     const std::string name = std::string(role) + " '" + load->buffer->name + "'";
     const auto vars = Dimensions(load->indices, name);
-    const size_t last = vars.size() - 1;
-    if (SoleVar(vars, last, load->buffer->name) != col) {
-      Fail(name + " must be indexed by loop '" + col->name + "' in its last dimension (the tile's contiguous "
-           "columns)");
-    }
-    std::optional<size_t> rows;
-    for (size_t d = 0; d < last; ++d) {
+    std::optional<size_t> rows, cols;
+    for (size_t d = 0; d < vars.size(); ++d) {
       if (vars[d].empty()) continue;
-      if (rows || SoleVar(vars, d, load->buffer->name) != row) {
-        Fail(name + " must be indexed by loop '" + row->name + "' in one dimension before its last, and by no "
-             "other of the nest's loops there");
+      const VarNode* v = SoleVar(vars, d, load->buffer->name);
+      std::optional<size_t>& slot = v == row ? rows : v == col ? cols : rows;
+      if (slot || (v != row && v != col)) {
+        Fail(name + " must be indexed by loop '" + row->name + "' in one dimension and by '" + col->name +
+             "' in another, and by no other of the nest's loops");
       }
-      rows = d;
+      slot = d;
     }
-    if (!rows) Fail(name + " is not indexed by loop '" + row->name + "' (the tile's rows)");
-    Expr stride = IntLike(1, load->indices[*rows]);
-    for (size_t d = *rows + 1; d < vars.size(); ++d) {
-      stride = Mul(stride, load->buffer->shape[d]);
+    if (!rows || !cols) {
+      Fail(name + " is not indexed by both loop '" + row->name + "' (the tile's rows) and '" + col->name +
+           "' (its columns)");
     }
-    return Simplify(stride);
+    auto stride = [&](size_t dim) {
+      Expr out = IntLike(1, load->indices[dim]);
+      for (size_t d = dim + 1; d < vars.size(); ++d) out = Mul(out, load->buffer->shape[d]);
+      return Simplify(out);
+    };
+    return {stride(*rows), stride(*cols)};
   }
 
   void CheckExtent(const VarNode* var, int64_t want, const char* what) const {

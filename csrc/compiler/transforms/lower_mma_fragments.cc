@@ -198,7 +198,7 @@ class Fragments : public IRMutator {
     if (acc->buffer.get() != acc_.get()) return self;
     const Expr tile = Simplify(Add(Mul(Aligned(acc->indices[0], 16, "row"), Int(cols_ / 8)),
                                    Aligned(acc->indices[1], 8, "column")));
-    return MakeMma(n->shape, MakeLoad(fragment_, {tile, Int(0)}), n->a, n->b, n->lda, n->ldb);
+    return MakeMma(n->shape, MakeLoad(fragment_, {tile, Int(0)}), n->a, n->b, n->strides);
   }
 
   Stmt Mutate(const ForNode* n, const Stmt& self) override {

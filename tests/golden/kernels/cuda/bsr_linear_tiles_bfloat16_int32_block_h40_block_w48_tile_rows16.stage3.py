@@ -37,7 +37,7 @@ def bsr_linear_tiles(
                     for bj_0 in T.serial(3):
                         for bi_1_0 in T.serial(1):
                             with T.block("bsr_linear"):
-                                T.sp.mma_sync("m16n8k16", Y_local[0, bi_1_0 * 8], X[n, 0, v2, bj_0 * 16], WT[v3, bj_0 * 16, bi_init_0 * 8 + bi_1_0 * 8], nb * 48, 40)
+                                T.sp.mma_sync("m16n8k16", Y_local[0, bi_1_0 * 8], X[n, 0, v2, bj_0 * 16], WT[v3, bj_0 * 16, bi_init_0 * 8 + bi_1_0 * 8], nb * 48, 1, 40, 1)
                 for ax0 in T.serial(16):
                     for ax1 in T.unroll(8):
                         Y[n, ax0, i, bi_init_0 * 8 + ax1] = Y_local[ax0, ax1]

@@ -41,7 +41,7 @@ def bsr_linear_tiles(
                     for bj_0 in T.serial(1):
                         for bi_1_0 in T.serial(4):
                             with T.block("bsr_linear"):
-                                T.sp.mma_sync("m16n8k16", Y_local[0, bi_init_0 * 32 + bi_1_0 * 8], X[n, 0, v2, bj_0 * 16], WT[v3, bj_0 * 16, bi_init_0 * 32 + bi_1_0 * 8], nb * 16, 32)
+                                T.sp.mma_sync("m16n8k16", Y_local[0, bi_init_0 * 32 + bi_1_0 * 8], X[n, 0, v2, bj_0 * 16], WT[v3, bj_0 * 16, bi_init_0 * 32 + bi_1_0 * 8], nb * 16, 1, 32, 1)
                 for ax0 in T.serial(16):
                     for ax1_o in T.unroll(1):
                         for ax1_i in T.vectorized(32):

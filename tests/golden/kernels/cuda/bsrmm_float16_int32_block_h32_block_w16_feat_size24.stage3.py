@@ -36,7 +36,7 @@ def bsrmm(
                     for bj_0 in T.serial(1):
                         for f_1_0 in T.serial(1):
                             with T.block("bsrmm"):
-                                T.sp.mma_sync("m16n8k16", C_local[0, f_1_0 * 8], A[v2, bi_init_0 * 16, bj_0 * 16], B[v3, bj_0 * 16, f_init_0 * 8 + f_1_0 * 8], 16, 24)
+                                T.sp.mma_sync("m16n8k16", C_local[0, f_1_0 * 8], A[v2, bi_init_0 * 16, bj_0 * 16], B[v3, bj_0 * 16, f_init_0 * 8 + f_1_0 * 8], 16, 1, 24, 1)
                 for ax0 in T.unroll(16):
                     v4: T.int32 = bi_init_0 * 16 + ax0
                     for ax1 in T.unroll(8):

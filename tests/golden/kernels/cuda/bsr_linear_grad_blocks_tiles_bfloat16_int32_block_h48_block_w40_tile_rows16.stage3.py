@@ -1,0 +1,44 @@
+@T.prim_func
+def bsr_linear_grad_blocks_tiles(
+    x: T.handle,
+    grad_y: T.handle,
+    grad_blocks: T.handle,
+    indptr: T.handle,
+    indices: T.handle,
+    tiles: T.int32,
+    tile_rows: T.int32,
+    mb: T.int32,
+    nb: T.int32,
+    nnzb: T.int32,
+    block_h: T.int32,
+    block_w: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"block_h": 48, "block_w": 40, "tile_rows": 16}, "sparse_tir_level": 0})
+    X = T.match_buffer(x, (tiles, 16, nb, 40), "bfloat16")
+    DY = T.match_buffer(grad_y, (tiles, 16, mb, 48), "bfloat16")
+    DW = T.match_buffer(grad_blocks, (nnzb, 48, 40), "bfloat16")
+    J_indptr = T.match_buffer(indptr, (mb + 1,), "int32")
+    J_indices = T.match_buffer(indices, (nnzb,), "int32")
+    T.assume_buffer_domain(J_indptr, [0, nnzb])
+    T.assume_buffer_domain(J_indices, [0, nb - 1])
+    for ij in T.thread_binding(nnzb, thread="blockIdx.x"):
+        i_flat: T.int32 = T.sp.lower_bound(indptr, 0, mb + 1, ij + 1) - 1
+        i: T.int32 = i_flat
+        j: T.int32 = ij - J_indptr[i]
+        v6: T.int32 = J_indices[J_indptr[i] + j]
+        v7: T.int32 = J_indptr[i] + j
+        for bi_init_0 in T.thread_binding(3, thread="threadIdx.y"):
+            for bj_init_0 in T.thread_binding(5, thread="blockIdx.y"):
+                DW_local = T.alloc_buffer((16, 8), "bfloat16", scope="local")
+                for bi_init_1 in T.serial(16):
+                    for bj_init_1 in T.serial(8):
+                        with T.block("grad_blocks_init"):
+                            DW_local[bi_init_1, bj_init_1] = T.bfloat16(0.0)
+                for n in T.serial(tiles):
+                    for bj_1_0 in T.serial(1):
+                        with T.block("grad_blocks"):
+                            T.sp.mma_sync("m16n8k16", DW_local[0, bj_1_0 * 8], DY[n, 0, i, bi_init_0 * 16], X[n, 0, v6, bj_init_0 * 8 + bj_1_0 * 8], 1, mb * 48, nb * 40, 1)
+                for ax0 in T.unroll(16):
+                    v2: T.int32 = bi_init_0 * 16 + ax0
+                    for ax1 in T.unroll(8):
+                        DW[v7, v2, bj_init_0 * 8 + ax1] = DW_local[ax0, ax1]
