@@ -14,6 +14,19 @@ namespace sparsetir::ops {
 
 namespace {
 
+// The arguments that describe the weight's block structure, which every
+// bsr_linear kernel takes.
+KernelCall& SetBlockStructure(KernelCall& call, const CheckedCsr& csr, int64_t block_columns, int64_t block_h,
+                              int64_t block_w) {
+  return call.Set("indptr", csr.indptr)
+      .Set("indices", csr.indices)
+      .Set("mb", csr.rows())
+      .Set("nb", block_columns)
+      .Set("nnzb", csr.nnz())
+      .Set("block_h", block_h)
+      .Set("block_w", block_w);
+}
+
 // bsr_linear on tensor cores (recipes/cuda_recipes.h): x (batch, in) seen as
 // (batch / 16, 16, nb, block_w) and the output as (batch / 16, 16, mb,
 // block_h), views without copies, so that every tile of 16 batch rows is
@@ -25,19 +38,13 @@ at::Tensor BsrLinearOnTiles(const at::Tensor& x, const at::Tensor& wt, const Che
   auto kernel = GetOpKernel({"bsr_linear_tiles", "bsr_linear_tiles", wt.scalar_type(), csr.indptr.scalar_type(),
                              {{"block_h", block_h}, {"block_w", block_w}, {"tile_rows", kBsrLinearTileRows}}, true,
                              target});
-  KernelCall(*kernel)
+  KernelCall call(*kernel);
+  SetBlockStructure(call, csr, block_columns, block_h, block_w)
       .Set("x", x.reshape({tiles, kBsrLinearTileRows, block_columns, block_w}))
       .Set("wt", wt)
       .Set("y", out.view({tiles, kBsrLinearTileRows, csr.rows(), block_h}))
-      .Set("indptr", csr.indptr)
-      .Set("indices", csr.indices)
       .Set("tiles", tiles)
       .Set("tile_rows", kBsrLinearTileRows)
-      .Set("mb", csr.rows())
-      .Set("nb", block_columns)
-      .Set("nnzb", csr.nnz())
-      .Set("block_h", block_h)
-      .Set("block_w", block_w)
       .Run(2 * csr.nnz() * block_h * block_w * batch);
   return out;
 }
@@ -52,19 +59,13 @@ at::Tensor BsrLinearGradBlocksOnTiles(const at::Tensor& x, const at::Tensor& gra
                              csr.indptr.scalar_type(),
                              {{"block_h", block_h}, {"block_w", block_w}, {"tile_rows", kBsrLinearTileRows}}, true,
                              target});
-  KernelCall(*kernel)
+  KernelCall call(*kernel);
+  SetBlockStructure(call, csr, block_columns, block_h, block_w)
       .Set("x", x.reshape({tiles, kBsrLinearTileRows, block_columns, block_w}))
       .Set("grad_y", grad.reshape({tiles, kBsrLinearTileRows, csr.rows(), block_h}))
       .Set("grad_blocks", out)
-      .Set("indptr", csr.indptr)
-      .Set("indices", csr.indices)
       .Set("tiles", tiles)
       .Set("tile_rows", kBsrLinearTileRows)
-      .Set("mb", csr.rows())
-      .Set("nb", block_columns)
-      .Set("nnzb", csr.nnz())
-      .Set("block_h", block_h)
-      .Set("block_w", block_w)
       .Run(2 * csr.nnz() * block_h * block_w * batch);
   return out;
 }
@@ -111,18 +112,12 @@ at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Te
   at::Tensor out = EmptyOutput({batch, out_features}, xc.options());
   auto kernel = GetOpKernel({"bsr_linear", "bsr_linear", wt.scalar_type(), csr.indptr.scalar_type(),
                              {{"block_h", block_h}, {"block_w", block_w}}, true, target});
-  KernelCall(*kernel)
+  KernelCall call(*kernel);
+  SetBlockStructure(call, csr, block_columns, block_h, block_w)
       .Set("x", xc.reshape({batch, in_features}))
       .Set("wt", wt)
       .Set("y", out)
-      .Set("indptr", csr.indptr)
-      .Set("indices", csr.indices)
       .Set("batch", batch)
-      .Set("mb", csr.rows())
-      .Set("nb", block_columns)
-      .Set("nnzb", csr.nnz())
-      .Set("block_h", block_h)
-      .Set("block_w", block_w)
       .Run(2 * csr.nnz() * block_h * block_w * batch);
   return out.reshape(shape);
 }
@@ -159,18 +154,12 @@ at::Tensor BsrLinearGradBlocks(const at::Tensor& x, const at::Tensor& grad, cons
   at::Tensor out = EmptyOutput({csr.nnz(), block_h, block_w}, xc.options());
   auto kernel = GetOpKernel({"bsr_linear_grad_blocks", "bsr_linear_grad_blocks", xc.scalar_type(),
                              csr.indptr.scalar_type(), {{"block_h", block_h}, {"block_w", block_w}}, true, target});
-  KernelCall(*kernel)
+  KernelCall call(*kernel);
+  SetBlockStructure(call, csr, in_features / block_w, block_h, block_w)
       .Set("x", xc.reshape({batch, in_features}))
       .Set("grad_y", g.reshape({batch, out_features}))
       .Set("grad_blocks", out)
-      .Set("indptr", csr.indptr)
-      .Set("indices", csr.indices)
       .Set("batch", batch)
-      .Set("mb", csr.rows())
-      .Set("nb", in_features / block_w)
-      .Set("nnzb", csr.nnz())
-      .Set("block_h", block_h)
-      .Set("block_w", block_w)
       .Run(2 * csr.nnz() * block_h * block_w * batch);
   return out;
 }
