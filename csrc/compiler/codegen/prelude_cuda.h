@@ -120,7 +120,9 @@ template <typename Op, typename T> SPARSETIR_DEVICE T sparsetir_block_reduce(T v
 // holds acc (g, 2q), (g, 2q+1), (g+8, 2q), (g+8, 2q+1); A's pairs
 // (g, 2q..2q+1), (g+8, 2q..2q+1), (g, 2q+8..2q+9), (g+8, 2q+8..2q+9); and
 // B's pairs (2q..2q+1, g), (2q+8..2q+9, g), the lower index in the low half.
-SPARSETIR_DEVICE uint32_t sparsetir_pack16(uint16_t low, uint16_t high) { return (uint32_t)low | ((uint32_t)high << 16); }
+SPARSETIR_DEVICE uint32_t sparsetir_pack16(uint16_t low, uint16_t high) {
+  return (uint32_t)low | ((uint32_t)high << 16);
+}
 template <bool kBf16> SPARSETIR_DEVICE float sparsetir_mma_operand(uint32_t pair, int high) {
   const uint16_t h = (uint16_t)(high ? pair >> 16 : pair & 0xffffu);
   return kBf16 ? sparsetir_bf16_to_float(h) : sparsetir_half_to_float(h);

@@ -458,9 +458,9 @@ int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested) {
 
 bool HasCudaRecipe(const std::string& recipe) {
   return recipe == "csrmm" || recipe == "csrmm_mean" || recipe == "csrmm_segments" || recipe == "sddmm" ||
-         recipe == "csrmm_heads" || recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" || recipe == "edge_softmax" ||
-         recipe == "edge_softmax_backward" || recipe == "bsrmm" || recipe == "bsr_linear" || recipe == "bsr_linear_tiles" ||
-         recipe == "bsr_linear_grad_blocks_tiles" ||
+         recipe == "csrmm_heads" || recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" ||
+         recipe == "edge_softmax" || recipe == "edge_softmax_backward" || recipe == "bsrmm" || recipe == "bsr_linear" ||
+         recipe == "bsr_linear_tiles" || recipe == "bsr_linear_grad_blocks_tiles" ||
          recipe == "bsr_linear_grad_blocks" || recipe == "gat_attention";
 }
 

@@ -80,7 +80,8 @@ Nest FindNest(const ForNode* outer, const std::string& where, const std::string&
     const int64_t* min = AsConstInt(loop->min);
     const int64_t* extent = AsConstInt(loop->extent);
     if (!min || *min != 0 || !extent) {
-      ThrowScheduleError(where + ": loop '" + loop->var->name + "' does not run from 0 over a constant extent", context);
+      ThrowScheduleError(where + ": loop '" + loop->var->name + "' does not run from 0 over a constant extent",
+                         context);
     }
     if (loop->for_kind == ForKind::kParallel || loop->for_kind == ForKind::kThreadBinding) {
       ThrowScheduleError(where + ": loop '" + loop->var->name + "' is " + ToString(loop->for_kind) +
@@ -100,7 +101,8 @@ const BufferLoadNode* LoadOf(const Expr& e) {
 }
 
 // Which of the nest's variables each dimension of `indices` uses, with the
-// coefficient; -1 for a dimension that is not linear in them.
+// coefficient; *linear is set false when a dimension uses one other than
+// linearly.
 std::vector<std::map<const VarNode*, int64_t>> NestVarsByDimension(const std::vector<Expr>& indices,
                                                                     const std::vector<const ForNode*>& loops,
                                                                     bool* linear) {
@@ -130,8 +132,8 @@ class TileMatcher {
     const Expr self = MakeLoad(nest_.store->buffer, nest_.indices);
     const BinaryNode* product = nullptr;
     if (sum && sum->op == BinaryOp::kAdd) {
-      if (StructuralEqualLoad(sum->a, self)) product = sum->b->as<BinaryNode>();
-      if (!product && StructuralEqualLoad(sum->b, self)) product = sum->a->as<BinaryNode>();
+      if (StructuralEqual(sum->a, self)) product = sum->b->as<BinaryNode>();
+      if (!product && StructuralEqual(sum->b, self)) product = sum->a->as<BinaryNode>();
     }
     if (!product || product->op != BinaryOp::kMul || !LoadOf(product->a) || !LoadOf(product->b)) {
       Fail("the update is not " + nest_.store->buffer->name + "[...] = " + nest_.store->buffer->name +
@@ -146,8 +148,13 @@ class TileMatcher {
     const auto acc_vars = Dimensions(nest_.indices, "accumulator '" + acc->name + "'");
     const VarNode* m = SoleVar(acc_vars, acc_vars.size() - 2, acc->name);
     const VarNode* n = SoleVar(acc_vars, acc_vars.size() - 1, acc->name);
+    if (m == n) {
+      Fail("accumulator '" + acc->name + "' is indexed by loop '" + m->name + "' in both of its last dimensions");
+    }
     for (size_t d = 0; d + 2 < acc_vars.size(); ++d) {
-      if (!acc_vars[d].empty()) Fail("accumulator '" + acc->name + "' uses the nest's loops outside its last two dimensions");
+      if (!acc_vars[d].empty()) {
+        Fail("accumulator '" + acc->name + "' uses the nest's loops outside its last two dimensions");
+      }
     }
     const VarNode* k = nullptr;
     for (const ForNode* loop : nest_.loops) {
@@ -182,16 +189,6 @@ class TileMatcher {
 
  private:
   [[noreturn]] void Fail(const std::string& why) const { ThrowScheduleError(where_ + ": " + why, context_); }
-
-  static bool StructuralEqualLoad(const Expr& e, const Expr& self) {
-    const auto* load = e->as<BufferLoadNode>();
-    const auto* want = self->as<BufferLoadNode>();
-    if (!load || load->buffer != want->buffer || load->indices.size() != want->indices.size()) return false;
-    for (size_t d = 0; d < load->indices.size(); ++d) {
-      if (!StructuralEqual(load->indices[d], want->indices[d])) return false;
-    }
-    return true;
-  }
 
   std::vector<std::map<const VarNode*, int64_t>> Dimensions(const std::vector<Expr>& indices,
                                                              const std::string& what) const {

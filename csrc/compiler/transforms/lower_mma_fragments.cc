@@ -166,7 +166,8 @@ class TileWalk {
 // Swaps every access of one buffer for one element of another.
 class SwapAccess : public IRMutator {
  public:
-  SwapAccess(const BufferNode* from, Buffer to, std::vector<Expr> at) : from_(from), to_(std::move(to)), at_(std::move(at)) {}
+  SwapAccess(const BufferNode* from, Buffer to, std::vector<Expr> at)
+      : from_(from), to_(std::move(to)), at_(std::move(at)) {}
 
  protected:
   Expr Mutate(const BufferLoadNode* n, const Expr& self) override {
@@ -187,7 +188,8 @@ class SwapAccess : public IRMutator {
 // The rewrite inside one accumulator's allocation (see the header).
 class Fragments : public IRMutator {
  public:
-  Fragments(const Buffer& acc, Buffer fragment, Var lane) : acc_(acc), fragment_(std::move(fragment)), lane_(std::move(lane)) {
+  Fragments(const Buffer& acc, Buffer fragment, Var lane)
+      : acc_(acc), fragment_(std::move(fragment)), lane_(std::move(lane)) {
     rows_ = *AsConstInt(acc->shape[0]);
     cols_ = *AsConstInt(acc->shape[1]);
   }
@@ -248,8 +250,8 @@ class Fragments : public IRMutator {
       for (const auto& [var, coefficient] : form->coefficients) ok &= coefficient % align == 0;
     }
     if (!ok) {
-      Refuse("an mma's tile of accumulator '" + acc_->name + "' starts at " + what + " index that is not a multiple of " +
-             std::to_string(align) + "; tiles are 16 x 8, aligned");
+      Refuse("an mma's tile of accumulator '" + acc_->name + "' starts at " + what +
+             " index that is not a multiple of " + std::to_string(align) + "; tiles are 16 x 8, aligned");
     }
     return FloorDiv(index, align);
   }
@@ -260,8 +262,11 @@ class Fragments : public IRMutator {
     const Var slot = MakeVar("slot", DataType::kInt32);
     const Expr tile = FloorDiv(slot, kSlots), e = FloorMod(slot, kSlots);
     const int64_t tiles_across = cols_ / 8;
-    const Expr row = Add(Add(Mul(FloorDiv(tile, tiles_across), Int(16)), FloorDiv(lane_, 4)), Mul(FloorDiv(e, 2), Int(8)));
-    const Expr col = Add(Add(Mul(FloorMod(tile, tiles_across), Int(8)), Mul(FloorMod(lane_, 4), Int(2))), FloorMod(e, 2));
+    // The PTX layout: lane 4 g + q holds rows g, g + 8 and columns 2q, 2q + 1.
+    const Expr row =
+        Add(Add(Mul(FloorDiv(tile, tiles_across), Int(16)), FloorDiv(lane_, 4)), Mul(FloorDiv(e, 2), Int(8)));
+    const Expr col =
+        Add(Add(Mul(FloorMod(tile, tiles_across), Int(8)), Mul(FloorMod(lane_, 4), Int(2))), FloorMod(e, 2));
     const Expr element[2] = {row, col};
     VarMap digits;
     for (int d = 0; d < 2; ++d) {
