@@ -136,9 +136,10 @@ class Schedule:
     def tensorize(self, loop: str, intrinsic: str = "mma_m16n8k16") -> None:
         """The nest of three loops from ``loop`` that multiply-accumulates one
         tile (rows 16, columns 8, depth 16, in any order; float16 or bfloat16
-        multiplicands, row-major in their last two dimensions; a float32 or
-        local accumulator) becomes one tensor-core instruction that a warp
-        runs together (``T.sp.mma_sync``; stage III, cuda target)."""
+        multiplicands in any two dimensions of their buffers, read with those
+        dimensions' strides; a float32 or local accumulator whose last two
+        dimensions hold the tile) becomes one tensor-core instruction that a
+        warp runs together (``T.sp.mma_sync``; stage III, cuda target)."""
         self._native.tensorize(str(loop), intrinsic)
 
     def __repr__(self) -> str:
