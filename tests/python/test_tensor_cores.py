@@ -282,7 +282,7 @@ def test_bsr_linear_tiles_refuse_what_tensor_cores_cannot_run():
 # --------------------------------------------------------------------------- the schedule
 
 
-def mma_schedule(dtype="float16", block=(32, 16), feat=64, tiles=4, tensorize=True, cache=True):
+def mma_schedule(dtype="float16", block=(32, 16), feat=64, tiles=4, tensorize=True, cache=True, shared=True):
     """bsrmm's tensor-core recipe, written with the public primitives."""
     sch = st.Schedule(BSRMM.replace('"float32"', f'"{dtype}"'))
     sch.specialize(block_h=block[0], block_w=block[1], feat_size=feat)
@@ -303,6 +303,9 @@ def mma_schedule(dtype="float16", block=(32, 16), feat=64, tiles=4, tensorize=Tr
     sch.bind(if0, "blockIdx.y")
     if cache:
         sch.cache_write(if0, "C", "local")
+    if shared:
+        sch.cache_read(j, "A", "shared")
+        sch.cache_read(j, "B", "shared")
     if tensorize:
         sch.tensorize(bi1, "mma_m16n8k16")
     return sch
@@ -399,12 +402,12 @@ def test_mma_sync_script_errors():
         st.parse(STAGE3.replace('"m16n8k16"', '"m16n8k8"'))
     with pytest.raises(st.ScriptError, match="the mma's accumulator is an element of a buffer of two or more "
                                              "dimensions"):
-        st.parse(with_mma('"m16n8k16", J_indices[v2], A[v2, 0, 0], B[v3, 0, 0], 16, 1, 24, 1'))
+        st.parse(with_mma('"m16n8k16", J_indices[v8], A[v8, 0, 0], B[v8, 0, 0], 16, 1, 24, 1'))
     with pytest.raises(st.ScriptError, match="a_rows, a_cols, b_rows, b_cols"):
-        st.parse(with_mma('"m16n8k16", C_local[0, 0], A[v2, 0, 0], B[v3, 0, 0]'))
+        st.parse(with_mma('"m16n8k16", C_local[0, 0], A[v8, 0, 0], B[v8, 0, 0]'))
     with pytest.raises(st.ScriptError, match="the mma's accumulator 'A' is float16 in global scope; it accumulates "
                                              "in float32"):
-        st.parse(with_mma('"m16n8k16", A[v2, 0, 0], C_local[0, 0], B[v3, 0, 0], 16, 1, 24, 1'))
+        st.parse(with_mma('"m16n8k16", A[v8, 0, 0], C_local[0, 0], B[v8, 0, 0], 16, 1, 24, 1'))
 
 
 def test_fragment_refusals():

@@ -39,13 +39,18 @@ const char* ValueType(DataType dtype) {
 // accumulators keep float32 precision, and nothing outside the kernel sees
 // their storage.
 bool Widened(const BufferNode* b) {
-  return (b->kind == BufferKind::kAlloc || IsWorkspace(b)) &&
+  return ((b->kind == BufferKind::kAlloc && b->scope != "shared") || IsWorkspace(b)) &&
          (b->dtype == DataType::kFloat16 || b->dtype == DataType::kBFloat16);
 }
 
 const char* BufferStorage(const BufferNode* b) { return Widened(b) ? "float" : StorageType(b->dtype); }
 
 namespace {
+
+// A buffer of 16-bit floats stored as 16 bits (not widened to float32).
+bool IsFloat16Storage(const BufferNode* b) {
+  return (b->dtype == DataType::kFloat16 || b->dtype == DataType::kBFloat16) && !Widened(b);
+}
 
 std::string FloatLiteral(double v, DataType dtype) {
   bool single = dtype != DataType::kFloat64;
@@ -104,10 +109,20 @@ void CodegenC::EmitStmt(const Stmt& s) {
   switch (s->kind) {
     case StmtKind::kBufferStore: {
       const auto* n = s->as<BufferStoreNode>();
+      const std::string target = Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, n->indices) + "]";
+      // A 16-bit element copied between two 16-bit buffers moves its bits
+      // (a cache's fill), without a round trip through float.
+      if (const auto* load = n->value->as<BufferLoadNode>();
+          load && load->buffer->dtype == n->buffer->dtype && IsFloat16Storage(n->buffer.get()) &&
+          IsFloat16Storage(load->buffer.get())) {
+        Line(target + " = " + Name(load->buffer.get(), load->buffer->name) + "[" + Index(load->buffer, load->indices) +
+             "];");
+        return;
+      }
       std::string value = Expr2C(n->value);
       if (!Widened(n->buffer.get()) && n->buffer->dtype == DataType::kFloat16) value = "sparsetir_float_to_half(" + value + ")";
       if (!Widened(n->buffer.get()) && n->buffer->dtype == DataType::kBFloat16) value = "sparsetir_float_to_bf16(" + value + ")";
-      Line(Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, n->indices) + "] = " + value + ";");
+      Line(target + " = " + value + ";");
       return;
     }
     case StmtKind::kSeq:

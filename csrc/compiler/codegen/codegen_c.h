@@ -30,7 +30,9 @@ inline constexpr int64_t kMaxLocalCacheBytes = 256 * 1024;
 const char* StorageType(DataType dtype);
 // The C type an expression of `dtype` is computed in (float16 -> float).
 const char* ValueType(DataType dtype);
-// Buffers the kernel allocates itself hold 16-bit floats as float32.
+// Buffers the kernel allocates itself hold 16-bit floats as float32, except
+// shared caches: a GPU's shared memory is scarce, and tensor-core operands are
+// read from it as 16-bit values.
 bool Widened(const BufferNode* b);
 // The C element type of a buffer's storage.
 const char* BufferStorage(const BufferNode* b);
@@ -59,7 +61,8 @@ class CodegenC {
   // A sequential loop, preceded by `pragma` unless empty.
   void EmitSerialFor(const ForNode* loop, const std::string& pragma);
   void EmitAtomicAdd(const AtomicAddNode* n);
-  void EmitAllocate(const AllocateNode* n);
+  // A local or shared cache; the CUDA target declares shared ones __shared__.
+  virtual void EmitAllocate(const AllocateNode* n);
   std::string Expr2C(const Expr& e);
   std::string Index(const Buffer& b, const std::vector<Expr>& indices);
   // The C identifier of an IR object: `wanted` when safe (codegen/identifiers.h),

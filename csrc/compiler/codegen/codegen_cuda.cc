@@ -9,11 +9,15 @@
 #include "transforms/lift_workspaces.h"
 #include "transforms/lower_lane_reductions.h"
 #include "transforms/lower_mma_fragments.h"
+#include "transforms/lower_shared_caches.h"
 
 namespace sparsetir {
 namespace {
 
 constexpr int64_t kWarpLanes = 32;
+// The static shared memory a block may declare (more needs an opt-in to
+// dynamic shared memory at launch).
+constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 
 int TagIndex(const std::string& tag) {
   for (int d = 0; d < 6; ++d) {
@@ -26,8 +30,9 @@ class CodegenCudaImpl : public CodegenC {
  public:
   CudaSource Run(const PrimFunc& stage3) {
     // The lowerings only this target has: mma accumulators as fragments of a
-    // warp, and reductions across lanes.
-    const PrimFunc f = LowerLaneReductions(LowerMmaFragments(stage3));
+    // warp, reductions across lanes, and shared caches filled by the whole
+    // block.
+    const PrimFunc f = LowerLaneReductions(LowerSharedCaches(LowerMmaFragments(stage3)));
     CudaSource out;
     out.source = Generate(f);
     out.launch = launch_;
@@ -151,6 +156,40 @@ class CodegenCudaImpl : public CodegenC {
          stride(1) + ", " + element(b) + stride(2) + stride(3) + ");");
   }
 
+  // A shared cache: one __shared__ array per block, whose first statement
+  // (lower_shared_caches) is the fill that the block's threads share, between
+  // two barriers: before it, no thread may still read the previous
+  // iteration's tile; after it, every element is written. Caches nested
+  // directly in one another (a loop's two operands) are filled between the
+  // same two barriers.
+  void EmitAllocate(const AllocateNode* n) override {
+    if (n->buffer->scope != "shared") {
+      CodegenC::EmitAllocate(n);
+      return;
+    }
+    synchronizes_ = true;
+    std::vector<const AllocateNode*> caches;
+    Stmt rest;
+    for (const AllocateNode* cache = n; cache;) {
+      const auto* seq = cache->body->as<SeqNode>();
+      ICHECK(seq && seq->stmts.size() == 2) << "lower_shared_caches leaves a shared cache's fill and the rest";
+      caches.push_back(cache);
+      rest = seq->stmts[1];
+      cache = rest->as<AllocateNode>();
+      if (cache && cache->buffer->scope != "shared") cache = nullptr;
+    }
+    Line("{");
+    ++indent_;
+    for (const AllocateNode* cache : caches) DeclareShared(cache->buffer);
+    Line("__syncthreads();  // the block is done with the previous tiles");
+    for (const AllocateNode* cache : caches) EmitStmt(cache->body->as<SeqNode>()->stmts[0]);
+    Line("__syncthreads();  // the tiles are filled");
+    EmitStmt(rest);
+    scope_.resize(scope_.size() - caches.size());
+    --indent_;
+    Line("}");
+  }
+
   // No EmitPrefetch: cache hints have no CUDA counterpart worth emitting, as
   // other warps hide the latency of a gather.
 
@@ -173,8 +212,24 @@ class CodegenCudaImpl : public CodegenC {
     return SimtEmulatorEntry(kCudaKernelSymbol, types);
   }
 
+  void DeclareShared(const Buffer& buffer) {
+    int64_t elements = 1;
+    for (const Expr& dim : buffer->shape) elements *= *AsConstInt(dim);
+    shared_bytes_ += elements * BytesOf(buffer->dtype);
+    if (shared_bytes_ > kMaxStaticSharedBytes) {
+      throw UserError(UserErrorKind::kSchedule,
+                      "the shared caches of this kernel take " + std::to_string(shared_bytes_) + " bytes with '" +
+                          buffer->name + "', more than the " + std::to_string(kMaxStaticSharedBytes) +
+                          " a block may declare; cache a smaller loop (split it first)");
+    }
+    const std::string type = BufferStorage(buffer.get()), name = Name(buffer.get(), buffer->name);
+    Line("__shared__ __align__(16) " + type + " " + name + "[" + std::to_string(elements) + "];  // one per block");
+    scope_.push_back({type + "*", name});
+  }
+
   std::array<std::vector<Expr>, 6> launch_;
   bool synchronizes_ = false;
+  int64_t shared_bytes_ = 0;  // the static shared memory declared so far
 };
 
 }  // namespace

@@ -14,7 +14,8 @@
 //    hints are dropped (the GPU hides latency with other warps);
 //  - buffers the kernel would allocate itself (workspaces) are refused in
 //    this version; local caches are per-thread arrays, shared caches
-//    `__shared__` arrays;
+//    `__shared__` arrays that the block's threads fill together between two
+//    __syncthreads (transforms/lower_shared_caches.h);
 //  - a reduction loop bound to threadIdx.x combines its lanes' parts with
 //    warp shuffles, and beyond a warp the warps' parts through shared memory
 //    (transforms/lower_lane_reductions.h).

@@ -46,6 +46,7 @@ enum { warpSize = 32, sparsetir_max_block_threads = 1024 };
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static thread_local
+#define __align__(n) __attribute__((aligned(n)))
 #define SPARSETIR_DEVICE static inline
 #define SPARSETIR_DEVICE_MEMBER inline
 // Dynamic shared memory: `extern __shared__ T name[]` on the device.

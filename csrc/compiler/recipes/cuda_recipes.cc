@@ -27,6 +27,10 @@ constexpr int64_t kSddmmLanesFrom = 32;
 // The most blocks along gridDim.y or gridDim.z, and threads in a block.
 constexpr int64_t kMaxGridYZ = 65535;
 constexpr int64_t kMaxBlockThreads = 1024;
+// The shared memory the tensor-core recipes' tiles may take per block: a
+// quarter of what a block may declare statically (48 KiB), so that several
+// blocks fit on a multiprocessor. Larger tiles stay in global memory.
+constexpr int64_t kSharedTileBytes = 12 * 1024;
 
 int64_t Size(const std::map<std::string, int64_t>& sizes, const char* name) {
   auto found = sizes.find(name);
@@ -229,6 +233,18 @@ void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat) {
 constexpr int64_t kMmaRows = 16, kMmaColumns = 8, kMmaDepth = 16;
 constexpr int64_t kMmaTilesPerWarp = 4;
 
+// Caches the tiles of 16-bit `buffers` (elements each) that one iteration
+// of `loop` reads in shared memory, if they fit kSharedTileBytes together:
+// the block's threads copy them with coalesced loads, and the mmas read
+// their fragments from there instead of element by element from memory.
+void SharedTiles(Schedule& sch, const std::string& loop,
+                 const std::vector<std::pair<const char*, int64_t>>& buffers) {
+  int64_t bytes = 0;
+  for (const auto& [buffer, elements] : buffers) bytes += 2 * elements;
+  if (bytes > kSharedTileBytes) return;
+  for (const auto& [buffer, elements] : buffers) sch.CacheRead(loop, buffer, "shared");
+}
+
 // The 8-column tiles a warp accumulates side by side for `columns` columns
 // (a multiple of 8): the most, up to kMmaTilesPerWarp, that divide them.
 int64_t MmaTilesPerWarp(int64_t columns) {
@@ -251,7 +267,7 @@ bool BsrmmOnTensorCores(DataType values, int64_t block_h, int64_t block_w, int64
 // their 16-column slices, one T.sp.mma_sync per 8 features (tensorize); the
 // init is merged into the warp's loops so that it zeroes the fragment, and
 // the output is rounded once when the fragment is stored.
-void BsrmmMma(Schedule& sch, int64_t feat) {
+void BsrmmMma(Schedule& sch, int64_t block_h, int64_t block_w, int64_t feat) {
   const int64_t tiles = MmaTilesPerWarp(feat);
   auto loops = sch.GetLoops("bsrmm");  // i, j, bi, bj, f
   auto bi = sch.Split(loops[2], {std::nullopt, kMmaRows});
@@ -271,6 +287,8 @@ void BsrmmMma(Schedule& sch, int64_t feat) {
   sch.Bind(warp_rows, "threadIdx.y");
   sch.Bind(warp_features, "blockIdx.y");
   sch.CacheWrite(warp_features, "C", "local");
+  // Per block j: its values and the window of B's rows it multiplies.
+  SharedTiles(sch, loops[1], {{"A", block_h * block_w}, {"B", block_w * kMmaColumns * tiles}});
   sch.Tensorize(bi[1], "mma_m16n8k16");
 }
 
@@ -280,7 +298,7 @@ void BsrmmMma(Schedule& sch, int64_t feat) {
 // The warp's 16 x (8 tiles) outputs sum in a float32 fragment over the row's
 // blocks and their 16-column slices, one T.sp.mma_sync (X's rows times WT's
 // columns) per 8 outputs, as in BsrmmMma.
-void BsrLinearMma(Schedule& sch, int64_t block_h) {
+void BsrLinearMma(Schedule& sch, int64_t block_h, int64_t block_w) {
   const int64_t tiles = MmaTilesPerWarp(block_h);
   auto loops = sch.GetLoops("bsr_linear");  // i, n, j, r, bj, bi
   auto bj = sch.Split(loops[4], {std::nullopt, kMmaDepth});
@@ -295,6 +313,8 @@ void BsrLinearMma(Schedule& sch, int64_t block_h) {
   sch.Bind(loops[1], "blockIdx.x");
   sch.Bind(warp, "threadIdx.y");
   sch.CacheWrite(warp, "Y", "local");
+  // Per block j: the batch tile's columns it multiplies and its values.
+  SharedTiles(sch, loops[2], {{"X", kMmaRows * block_w}, {"WT", block_w * block_h}});
   sch.Tensorize(loops[3], "mma_m16n8k16");
 }
 
@@ -304,7 +324,7 @@ void BsrLinearMma(Schedule& sch, int64_t block_h) {
 // warp's 16 x (8 tiles) gradients sum in a float32 fragment over the batch
 // tiles, one T.sp.mma_sync per 8 columns: dY's tile is read transposed (its
 // rows are the block's rows), X's as it is.
-void BsrLinearGradBlocksMma(Schedule& sch, int64_t block_w) {
+void BsrLinearGradBlocksMma(Schedule& sch, int64_t block_h, int64_t block_w) {
   const int64_t tiles = MmaTilesPerWarp(block_w);
   sch.SparseFuse("grad_blocks", {"I", "J"});
   auto loops = sch.GetLoops("grad_blocks");  // ij, n, bi, bj, r
@@ -322,6 +342,8 @@ void BsrLinearGradBlocksMma(Schedule& sch, int64_t block_w) {
   sch.Bind(warp_rows, "threadIdx.y");
   sch.Bind(warp_columns, "blockIdx.y");
   sch.CacheWrite(warp_columns, "DW", "local");
+  // Per batch tile n: dY's rows of the block and X's window of its columns.
+  SharedTiles(sch, loops[1], {{"DY", kMmaDepth * block_h}, {"X", kMmaDepth * kMmaColumns * tiles}});
   sch.Tensorize(bi[1], "mma_m16n8k16");
 }
 
@@ -493,7 +515,7 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   } else if (recipe == "bsrmm") {
     const int64_t block_h = Size(sizes, "block_h"), feat = Size(sizes, "feat_size");
     if (BsrmmOnTensorCores(BufferDtype(f, "A"), block_h, Size(sizes, "block_w"), feat)) {
-      BsrmmMma(sch, feat);
+      BsrmmMma(sch, block_h, Size(sizes, "block_w"), feat);
     } else {
       Bsrmm(sch, block_h, feat);
     }
@@ -505,7 +527,7 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
       throw UserError(UserErrorKind::kSchedule, "bsr_linear_tiles runs on tensor cores only: 16-bit blocks of a "
                                                 "multiple of 8 rows and 16 columns, in tiles of 16 batch rows");
     }
-    BsrLinearMma(sch, Size(sizes, "block_h"));
+    BsrLinearMma(sch, Size(sizes, "block_h"), Size(sizes, "block_w"));
   } else if (recipe == "bsr_linear_grad_blocks_tiles") {
     if (!BsrLinearGradBlocksOnTensorCores(BufferDtype(f, "X"), Size(sizes, "block_h"), Size(sizes, "block_w")) ||
         Size(sizes, "tile_rows") != kMmaDepth) {
@@ -513,7 +535,7 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
                                                 "blocks of a multiple of 16 rows and 8 columns, in tiles of 16 batch "
                                                 "rows");
     }
-    BsrLinearGradBlocksMma(sch, Size(sizes, "block_w"));
+    BsrLinearGradBlocksMma(sch, Size(sizes, "block_h"), Size(sizes, "block_w"));
   } else if (recipe == "bsr_linear_grad_blocks") {
     BsrLinearGradBlocks(sch, Size(sizes, "block_h"), Size(sizes, "block_w"));
   } else if (recipe == "edge_softmax") {

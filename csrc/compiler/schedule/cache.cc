@@ -13,6 +13,7 @@
 #include "schedule/loop_utils.h"
 #include "schedule/schedule.h"
 #include "support/error.h"
+#include "transforms/simplify.h"
 
 namespace sparsetir {
 namespace {
@@ -286,7 +287,10 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
 // left to the C++ compiler: a read of output memory that was never written
 // maps the shared zero page, and the first write then costs a second page
 // fault plus a TLB shootdown.
-bool OverwritesFirst(const Stmt& body, const Buffer& cache) {
+// `once` gives the variables of enclosing loops that run once (a warp axis of
+// extent 1) their values, so that an index such as `w * 32 + c` is seen as
+// `c`.
+bool OverwritesFirst(const Stmt& body, const Buffer& cache, const VarMap& once) {
   Stmt s = body;
   if (const auto* seq = s->as<SeqNode>()) {
     s = nullptr;
@@ -322,7 +326,7 @@ bool OverwritesFirst(const Stmt& body, const Buffer& cache) {
   for (size_t d = 0; d < store->indices.size(); ++d) {
     const int64_t* dim = AsConstInt(cache->shape[d]);
     if (!dim) return false;
-    const Expr& index = store->indices[d];
+    const Expr index = Simplify(Substitute(store->indices[d], once));
     if (const int64_t* c = AsConstInt(index)) {
       if (*dim != 1 || *c != 0) return false;
       continue;
@@ -357,6 +361,34 @@ std::vector<Tile> Windows(const std::vector<Access>& accesses, const std::vector
     if (tile.offset && (!whole || tile.extent < *whole)) tiles[d] = tile;
   }
   return tiles;
+}
+
+// {loop's variable: its min} if `loop` runs once, else nothing.
+VarMap RunOnce(const ForNode* loop) {
+  const int64_t* extent = AsConstInt(loop->extent);
+  if (extent && *extent == 1) return {{loop->var.get(), loop->min}};
+  return {};
+}
+
+// The loops bound to threadIdx.{x,y,z} that enclose `target` in `f`.
+std::vector<const ForNode*> EnclosingThreadLoops(const PrimFunc& f, const ForNode* target) {
+  struct Finder : IRVisitor {
+    const ForNode* target = nullptr;
+    std::vector<const ForNode*> stack, found;
+    void Visit(const ForNode* n) override {
+      if (n == target) {
+        found = stack;
+        return;
+      }
+      const bool thread = n->for_kind == ForKind::kThreadBinding && n->thread_tag.rfind("threadIdx.", 0) == 0;
+      if (thread) stack.push_back(n);
+      IRVisitor::Visit(n);
+      if (thread) stack.pop_back();
+    }
+  } finder;
+  finder.target = target;
+  if (f->body) finder.VisitStmt(f->body);
+  return finder.found;
 }
 
 }  // namespace
@@ -419,6 +451,17 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   }
   InnerLoops bound;
   bound.VisitStmt(inner);
+  // A shared cache is one copy for every thread of the block: the loops
+  // bound to threadIdx around `loop` vary over it as the loops inside do, so
+  // the cache holds what all the block's threads touch (the whole block of a
+  // matrix whose rows the warps divide, say), not one thread's part.
+  if (scope == "shared") {
+    for (const ForNode* thread : EnclosingThreadLoops(f, loop)) {
+      bound.vars.push_back(thread->var.get());
+      const int64_t *min = AsConstInt(thread->min), *extent = AsConstInt(thread->extent);
+      if (min && *min == 0 && extent) bound.extents[thread->var.get()] = *extent;
+    }
+  }
   auto varies = [&](const Expr& e) {
     for (const VarNode* v : bound.vars) {
       if (Uses(e, v)) return true;
@@ -480,7 +523,7 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   std::vector<Stmt> parts;
   if (atomics) {
     parts.push_back(CopyNest(f, buffer, cache, fixed, varying, tiles, Copy::kZero, lanes));
-  } else if (!(direction == CacheDirection::kWrite && OverwritesFirst(body, cache))) {
+  } else if (!(direction == CacheDirection::kWrite && OverwritesFirst(body, cache, RunOnce(loop)))) {
     parts.push_back(CopyNest(f, buffer, cache, fixed, varying, tiles, Copy::kIn, lanes));
   }
   parts.push_back(body);

@@ -222,10 +222,10 @@ class LaneReductions : public IRMutator {
     return out;
   }
 
-  // A store under a lane loop, to an element every lane stores to, in a
-  // buffer that is not local: the lanes would race.
+  // A store under a lane loop of several lanes, to an element every lane
+  // stores to, in a buffer that is not local: the lanes would race.
   Stmt Mutate(const BufferStoreNode* node, const Stmt& self) override {
-    if (lane_loop_ && node->buffer->scope != "local") {
+    if (lane_loop_ && !IsSingleThreadLoop(lane_loop_) && node->buffer->scope != "local") {
       if (SharedByLanes(node, lane_vars_)) {
         Refuse("loop '" + lane_loop_->var->name + "' is bound to threadIdx.x but reduces into '" + node->buffer->name +
                "' (" + node->buffer->scope + " memory), which its lanes would race on: cache_write the reduction "

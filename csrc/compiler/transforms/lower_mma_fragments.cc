@@ -223,7 +223,9 @@ class Fragments : public IRMutator {
 
   Stmt Mutate(const BufferStoreNode* n, const Stmt& self) override {
     if (n->buffer.get() == acc_.get()) Stray();
-    if (n->buffer->scope != "local") {
+    // A shared cache's fill is spread over the block's threads later
+    // (lower_shared_caches), not repeated by each lane.
+    if (n->buffer->scope != "local" && n->buffer->scope != "shared") {
       Refuse("'" + n->buffer->name + "' is stored beside mma accumulator '" + acc_->name +
              "', in code that every lane of the warp runs: each of the 32 lanes would store it");
     }

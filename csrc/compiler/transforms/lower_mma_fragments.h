@@ -34,7 +34,8 @@
 // a local 2-D buffer of such a shape; an access to it outside an mma and a
 // nest that covers it element by element (loops from 0 whose variables index
 // its two dimensions in mixed radix); a store to memory other than the
-// accumulator's, or an atomic, beside it (the 32 lanes would each do it); a
+// accumulator's or a shared cache's (whose fill the block's threads share,
+// lower_shared_caches), or an atomic, beside it (the 32 lanes would each do it); a
 // loop bound to threadIdx.x inside it, around it, or elsewhere in the kernel
 // with other than 32 lanes.
 #pragma once

@@ -25,25 +25,34 @@ def bsr_linear_grad_blocks_tiles(
         i_flat: T.int32 = T.sp.lower_bound(indptr, 0, mb + 1, ij + 1) - 1
         i: T.int32 = i_flat
         j: T.int32 = ij - J_indptr[i]
-        v10: T.int32 = J_indptr[i] + j
-        v11: T.int32 = J_indices[v10]
+        v12: T.int32 = J_indptr[i] + j
+        v13: T.int32 = J_indices[v12]
         for bi_init_0 in T.thread_binding(1, thread="threadIdx.y"):
             for bj_init_0 in T.thread_binding(1, thread="blockIdx.y"):
                 DW_local = T.alloc_buffer((16, 32), "float16", scope="local")
                 for ax0 in T.serial(16):
                     for ax1_o in T.unroll(1):
                         for ax1_i in T.vectorized(32):
-                            DW_local[ax0, ax1_o * 32 + ax1_i] = DW[v10, ax0, ax1_o * 32 + ax1_i]
+                            DW_local[ax0, ax1_o * 32 + ax1_i] = DW[v12, ax0, ax1_o * 32 + ax1_i]
                 for bi_init_1 in T.serial(16):
                     v3: T.int32 = bi_init_0 * 16 + bi_init_1
                     for bj_init_1 in T.serial(32):
                         with T.block("grad_blocks_init"):
                             DW_local[v3, bj_init_0 * 32 + bj_init_1] = T.float16(0.0)
                 for n in T.serial(tiles):
+                    X_shared = T.alloc_buffer((16, 32), "float16", scope="shared")
+                    for ax0_2 in T.serial(16):
+                        for ax1_1_o in T.unroll(1):
+                            for ax1_1_i in T.vectorized(32):
+                                X_shared[ax0_2, ax1_1_o * 32 + ax1_1_i] = X[n, ax0_2, v13, ax1_1_o * 32 + ax1_1_i]
+                    DY_shared = T.alloc_buffer((16, 16), "float16", scope="shared")
+                    for ax0_1 in T.serial(16):
+                        for ax1 in T.serial(16):
+                            DY_shared[ax0_1, ax1] = DY[n, ax0_1, i, ax1]
                     for bj_1_0 in T.serial(4):
                         with T.block("grad_blocks"):
-                            T.sp.mma_sync("m16n8k16", DW_local[bi_init_0 * 16, bj_init_0 * 32 + bj_1_0 * 8], DY[n, 0, i, bi_init_0 * 16], X[n, 0, v11, bj_init_0 * 32 + bj_1_0 * 8], 1, mb * 16, nb * 32, 1)
+                            T.sp.mma_sync("m16n8k16", DW_local[bi_init_0 * 16, bj_init_0 * 32 + bj_1_0 * 8], DY_shared[0, bi_init_0 * 16], X_shared[0, bj_init_0 * 32 + bj_1_0 * 8], 1, 16, 32, 1)
                 for ax0 in T.serial(16):
                     for ax1_o in T.unroll(1):
                         for ax1_i in T.vectorized(32):
-                            DW[v10, ax0, ax1_o * 32 + ax1_i] = DW_local[ax0, ax1_o * 32 + ax1_i]
+                            DW[v12, ax0, ax1_o * 32 + ax1_i] = DW_local[ax0, ax1_o * 32 + ax1_i]

@@ -23,25 +23,30 @@ def bsr_linear_tiles(
     T.assume_buffer_domain(J_indices, [0, nb - 1])
     for i in T.thread_binding(mb, thread="blockIdx.y"):
         for n in T.thread_binding(tiles, thread="blockIdx.x"):
-            v4: T.int32 = J_indptr[i + 1] - J_indptr[i]
-            v5: T.int32 = J_indptr[i]
+            v5: T.int32 = J_indptr[i + 1] - J_indptr[i]
+            v6: T.int32 = J_indptr[i]
             for bi_init_0 in T.thread_binding(1, thread="threadIdx.y"):
                 Y_local = T.alloc_buffer((16, 32), "float16", scope="local")
-                for ax0 in T.serial(16):
-                    for ax1_o in T.unroll(1):
-                        for ax1_i in T.vectorized(32):
-                            Y_local[ax0, ax1_o * 32 + ax1_i] = Y[n, ax0, i, ax1_o * 32 + ax1_i]
                 for r_init in T.serial(16):
                     for bi_init_1 in T.serial(32):
                         with T.block("bsr_linear_init"):
                             Y_local[r_init, bi_init_0 * 32 + bi_init_1] = T.float16(0.0)
-                for j in T.serial(v4):
-                    v2: T.int32 = J_indices[v5 + j]
-                    v3: T.int32 = v5 + j
+                for j in T.serial(v5):
+                    WT_shared = T.alloc_buffer((16, 32), "float16", scope="shared")
+                    v2: T.int32 = v6 + j
+                    for ax0_2 in T.serial(16):
+                        for ax1_1_o in T.unroll(1):
+                            for ax1_1_i in T.vectorized(32):
+                                WT_shared[ax0_2, ax1_1_o * 32 + ax1_1_i] = WT[v2, ax0_2, ax1_1_o * 32 + ax1_1_i]
+                    X_shared = T.alloc_buffer((16, 16), "float16", scope="shared")
+                    v4: T.int32 = J_indices[v6 + j]
+                    for ax0_1 in T.serial(16):
+                        for ax1 in T.serial(16):
+                            X_shared[ax0_1, ax1] = X[n, ax0_1, v4, ax1]
                     for bj_0 in T.serial(1):
                         for bi_1_0 in T.serial(4):
                             with T.block("bsr_linear"):
-                                T.sp.mma_sync("m16n8k16", Y_local[0, bi_init_0 * 32 + bi_1_0 * 8], X[n, 0, v2, bj_0 * 16], WT[v3, bj_0 * 16, bi_init_0 * 32 + bi_1_0 * 8], nb * 16, 1, 32, 1)
+                                T.sp.mma_sync("m16n8k16", Y_local[0, bi_init_0 * 32 + bi_1_0 * 8], X_shared[0, bj_0 * 16], WT_shared[bj_0 * 16, bi_init_0 * 32 + bi_1_0 * 8], 16, 1, 32, 1)
                 for ax0 in T.serial(16):
                     for ax1_o in T.unroll(1):
                         for ax1_i in T.vectorized(32):

@@ -31,12 +31,20 @@ def bsrmm(
                         with T.block("bsrmm_init"):
                             C_local[bi_init_1, f_init_1] = T.bfloat16(0.0)
                 for j in T.serial(v7):
-                    v2: T.int32 = v8 + j
-                    v3: T.int32 = J_indices[v2]
+                    B_shared = T.alloc_buffer((16, 8), "bfloat16", scope="shared")
+                    v1: T.int32 = J_indices[v8 + j]
+                    for ax0_2 in T.serial(16):
+                        for ax1_2 in T.unroll(8):
+                            B_shared[ax0_2, ax1_2] = B[v1, ax0_2, f_init_0 * 8 + ax1_2]
+                    A_shared = T.alloc_buffer((32, 16), "bfloat16", scope="shared")
+                    v3: T.int32 = v8 + j
+                    for ax0_1 in T.serial(32):
+                        for ax1_1 in T.serial(16):
+                            A_shared[ax0_1, ax1_1] = A[v3, ax0_1, ax1_1]
                     for bj_0 in T.serial(1):
                         for f_1_0 in T.serial(1):
                             with T.block("bsrmm"):
-                                T.sp.mma_sync("m16n8k16", C_local[0, f_1_0 * 8], A[v2, bi_init_0 * 16, bj_0 * 16], B[v3, bj_0 * 16, f_init_0 * 8 + f_1_0 * 8], 16, 1, 24, 1)
+                                T.sp.mma_sync("m16n8k16", C_local[0, f_1_0 * 8], A_shared[bi_init_0 * 16, bj_0 * 16], B_shared[bj_0 * 16, f_1_0 * 8], 16, 1, 8, 1)
                 for ax0 in T.unroll(16):
                     v4: T.int32 = bi_init_0 * 16 + ax0
                     for ax1 in T.unroll(8):

@@ -1,0 +1,289 @@
+#include "transforms/lower_shared_caches.h"
+
+#include <array>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/functor.h"
+#include "ir/printer.h"
+#include "ir/substitute.h"
+#include "support/error.h"
+#include "transforms/simplify.h"
+
+namespace sparsetir {
+namespace {
+
+constexpr const char* kThreadAxes[3] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
+// A fill of more rounds than this per thread is a loop, not straight-line code.
+constexpr int64_t kMaxUnrolledRounds = 16;
+
+[[noreturn]] void Refuse(const std::string& message) { throw UserError(UserErrorKind::kSchedule, message); }
+
+// 0, 1, 2 for a loop bound to threadIdx.x, y, z; -1 otherwise.
+int ThreadAxis(const ForNode* n) {
+  if (n->for_kind != ForKind::kThreadBinding) return -1;
+  for (int axis = 0; axis < 3; ++axis) {
+    if (n->thread_tag == kThreadAxes[axis]) return axis;
+  }
+  return -1;
+}
+
+// The block's threads per axis, as the launch takes them: the largest extent
+// bound to the axis, 1 where none is; -1 where an extent is not a constant.
+std::array<int64_t, 3> BlockShape(const Stmt& s) {
+  struct Finder : IRVisitor {
+    std::array<int64_t, 3> shape = {1, 1, 1};
+    void Visit(const ForNode* n) override {
+      if (const int axis = ThreadAxis(n); axis >= 0) {
+        const int64_t *min = AsConstInt(n->min), *extent = AsConstInt(n->extent);
+        if (!min || !extent || shape[axis] < 0) {
+          shape[axis] = -1;
+        } else {
+          shape[axis] = std::max(shape[axis], *extent);
+        }
+      }
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  finder.VisitStmt(s);
+  return finder.shape;
+}
+
+// True if `s` stores into `buffer` (or accumulates into it with an atomic or
+// an mma).
+bool Writes(const Stmt& s, const BufferNode* buffer) {
+  struct Finder : IRVisitor {
+    const BufferNode* buffer = nullptr;
+    bool found = false;
+    void Visit(const BufferStoreNode* n) override {
+      found |= n->buffer.get() == buffer;
+      IRVisitor::Visit(n);
+    }
+    void Visit(const AtomicAddNode* n) override {
+      found |= n->target->as<BufferLoadNode>()->buffer.get() == buffer;
+      IRVisitor::Visit(n);
+    }
+    void Visit(const MmaNode* n) override {
+      found |= n->acc->as<BufferLoadNode>()->buffer.get() == buffer;
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  finder.buffer = buffer;
+  finder.VisitStmt(s);
+  return finder.found;
+}
+
+// True if `e` loads from `buffer`.
+bool Reads(const Expr& e, const BufferNode* buffer) {
+  struct Finder : IRVisitor {
+    const BufferNode* buffer = nullptr;
+    bool found = false;
+    void Visit(const BufferLoadNode* n) override {
+      found |= n->buffer.get() == buffer;
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  finder.buffer = buffer;
+  finder.VisitExpr(e);
+  return finder.found;
+}
+
+// The nest that fills a cache (cache_read's copy in): loops from 0 of
+// constant extents, with lets between them, around one store into the cache
+// of a value that does not read it.
+struct Fill {
+  std::vector<const ForNode*> loops;
+  std::vector<const LetNode*> outer_lets;  // before the first loop: the same for every element
+  std::vector<const LetNode*> lets;        // between the loops
+  const BufferStoreNode* store = nullptr;
+};
+
+std::optional<Fill> AsFill(const Stmt& s, const BufferNode* cache) {
+  Fill fill;
+  Stmt at = s;
+  for (;;) {
+    if (const auto* loop = at->as<ForNode>()) {
+      const int64_t *min = AsConstInt(loop->min), *extent = AsConstInt(loop->extent);
+      if (!min || *min != 0 || !extent || loop->for_kind == ForKind::kThreadBinding) return std::nullopt;
+      fill.loops.push_back(loop);
+      at = loop->body;
+    } else if (const auto* let = at->as<LetNode>()) {
+      (fill.loops.empty() ? fill.outer_lets : fill.lets).push_back(let);
+      at = let->body;
+    } else {
+      break;
+    }
+  }
+  fill.store = at->as<BufferStoreNode>();
+  if (!fill.store || fill.store->buffer.get() != cache || Reads(fill.store->value, cache)) return std::nullopt;
+  return fill;
+}
+
+class Cooperative : public IRMutator {
+ public:
+  explicit Cooperative(std::array<int64_t, 3> block) : block_(block) {}
+
+ protected:
+  Stmt Mutate(const ForNode* n, const Stmt& self) override {
+    if (const int axis = ThreadAxis(n); axis >= 0) {
+      threads_[axis].push_back(n);
+      variant_.insert(n->var.get());
+      Stmt out = IRMutator::Mutate(n, self);
+      threads_[axis].pop_back();
+      return out;
+    }
+    const bool divergent = UsesAny(n->min, variant_) || UsesAny(n->extent, variant_);
+    if (!divergent) return IRMutator::Mutate(n, self);
+    variant_.insert(n->var.get());
+    divergence_.push_back("loop '" + n->var->name + "', whose bounds depend on the thread");
+    Stmt out = IRMutator::Mutate(n, self);
+    divergence_.pop_back();
+    return out;
+  }
+
+  Stmt Mutate(const LetNode* n, const Stmt& self) override {
+    if (UsesAny(n->value, variant_)) variant_.insert(n->var.get());
+    return IRMutator::Mutate(n, self);
+  }
+
+  Stmt Mutate(const IfThenElseNode* n, const Stmt& self) override {
+    if (!UsesAny(n->cond, variant_)) return IRMutator::Mutate(n, self);
+    divergence_.push_back("the condition '" + Print(n->cond) + "', which depends on the thread");
+    Stmt out = IRMutator::Mutate(n, self);
+    divergence_.pop_back();
+    return out;
+  }
+
+  Stmt Mutate(const AllocateNode* n, const Stmt& self) override {
+    if (n->buffer->scope != "shared") return IRMutator::Mutate(n, self);
+    const std::string cache = "shared cache '" + n->buffer->name + "'";
+    if (!divergence_.empty()) {
+      Refuse(cache + " is filled by all the threads of its block between two __syncthreads, but it lies under " +
+             divergence_.back() + ": a thread that skips it would miss the barriers. Cache at a loop that every "
+             "thread of the block runs alike");
+    }
+    // Lets the cache rewrite kept at the top of its body (a fused loop's row)
+    // go around both the fill and the rest, so that the fill stays the first
+    // statement, where the code generator puts the barriers.
+    std::vector<const LetNode*> lets;
+    Stmt body = n->body;
+    while (const auto* let = body->as<LetNode>()) {
+      lets.push_back(let);
+      body = let->body;
+    }
+    const auto* seq = body->as<SeqNode>();
+    std::optional<Fill> fill;
+    if (seq && seq->stmts.size() >= 2) fill = AsFill(seq->stmts[0], n->buffer.get());
+    bool written = !fill;
+    for (size_t i = 1; seq && i < seq->stmts.size(); ++i) written |= Writes(seq->stmts[i], n->buffer.get());
+    if (written) {
+      Refuse(cache + " is written by the loop it serves; on cuda a shared cache is filled from memory once per "
+             "iteration and then only read (sch.cache_read). Cache values the loop writes in local scope");
+    }
+    std::vector<Stmt> rest;
+    for (size_t i = 1; i < seq->stmts.size(); ++i) rest.push_back(VisitStmt(seq->stmts[i]));
+    auto wrap = [&](Stmt s) {
+      for (size_t i = lets.size(); i-- > 0;) s = MakeLet(lets[i]->var, lets[i]->value, s);
+      return s;
+    };
+    return MakeAllocate(n->buffer, MakeSeq({wrap(Spread(*fill, cache)), wrap(MakeSeq(rest))}));
+  }
+
+ private:
+  // The block's flat thread index (x fastest) and its number of threads.
+  std::pair<Expr, int64_t> FlatThread(const std::string& cache) const {
+    Expr index;
+    int64_t threads = 1;
+    for (int axis = 0; axis < 3; ++axis) {
+      const std::string name = kThreadAxes[axis];
+      if (block_[axis] == 1) {
+        // One thread along the axis: its loop's variable (always 0), where
+        // one encloses the cache, still names the fill's thread.
+        if (!threads_[axis].empty()) index = index ? Add(index, Mul(threads_[axis].back()->var, MakeInt(threads)))
+                                                   : Expr(threads_[axis].back()->var);
+        continue;
+      }
+      if (block_[axis] < 0) {
+        Refuse(cache + " is filled by the block's threads together, but a loop bound to " + name +
+               " has an extent that is not a constant; bind loops of constant extent (split first)");
+      }
+      if (threads_[axis].empty()) {
+        Refuse(cache + " is filled by the block's threads together, but no loop bound to " + name +
+               " encloses it; cache at a loop inside the loops bound to the block's threads");
+      }
+      const ForNode* loop = threads_[axis].back();
+      const int64_t *min = AsConstInt(loop->min), *extent = AsConstInt(loop->extent);
+      if (!min || *min != 0 || *extent != block_[axis]) {
+        Refuse(cache + " lies inside loop '" + loop->var->name + "', bound to " + name + " over " +
+               Print(loop->extent) + " of the block's " + std::to_string(block_[axis]) +
+               " threads: the others would miss the barriers around its fill. Bind the loops of an axis to the "
+               "same extent");
+      }
+      index = index ? Add(index, Mul(loop->var, MakeInt(threads))) : Expr(loop->var);
+      threads *= block_[axis];
+    }
+    return {index ? index : MakeInt(0), threads};
+  }
+
+  // The fill as rounds of the block's threads, each copying one element of
+  // the nest in row-major order.
+  Stmt Spread(const Fill& fill, const std::string& cache) const {
+    auto [thread, threads] = FlatThread(cache);
+    int64_t total = 1;
+    for (const ForNode* loop : fill.loops) total *= *AsConstInt(loop->extent);
+    const Var element = MakeVar("fill_element", DataType::kInt32);
+    // Each loop variable is its digit of the element, the last the fastest.
+    VarMap digits;
+    int64_t stride = 1;
+    for (size_t t = fill.loops.size(); t-- > 0;) {
+      const ForNode* loop = fill.loops[t];
+      const int64_t extent = *AsConstInt(loop->extent);
+      Expr digit = stride == 1 ? Expr(element) : MakeBinary(BinaryOp::kFloorDiv, element, MakeInt(stride));
+      if (t > 0) digit = MakeBinary(BinaryOp::kFloorMod, digit, MakeInt(extent));
+      digits[loop->var.get()] = extent == 1 ? MakeInt(0) : digit;
+      stride *= extent;
+    }
+    Stmt body = MakeStore(fill.store->buffer, fill.store->indices, fill.store->value);
+    for (size_t i = fill.lets.size(); i-- > 0;) body = MakeLet(fill.lets[i]->var, fill.lets[i]->value, body);
+    body = Substitute(body, digits);
+    if (total % threads != 0) body = MakeIf(MakeBinary(BinaryOp::kLT, element, MakeInt(total)), body);
+    const Var round = MakeVar("fill_round", DataType::kInt32);
+    body = MakeLet(element, Simplify(Add(Mul(round, MakeInt(threads)), thread)), body);
+    const int64_t rounds = (total + threads - 1) / threads;
+    Stmt spread = MakeFor(round, MakeInt(0), MakeInt(rounds),
+                          rounds <= kMaxUnrolledRounds ? ForKind::kUnrolled : ForKind::kSerial, body);
+    for (size_t i = fill.outer_lets.size(); i-- > 0;) {
+      spread = MakeLet(fill.outer_lets[i]->var, fill.outer_lets[i]->value, spread);
+    }
+    return spread;
+  }
+
+  const std::array<int64_t, 3> block_;
+  std::array<std::vector<const ForNode*>, 3> threads_;  // the enclosing loops bound to each axis
+  std::set<const VarNode*> variant_;                     // values that differ between the block's threads
+  std::vector<std::string> divergence_;                  // the enclosing thread-dependent control flow
+};
+
+bool HasSharedCache(const Stmt& s) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void Visit(const AllocateNode* n) override {
+      found |= n->buffer->scope == "shared";
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  finder.VisitStmt(s);
+  return finder.found;
+}
+
+}  // namespace
+
+PrimFunc LowerSharedCaches(const PrimFunc& f) {
+  ICHECK(f->stage == Stage::kIII) << "lower_shared_caches expects a stage III function, got " << ToString(f->stage);
+  if (!f->body || !HasSharedCache(f->body)) return f;
+  return WithBody(f, Cooperative(BlockShape(f->body)).VisitStmt(f->body));
+}
+
+}  // namespace sparsetir
