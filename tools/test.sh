@@ -28,12 +28,12 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 SPARSETIR_CACHE_DIR
 bash tools/fuzz.sh
 "$PY" -m pytest tests/python -q -rs "${PYTEST_JOBS[@]}" "$@"
 # The CUDA path once more, without a GPU: the operators' numeric and autograd
-# tests with every spmm / sddmm / sparse_attention call running the generated
+# tests with every spmm / sddmm / sparse_attention / bsrmm call running the generated
 # CUDA kernels under the SIMT emulator, in its race-check mode (each launch
 # runs in order, then reversed and shuffled, and fails if what it wrote
 # differs).
 SPARSETIR_EMULATE_CUDA=1 SPARSETIR_EMULATE_ORDER=check "$PY" -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py \
-  -q -k "spmm or sddmm or attention" "${PYTEST_JOBS[@]}" "$@"
+  -q -k "spmm or sddmm or attention or bsrmm" "${PYTEST_JOBS[@]}" "$@"
 # The operators once more at every lower x86-64 level this CPU runs (generic
 # SSE2, and AVX2 on an AVX-512 host): kernels built for that level
 # ($SPARSETIR_CPU_ISA), into a cache of their own.

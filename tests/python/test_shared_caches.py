@@ -53,7 +53,8 @@ def reverse_script(dtype="float32", width=64, threads=64):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("rows,width,threads", [(1, 1, 1), (3, 64, 64), (5, 96, 32), (2, 40, 8), (2, 70, 32)])
+@pytest.mark.parametrize("rows,width,threads",
+                         [(1, 1, 1), (3, 64, 64), (5, 96, 32), (2, 40, 8), (2, 70, 32), (2, 1000, 32), (1, 512, 32)])
 def test_threads_read_what_other_threads_copied(dtype, rows, width, threads):
     kernel = st.compile(reverse_script(dtype, width, threads), target="cuda")
     a = torch.from_numpy(np.random.default_rng(rows).uniform(-4, 4, (rows, width))).to(TORCH_DTYPES[dtype])
@@ -82,6 +83,16 @@ def test_the_fill_is_spread_over_the_block_between_two_barriers():
     assert "((fill_round * 64) + t)" in fill
     assert "if ((fill_element < 200))" in fill or "if (fill_element < 200)" in fill
     assert "sparsetir_half_to_float" not in fill
+
+
+def test_a_long_fill_is_a_loop_over_groups_of_rounds():
+    """Four rounds' loads in flight per group; the loop over the groups stays
+    a loop (nvcc would unroll it whole, and the registers with it)."""
+    source = st.compile(reverse_script("float32", 1000, 32), target="cuda").source
+    fill = source[source.index("__shared__ __align__"):source.index("the tiles are filled")]
+    assert "#pragma unroll 1\n" in fill and "fill_group_end = 8;" in fill and "fill_round_end = 4;" in fill
+    assert "(((fill_group * 128) + (fill_round * 32)) + t)" in fill
+    assert "fill_element < 1000" in fill  # 8 groups of 128 elements cover 1024
 
 
 # --------------------------------------------------------------------------- a schedule of the public primitives

@@ -7,7 +7,8 @@
 // before the body. Run as written, each thread would copy the whole tile.
 // This pass spreads the nest's elements over the block's threads, in row-major
 // order so that neighbouring threads copy neighbouring elements (coalesced
-// loads): thread t of n copies elements t, t + n, t + 2n, ... The code
+// loads): thread t of n copies elements t, t + n, t + 2n, ..., four rounds'
+// loads at a time (an unrolled group; a longer fill loops over groups). The code
 // generator brackets the fill with __syncthreads: before it, so that no
 // thread overwrites a tile another thread still reads from the previous
 // iteration; after it, so that no thread reads an element before it is
@@ -22,9 +23,10 @@
 //                      ... A_shared[ty * 16 + r, c] ...
 // After:          ...
 //                      A_shared = T.alloc_buffer((32, 16), "float16", scope="shared")
-//                      for round in T.unroll(8):
-//                          e: T.int32 = round * 64 + (lane + ty * 32)
-//                          A_shared[e // 16, e % 16] = A[j, e // 16, e % 16]
+//                      for group in T.serial(2):
+//                          for round in T.unroll(4):
+//                              e: T.int32 = group * 256 + round * 64 + (lane + ty * 32)
+//                              A_shared[e // 16, e % 16] = A[j, e // 16, e % 16]
 //                      ... A_shared[ty * 16 + r, c] ...
 //
 // Refused with a ScheduleError naming the cache: a shared buffer its loop
