@@ -61,13 +61,15 @@ class Variant:
     feat: int  # 0: a script without a feature width (edge_softmax, bsr_linear)
     heads: int = 0  # multi-head kernels only
     block: tuple = ()  # (block_h, block_w) of the block-sparse kernels
+    dims: tuple = ()  # (head_dim, value_dim) of the attention kernels
 
     @property
     def name(self) -> str:
         heads = f"_h{self.heads}" if self.heads else ""
         block = f"_b{self.block[0]}x{self.block[1]}" if self.block else ""
         feat = f"_k{self.feat}" if self.feat else ""
-        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}{block}{feat}"
+        dims = f"_d{self.dims[0]}x{self.dims[1]}" if self.dims else ""
+        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}{block}{feat}{dims}"
 
     @property
     def sizes(self) -> dict:
@@ -78,6 +80,8 @@ class Variant:
             sizes.update(block_h=self.block[0], block_w=self.block[1])
         if self.script in ("bsr_linear_tiles", "bsr_linear_grad_blocks_tiles"):
             sizes["tile_rows"] = 16  # a tensor core's rows
+        if self.dims:
+            sizes.update(head_dim=self.dims[0], value_dim=self.dims[1])
         return sizes
 
 
@@ -122,6 +126,10 @@ def variants(quick: bool = False) -> Iterator[Variant]:
     for dtype, idtype, (heads, feat) in itertools.product(("float32", "float64"), index_dtypes,
                                                           QUICK_HEAD_SHAPES if quick else HEAD_SHAPES):
         yield Variant("gat_attention", "gat_attention", dtype, idtype, feat, heads)
+    # Attention in the compute dtype: float32 (also for 16-bit inputs) or float64.
+    for dtype, idtype, dims in itertools.product(("float32", "float64"), index_dtypes,
+                                                 ((64, 64),) if quick else ((64, 64), (1, 1), (40, 256))):
+        yield Variant("sparse_attention_online", "sparse_attention_online", dtype, idtype, 0, dims=dims)
 
 
 def cuda_source(v: Variant) -> str:

@@ -462,7 +462,10 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
 
 
 _CUDA_RECIPES = {"spmm": ("csrmm", "csrmm"), "spmm_mean": ("csrmm_mean", "csrmm_mean"),
-                 "sddmm": ("sddmm_dot", "sddmm"), "bsrmm": ("bsrmm", "bsrmm")}
+                 "sddmm": ("sddmm_dot", "sddmm"), "bsrmm": ("bsrmm", "bsrmm"),
+                 "attention": ("sparse_attention_online", "sparse_attention_online")}
+# The widest head (k) the one-pass attention kernel takes (op_sparse_attention.cc).
+_ONLINE_ATTENTION_MAX_DIM = 256
 
 
 def _explain_cuda(A, op: str, k: int, dtype) -> dict:
@@ -471,7 +474,9 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
     the row segments the operator would cut A into on A's device (a CPU A: on
     the device the emulator stands for); for bsrmm, A's blocks (16-bit blocks
     with sides of multiples of 16 and k a multiple of 8 run on tensor cores:
-    "tensor_cores" says which)."""
+    "tensor_cores" says which); for attention (sparse_attention's forward,
+    k the head dimension), whether it runs as one pass with an online softmax
+    ("online_softmax") or through the multi-head operators."""
     if op not in _CUDA_RECIPES:
         raise ValueError(f"st.explain: ops with a cuda recipe are {sorted(_CUDA_RECIPES)}, got {op!r}")
     script, recipe = _CUDA_RECIPES[op]
@@ -493,6 +498,14 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
                 out["script"] = recipe = script
     value_dtype = _dtype_name(dtype if dtype is not None else A.values.dtype if A is not None else torch.float32)
     index_dtype = _dtype_name(A.indices.dtype) if A is not None else "int32"
+    if op == "attention":
+        out["online_softmax"] = k <= _ONLINE_ATTENTION_MAX_DIM
+        if not out["online_softmax"]:
+            out["script"] = "sddmm_heads, edge_softmax, csrmm_heads"
+            return out
+        sizes = {"head_dim": k, "value_dim": k}
+        if value_dtype != "float64":
+            value_dtype = "float32"  # 16-bit q, k, v are computed in float32
     if op == "bsrmm":
         if A is None or not A.is_block:
             raise ValueError("st.explain: op='bsrmm' needs A with blocks (a BSR tensor or a block st.SparseMatrix)")

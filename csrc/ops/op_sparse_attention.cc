@@ -84,7 +84,9 @@ void ForEachHead(const Target& target, int64_t heads, int64_t work_per_head, con
   });
 }
 
-// On cuda the heads run together through the multi-head operators: scores by
+// On cuda the forward runs every head in one pass per row (ForwardOnline);
+// past its widths, and for the backward, the heads run together through the
+// multi-head operators: scores by
 // sddmm, edge_softmax, then spmm, each launch spreading the non-zeros of every
 // head over the device. The row-per-thread kernels of sparse_attention.py,
 // launched head after head, left most of a GPU idle (32 ms at L = 4096 with 4
@@ -116,6 +118,27 @@ at::Tensor ForwardByHeadsOps(const AttentionArgs& a) {
   return HeadsFirst(Spmm(a.csr.indptr, a.csr.indices, h.probs, h.v, "sum"));
 }
 
+// The widest head and value dimensions the one-pass kernel takes: a lane
+// keeps value_dim / 32 sums in registers.
+constexpr int64_t kOnlineMaxDim = 256;
+
+bool OnlineApplies(const AttentionArgs& a) { return a.q.size(2) <= kOnlineMaxDim && a.v.size(2) <= kOnlineMaxDim; }
+
+// Every head in one launch of kernels/sparse_attention_online.py: a warp per
+// (row, head) with an online softmax, nothing but the output written. The
+// backward recomputes the probabilities (BackwardByHeadsOps).
+at::Tensor ForwardOnline(const AttentionArgs& a, at::Tensor out) {
+  const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
+  auto kernel = GetOpKernel(Request("sparse_attention_online", a, {{"head_dim", D}, {"value_dim", Dv}}));
+  KernelCall(*kernel)
+      .Set("q", (a.q * a.scale).contiguous()).Set("k", a.k).Set("v", a.v).Set("out", out)
+      .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
+      .Set("m", L).Set("n", a.k.size(1)).Set("nnz", nnz).Set("heads", a.heads()).Set("head_dim", D)
+      .Set("value_dim", Dv)
+      .Run(2 * a.heads() * nnz * (D + Dv));
+  return out;
+}
+
 // dP = dO . V over the pattern; dS = P * (dP - rowdot(P, dP)) (edge_softmax's
 // backward); dq = scale * dS k; dk = scale * dS^T q; dv = P^T dO.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardByHeadsOps(const AttentionArgs& a, const at::Tensor& go) {
@@ -142,7 +165,7 @@ at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, 
   // pattern without non-zeros needs zeros from here.
   at::Tensor out = nnz > 0 ? EmptyOutput({a.heads(), L, Dv}, a.q.options()) : at::zeros({a.heads(), L, Dv}, a.q.options());
   if (out.numel() > 0 && nnz > 0 && OnCudaPath(a.q)) {
-    out = ForwardByHeadsOps(a);
+    out = OnlineApplies(a) ? ForwardOnline(a, out) : ForwardByHeadsOps(a);
   } else if (out.numel() > 0 && nnz > 0) {
     at::Tensor qs = (a.q * a.scale).contiguous();
     auto kernel = GetOpKernel(Request("sparse_attention", a, {{"head_dim", D}, {"value_dim", Dv}}));

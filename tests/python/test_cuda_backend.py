@@ -391,10 +391,10 @@ def test_emulated_sparse_attention_matches_float64(emulate, case, dtype, idtype)
 
 @pytest.mark.parametrize("idtype", ["int32", "int64"])
 def test_emulated_sparse_attention_gradients_match_the_cpu_kernels(emulate, monkeypatch, idtype):
-    # On cuda every head runs at once through the multi-head operators: the
-    # forward is an sddmm, edge_softmax and an spmm; the backward recomputes
-    # the probabilities (sddmm, edge_softmax), then an sddmm, edge_softmax's
-    # backward and three spmm.
+    # On cuda every head runs at once: the forward is one launch of the
+    # online-softmax kernel (kernels/sparse_attention_online.py); the backward
+    # runs the multi-head operators: it recomputes the probabilities (sddmm,
+    # edge_softmax), then an sddmm, edge_softmax's backward and three spmm.
     a = make_csr(30, 20, density=0.2, seed=17, empty_rows=(2, 9), dense_rows=(4,))
     indptr, indices = a.torch_structure(idtype)
     gen = torch.Generator().manual_seed(17)
@@ -408,8 +408,10 @@ def test_emulated_sparse_attention_gradients_match_the_cpu_kernels(emulate, monk
 
     torch.autograd.gradcheck(attention, (q, k, v))
     before = _C.emulated_runs()
-    emulated = torch.autograd.grad((attention(q, k, v) * weight).sum(), (q, k, v))
-    assert _C.emulated_runs() == before + 3 + 7, "the forward and every backward kernel ran emulated"
+    out = attention(q, k, v)
+    assert _C.emulated_runs() == before + 1, "the forward is one emulated launch"
+    emulated = torch.autograd.grad((out * weight).sum(), (q, k, v))
+    assert _C.emulated_runs() == before + 1 + 7, "every backward kernel ran emulated"
     monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "0")
     cpu = torch.autograd.grad((attention(q, k, v) * weight).sum(), (q, k, v))
     for e, c in zip(emulated, cpu):
@@ -617,7 +619,8 @@ def test_explain_shows_the_cuda_recipes_of_mean_and_sddmm():
     assert 'sch.bind("k_1", "threadIdx.x")' in sddmm and 'sch.bind("ij_1", "threadIdx.y")' in sddmm
     narrow = st.explain(None, op="sddmm", k=16, device="cuda")["schedule"]
     assert 'sch.bind("ij_1", "threadIdx.x")' in narrow  # a thread per non-zero below 32 features
-    with pytest.raises(ValueError, match="ops with a cuda recipe are \\['bsrmm', 'sddmm', 'spmm', 'spmm_mean'\\]"):
+    with pytest.raises(ValueError, match="ops with a cuda recipe are \\['attention', 'bsrmm', 'sddmm', 'spmm', "
+                                         "'spmm_mean'\\]"):
         st.explain(None, op="edge_softmax", k=64, device="cuda")
 
 

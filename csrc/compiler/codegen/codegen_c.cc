@@ -267,8 +267,9 @@ void CodegenC::EmitMma(const MmaNode* n) {
 }
 
 std::string CodegenC::LaneReduction(const CallNode* n) {
-  ICHECK(false) << ToString(n->op) << " reached a target without lanes";
-  return "";
+  throw UserError(UserErrorKind::kSchedule, std::string("T.sp.") + ToString(n->op) +
+                                                " combines values across the lanes of a warp, which only the cuda "
+                                                "target has; compile it with target=\"cuda\"");
 }
 
 std::string CodegenC::Expr2C(const Expr& e) {

@@ -35,6 +35,7 @@ class CodegenCudaImpl : public CodegenC {
     const PrimFunc f = LowerLaneReductions(LowerSharedCaches(LowerMmaFragments(stage3)));
     CudaSource out;
     out.source = Generate(f);
+    CheckLaneGroups();
     out.launch = launch_;
     out.emulator_entry = EmulatorEntry(f);
     out.synchronizes = synchronizes_;
@@ -147,6 +148,7 @@ class CodegenCudaImpl : public CodegenC {
                                                                                                    : "SparsetirMin";
     const int64_t* lanes = AsConstInt(n->args[1]);
     ICHECK(lanes) << "a lane reduction's lanes are a constant";
+    lane_groups_.emplace_back(n->op, *lanes);
     const char* reduce = *lanes > kWarpLanes ? "sparsetir_block_reduce<" : "sparsetir_lane_reduce<";
     return std::string(reduce) + op + ">(" + Expr2C(n->args[0]) + ", " + Expr2C(n->args[1]) + ")";
   }
@@ -225,6 +227,28 @@ class CodegenCudaImpl : public CodegenC {
     return SimtEmulatorEntry(kCudaKernelSymbol, types);
   }
 
+  // A lane reduction within a warp combines groups of consecutive threads
+  // along threadIdx.x: the block's x extent must be a multiple of the group
+  // (a script's T.sp.lane_sum as much as lower_lane_reductions' own).
+  void CheckLaneGroups() const {
+    int64_t threads = 1;
+    for (const Expr& extent : launch_[3]) {
+      const int64_t* c = AsConstInt(extent);
+      if (!c) return;  // the host's launch decides; nothing to check here
+      threads = std::max(threads, *c);
+    }
+    for (const auto& [op, lanes] : lane_groups_) {
+      if (lanes <= kWarpLanes && threads % lanes != 0) {
+        throw UserError(UserErrorKind::kSchedule,
+                        std::string("T.sp.") + ToString(op) + "(..., " + std::to_string(lanes) + ") combines groups of " +
+                            std::to_string(lanes) + " lanes along threadIdx.x, but the block has " +
+                            std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") +
+                            " along threadIdx.x; bind a loop of a multiple of " + std::to_string(lanes) +
+                            " threads to it");
+      }
+    }
+  }
+
   void DeclareShared(const Buffer& buffer) {
     int64_t elements = 1;
     for (const Expr& dim : buffer->shape) elements *= *AsConstInt(dim);
@@ -241,6 +265,7 @@ class CodegenCudaImpl : public CodegenC {
   }
 
   std::array<std::vector<Expr>, 6> launch_;
+  std::vector<std::pair<Intrinsic, int64_t>> lane_groups_;  // every lane reduction's combiner and lanes
   bool synchronizes_ = false;
   int64_t shared_bytes_ = 0;  // the static shared memory declared so far
 };

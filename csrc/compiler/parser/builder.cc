@@ -1182,6 +1182,27 @@ class Builder {
       return MakeCast(dtype, v);
     }
     if (callee == "T.inf") ThrowScriptError("T.inf is a constant, not a function", e->span);
+    if (callee == "T.sp.lane_sum" || callee == "T.sp.lane_max" || callee == "T.sp.lane_min") {
+      // T.sp.lane_sum(value, lanes): `value` combined over the caller's group
+      // of `lanes` consecutive lanes along threadIdx.x (cuda); every lane of
+      // the group must reach it, and every lane gets the result.
+      arity(2);
+      Expr value = BuildExpr(args[0]);
+      if (IsWeak(value)) value = CastLiteralTo(value, DataType::kFloat32, args[0]->span);
+      if (!IsFloat(value->dtype) && !IsInteger(value->dtype)) {
+        ThrowScriptError(callee + " combines a number, got " + ToString(value->dtype), args[0]->span);
+      }
+      const Expr lanes = BuildExpr(args[1]);
+      const int64_t* count = AsConstInt(lanes);
+      if (!count || *count < 1 || *count > 32 || (*count & (*count - 1)) != 0) {
+        ThrowScriptError(callee + ": the lanes must be a constant power of two from 1 to 32 (a group within a warp)",
+                         args[1]->span);
+      }
+      const Intrinsic op = callee == "T.sp.lane_sum" ? Intrinsic::kLaneSum
+                           : callee == "T.sp.lane_max" ? Intrinsic::kLaneMax
+                                                       : Intrinsic::kLaneMin;
+      return MakeCall(op, {value, MakeInt(*count)}, value->dtype);
+    }
     if (callee == "T.sp.lower_bound") {
       // T.sp.lower_bound(array_handle, begin, end, value): the first position in
       // [begin, end) whose element is >= value (end if none).

@@ -11,7 +11,7 @@ namespace {
 // Substitutes variables and swaps every buffer for its rebuilt twin.
 class Rebuilder : public BufferSwapper {
  public:
-  Rebuilder(const VarMap& vars, const std::map<const BufferNode*, Buffer>& buffers,
+  Rebuilder(const VarMap& vars, std::map<const BufferNode*, Buffer>& buffers,
             const std::map<const SparseIteratorNode*, SparseIterator>& iterators)
       : vars_(vars), buffers_(buffers), iterators_(iterators) {}
 
@@ -28,6 +28,15 @@ class Rebuilder : public BufferSwapper {
     copy.body = VisitStmt(node->body);
     return MakeIteration(std::move(copy));
   }
+  // A buffer the body allocates (a stage-III script's local array) is
+  // rebuilt where it is allocated: its shape may name a specialized scalar.
+  Stmt Mutate(const AllocateNode* node, const Stmt& self) override {
+    BufferNode copy = *node->buffer;
+    for (Expr& dim : copy.shape) dim = dim ? Simplify(VisitExpr(dim)) : dim;
+    Buffer made = MakeBuffer(std::move(copy));
+    buffers_[node->buffer.get()] = made;
+    return MakeAllocate(made, VisitStmt(node->body));
+  }
   Buffer Map(const Buffer& b) const override {
     auto found = buffers_.find(b.get());
     ICHECK(found != buffers_.end()) << "buffer " << b->name << " is not declared by the function";
@@ -36,7 +45,7 @@ class Rebuilder : public BufferSwapper {
 
  private:
   const VarMap& vars_;
-  const std::map<const BufferNode*, Buffer>& buffers_;
+  std::map<const BufferNode*, Buffer>& buffers_;
   const std::map<const SparseIteratorNode*, SparseIterator>& iterators_;
 };
 

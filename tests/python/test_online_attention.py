@@ -1,0 +1,186 @@
+"""sparse_attention's forward on cuda: one launch of kernels/sparse_attention_online.py.
+
+A warp per (row, head) walks the row's allowed columns once, its lanes
+summing the parts of each score with shuffles (T.sp.lane_sum) and keeping a
+running max, sum of exponentials and weighted sum of v rows that it rescales
+when the max grows (the online softmax). The kernel runs under the SIMT
+emulator (SPARSETIR_EMULATE_CUDA=1) against a float64 dense reference, over
+the edge-case patterns, every dtype and both index dtypes, in every thread
+order of the race check; wider heads than it takes fall back to the
+multi-head operators. T.sp.lane_sum and its kin are part of the script
+language for stage-III kernels.
+"""
+import numpy as np
+import pytest
+import torch
+
+import sparsetir_torch as st
+from sparsetir_torch import _C
+from conftest import CSR_CASES, TORCH_DTYPES, make_csr
+
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
+
+CASES = ("1x1", "1x1_empty", "empty_rows", "dense_row", "fully_dense", "tall", "wide", "unsorted_with_duplicates")
+# Tolerance per dtype: the op computes 16-bit inputs in float32 and rounds the output once.
+TOLERANCE = {"float32": 2e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.6e-2}
+
+
+@pytest.fixture
+def emulate(monkeypatch):
+    monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "1")
+    yield
+
+
+def reference(a, q, k, v, scale):
+    """float64: softmax over each row's allowed columns (duplicates counted
+    as often as they appear), a row without any gives zeros."""
+    q, k, v = (t.double().numpy() for t in (q, k, v))
+    out = np.zeros(q.shape[:-1] + v.shape[-1:])
+    for i in range(a.m):
+        cols = a.indices[a.indptr[i]:a.indptr[i + 1]]
+        if len(cols) == 0:
+            continue
+        s = np.einsum("...d,...jd->...j", q[..., i, :], k[..., cols, :]) * scale
+        p = np.exp(s - s.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        out[..., i, :] = np.einsum("...j,...jd->...d", p, v[..., cols, :])
+    return out
+
+
+def inputs(a, lead, d, dv, dtype, seed, spread=1.0):
+    gen = torch.Generator().manual_seed(seed)
+    t = TORCH_DTYPES[dtype]
+    q = (torch.randn(*lead, a.m, d, generator=gen, dtype=torch.float64) * spread).to(t)
+    k = (torch.randn(*lead, a.n, d, generator=gen, dtype=torch.float64) * spread).to(t)
+    v = torch.randn(*lead, a.n, dv, generator=gen, dtype=torch.float64).to(t)
+    return q, k, v
+
+
+def check(a, q, k, v, scale, dtype, idtype, launches=1):
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    out = torch.ops.sparsetir.sparse_attention(indptr, indices, q, k, v, scale)
+    if a.nnz > 0 and q.numel() > 0:
+        assert _C.emulated_runs() == before + launches
+    assert out.dtype == q.dtype and out.shape == q.shape[:-1] + v.shape[-1:]
+    ref = reference(a, q, k, v, scale)
+    got = out.double().numpy()
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, ref, rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype", ("float32", "float64", "float16", "bfloat16"))
+@pytest.mark.parametrize("idtype", ("int32", "int64"))
+def test_matches_float64(emulate, case, dtype, idtype):
+    a = make_csr(seed=3, **CSR_CASES[case])
+    q, k, v = inputs(a, (2,), 24, 40, dtype, seed=len(case))
+    check(a, q, k, v, 0.3, dtype, idtype)
+
+
+@pytest.mark.parametrize("d,dv", [(1, 1), (32, 32), (33, 65), (64, 64), (100, 7), (256, 256)])
+def test_head_widths(emulate, d, dv):
+    """Widths that fill the lanes, leave some idle, or take several features each."""
+    a = make_csr(20, 30, density=0.3, seed=d, empty_rows=(3,), dense_rows=(0,))
+    q, k, v = inputs(a, (), d, dv, "float32", seed=dv)
+    check(a, q, k, v, d ** -0.5, "float32", "int32")
+
+
+def test_batch_and_heads(emulate):
+    a = make_csr(17, 11, density=0.4, seed=9, empty_rows=(16,))
+    q, k, v = inputs(a, (2, 3), 16, 8, "float64", seed=4)
+    check(a, q, k, v, 0.25, "float64", "int64")
+
+
+def test_large_scores_are_rescaled_not_overflowed(emulate):
+    """Scores in the hundreds (exp overflows float32 past 88): the running max
+    is subtracted before every exponential, and rows whose max grows along the
+    row are rescaled."""
+    a = make_csr(12, 40, density=0.5, seed=2, dense_rows=(1,))
+    q, k, v = inputs(a, (2,), 8, 8, "float32", seed=5, spread=6.0)
+    # Keys that grow along the columns: the max of a row rises as the kernel walks it.
+    k = k + torch.linspace(0, 8, a.n).reshape(1, a.n, 1)
+    scores = torch.einsum("hid,hjd->hij", q.double(), k.double())
+    assert scores.abs().max() > 100
+    check(a, q, k, v, 1.0, "float32", "int32")
+
+
+def test_wider_heads_take_the_multi_head_operators(emulate):
+    a = make_csr(9, 12, density=0.4, seed=6)
+    q, k, v = inputs(a, (), 8, 257, "float32", seed=1)
+    check(a, q, k, v, 0.5, "float32", "int32", launches=3)  # sddmm, edge_softmax, spmm
+
+
+@pytest.mark.parametrize("order", ["reverse", "shuffle", "check"])
+def test_every_thread_order_gives_the_same_bits(emulate, monkeypatch, order):
+    a = make_csr(25, 64, density=0.05, seed=2, dense_rows=(3,))
+    q, k, v = inputs(a, (4,), 64, 64, "float32", seed=7)
+    indptr, indices = a.torch_structure("int32")
+    forward = torch.ops.sparsetir.sparse_attention(indptr, indices, q, k, v)
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", order)
+    assert torch.equal(torch.ops.sparsetir.sparse_attention(indptr, indices, q, k, v), forward)
+
+
+def test_the_kernel_writes_nothing_but_the_output():
+    source = _C.op_kernel_source("sparse_attention_online", "sparse_attention_online", "float32", "int32",
+                                 {"head_dim": 64, "value_dim": 64}, "cuda")
+    body = source[source.index('extern "C"'):]
+    assert "sparsetir_lane_reduce<SparsetirSum>(DOT[0], 32)" in body
+    stores = [line for line in body.splitlines() if "] = " in line and "float" not in line.split("=")[0]]
+    assert all(line.strip().startswith(("MX[", "SM[", "DOT[", "ACC[", "O[")) for line in stores), stores
+
+
+# --------------------------------------------------------------------------- T.sp.lane_sum in scripts
+
+LANE_MAX = '''
+@T.prim_func
+def row_max(x: T.handle, y: T.handle, n: T.int32) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 0})
+    X = T.match_buffer(x, (n, 32), "float32")
+    Y = T.match_buffer(y, (n, 32), "float32")
+    for i in T.thread_binding(n, thread="blockIdx.x"):
+        for lane in T.thread_binding(32, thread="threadIdx.x"):
+            Y[i, lane] = T.sp.LANE_OP(X[i, lane], LANES)
+'''
+
+
+@pytest.mark.parametrize("op,lanes", [("lane_max", 32), ("lane_sum", 8), ("lane_min", 1)])
+def test_lane_reductions_in_a_script(op, lanes):
+    text = LANE_MAX.replace("LANE_OP", op).replace("LANES", str(lanes))
+    assert st.parse(text).script().count(f"T.sp.{op}(X[i, lane], {lanes})") == 1
+    kernel = st.compile(text, target="cuda")
+    x = torch.randn(3, 32, generator=torch.Generator().manual_seed(lanes))
+    y = torch.empty_like(x)
+    kernel(x=x, y=y, n=3)
+    groups = x.reshape(3, 32 // lanes, lanes)
+    combined = {"lane_max": groups.amax(-1), "lane_sum": groups.sum(-1), "lane_min": groups.amin(-1)}[op]
+    torch.testing.assert_close(y, combined.repeat_interleave(lanes, -1))
+
+
+@pytest.mark.parametrize("lanes", ["33", "12", "n", "0"])
+def test_lane_reduction_script_errors(lanes):
+    text = LANE_MAX.replace("LANE_OP", "lane_sum").replace("LANES", lanes)
+    with pytest.raises(st.ScriptError, match="T.sp.lane_sum: the lanes must be a constant power of two from 1 to 32"):
+        st.parse(text)
+    with pytest.raises(st.ScriptError, match="T.sp.lane_max takes 2 arguments"):
+        st.parse(LANE_MAX.replace("LANE_OP", "lane_max").replace(", LANES", ""))
+
+
+def test_lane_reductions_need_lanes():
+    text = LANE_MAX.replace("LANE_OP", "lane_sum").replace("LANES", "32")
+    with pytest.raises(st.ScheduleError, match="T.sp.lane_sum combines values across the lanes of a warp, which only "
+                                               "the cuda target has"):
+        st.compile(text.replace('thread="blockIdx.x"', "").replace("T.thread_binding(n, )", "T.serial(n)")
+                   .replace('T.thread_binding(32, thread="threadIdx.x")', "T.serial(32)"), target="cpu")
+    narrow = text.replace('T.thread_binding(32, thread="threadIdx.x")', 'T.thread_binding(16, thread="threadIdx.x")')
+    with pytest.raises(st.ScheduleError, match=r"T.sp.lane_sum\(..., 32\) combines groups of 32 lanes along "
+                                               "threadIdx.x, but the block has 16 threads along threadIdx.x"):
+        st.compile(narrow.replace("(n, 32)", "(n, 16)"), target="cuda")
+
+
+def test_explain_says_which_attention_runs():
+    online = st.explain(None, op="attention", k=64, dtype=torch.float16, device="cuda")
+    assert online["online_softmax"] and online["script"] == "sparse_attention_online"
+    assert 'sch.specialize(head_dim=64, value_dim=64)' in online["schedule"]
+    wide = st.explain(None, op="attention", k=512, device="cuda")
+    assert not wide["online_softmax"] and wide["script"] == "sddmm_heads, edge_softmax, csrmm_heads"
