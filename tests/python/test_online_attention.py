@@ -86,6 +86,18 @@ def test_head_widths(emulate, d, dv):
     check(a, q, k, v, d ** -0.5, "float32", "int32")
 
 
+def test_rows_of_every_length_around_the_groups_of_four(emulate):
+    """Row i holds i columns (0 to 9): rounds of four columns, full and partial."""
+    from conftest import Csr
+
+    lengths = np.arange(10)
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    indices = np.concatenate([np.sort(np.random.default_rng(int(n)).choice(12, n, replace=False)) for n in lengths])
+    a = Csr(indptr, indices.astype(np.int64), np.ones(len(indices)), (10, 12))
+    q, k, v = inputs(a, (2,), 20, 12, "float32", seed=8)
+    check(a, q, k, v, 0.4, "float32", "int64")
+
+
 def test_batch_and_heads(emulate):
     a = make_csr(17, 11, density=0.4, seed=9, empty_rows=(16,))
     q, k, v = inputs(a, (2, 3), 16, 8, "float64", seed=4)
@@ -125,9 +137,12 @@ def test_the_kernel_writes_nothing_but_the_output():
     source = _C.op_kernel_source("sparse_attention_online", "sparse_attention_online", "float32", "int32",
                                  {"head_dim": 64, "value_dim": 64}, "cuda")
     body = source[source.index('extern "C"'):]
-    assert "sparsetir_lane_reduce<SparsetirSum>(DOT[0], 32)" in body
+    # Four columns' scores summed across the lanes per round.
+    assert "? sparsetir_lane_reduce<SparsetirSum>(DOT[u_1], 32) : -INFINITY)" in body
+    assert "for (int32_t u_1 = 0, u_1_end = 4;" in body
     stores = [line for line in body.splitlines() if "] = " in line and "float" not in line.split("=")[0]]
-    assert all(line.strip().startswith(("MX[", "SM[", "DOT[", "ACC[", "O[")) for line in stores), stores
+    assert stores and all(line.strip().startswith(("QL[", "MX[", "SM[", "COL[", "DOT[", "SCORE[", "ACC[", "O["))
+                          for line in stores), stores
 
 
 # --------------------------------------------------------------------------- T.sp.lane_sum in scripts

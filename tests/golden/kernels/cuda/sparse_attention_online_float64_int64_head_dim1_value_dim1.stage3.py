@@ -27,32 +27,46 @@ def sparse_attention_online(
             for warp in T.thread_binding(4, thread="threadIdx.y"):
                 i: T.int32 = row_block * 4 + warp
                 if i < m:
-                    v0: T.int64 = J_indptr[i + 1] - J_indptr[i]
-                    v1: T.int64 = J_indptr[i]
+                    v0: T.int64 = J_indptr[i]
+                    v1: T.int64 = J_indptr[i + 1]
                     for lane in T.thread_binding(32, thread="threadIdx.x"):
+                        QL = T.alloc_buffer((1,), "float64", scope="local")
+                        ACC = T.alloc_buffer((1,), "float64", scope="local")
                         MX = T.alloc_buffer((1,), "float64", scope="local")
                         SM = T.alloc_buffer((1,), "float64", scope="local")
-                        DOT = T.alloc_buffer((1,), "float64", scope="local")
-                        ACC = T.alloc_buffer((1,), "float64", scope="local")
-                        MX[0] = T.float64(-T.inf)
-                        SM[0] = T.float64(0.0)
+                        COL = T.alloc_buffer((4,), "int64", scope="local")
+                        DOT = T.alloc_buffer((4,), "float64", scope="local")
+                        SCORE = T.alloc_buffer((4,), "float64", scope="local")
+                        for t in T.unroll(1):
+                            QL[t] = T.float64(0.0)
+                            if t * 32 + lane < 1:
+                                QL[t] = Q[h, i, t * 32 + lane]
                         for t in T.unroll(1):
                             ACC[t] = T.float64(0.0)
-                        for j in T.serial(v0):
-                            col: T.int64 = J_indices[v1 + j]
-                            DOT[0] = T.float64(0.0)
-                            for t in T.unroll(1):
-                                if t * 32 + lane < 1:
-                                    DOT[0] = DOT[0] + Q[h, i, t * 32 + lane] * K[h, col, t * 32 + lane]
-                            score: T.float64 = T.sp.lane_sum(DOT[0], 32)
-                            grown: T.float64 = T.max(MX[0], score)
+                        MX[0] = T.float64(-T.inf)
+                        SM[0] = T.float64(0.0)
+                        length: T.int64 = v1 - v0
+                        for j in T.serial((length + T.int64(3)) // T.int64(4)):
+                            for u in T.unroll(4):
+                                COL[u] = J_indices[v0 + T.min(j * T.int64(4) + T.Cast("int64", u), length - T.int64(1))]
+                                DOT[u] = T.float64(0.0)
+                                for t in T.unroll(1):
+                                    if t * 32 + lane < 1:
+                                        DOT[u] = DOT[u] + QL[t] * K[h, COL[u], t * 32 + lane]
+                            for u in T.unroll(4):
+                                SCORE[u] = T.Select(j * T.int64(4) + T.Cast("int64", u) < length, T.sp.lane_sum(DOT[u], 32), T.float64(-T.inf))
+                            grown: T.float64 = T.max(T.max(MX[0], T.max(SCORE[0], SCORE[1])), T.max(SCORE[2], SCORE[3]))
                             rescale: T.float64 = T.exp(MX[0] - grown)
-                            weight: T.float64 = T.exp(score - grown)
-                            SM[0] = SM[0] * rescale + weight
-                            for t in T.unroll(1):
-                                if t * 32 + lane < 1:
-                                    ACC[t] = ACC[t] * rescale + weight * V[h, col, t * 32 + lane]
                             MX[0] = grown
+                            SM[0] = SM[0] * rescale
+                            for t in T.unroll(1):
+                                ACC[t] = ACC[t] * rescale
+                            for u in T.unroll(4):
+                                weight: T.float64 = T.exp(SCORE[u] - grown)
+                                SM[0] = SM[0] + weight
+                                for t in T.unroll(1):
+                                    if t * 32 + lane < 1:
+                                        ACC[t] = ACC[t] + weight * V[h, COL[u], t * 32 + lane]
                         for t in T.unroll(1):
                             if t * 32 + lane < 1:
                                 O[h, i, t * 32 + lane] = T.Select(SM[0] > T.float64(0.0), ACC[t] / SM[0], T.float64(0.0))
