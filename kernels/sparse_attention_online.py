@@ -15,8 +15,11 @@ def sparse_attention_online(
 ) -> None:
     # Sparse attention of every head on cuda in one pass over each row's
     # allowed columns (q is already scaled): out_i = sum_j softmax_j(q_i . k_j) v_j.
-    # A warp per (row, head), four rows per block, its 32 lanes over the
-    # features; a lane keeps its features of q_i in registers (QL). The
+    # q is in the accumulator's dtype (T.float32: float32 for 16-bit values),
+    # k, v and out in the values' (16-bit ones read and written as such, the
+    # output rounded once). A warp per (row, head), four rows per block, its
+    # 32 lanes over the features; a lane keeps its features of q_i in
+    # registers (QL). The
     # columns go four at a time: the lanes sum their parts of the four scores
     # with shuffles (T.sp.lane_sum: every lane gets each score), so that four
     # rows of k are in flight at once; then the row's running max MX, sum of
@@ -27,7 +30,7 @@ def sparse_attention_online(
     # without allowed columns gives zeros. The loops are bound here: this is
     # a stage-III script, its own schedule.
     T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 0})
-    Q = T.match_buffer(q, (heads, m, head_dim), "float32")
+    Q = T.match_buffer(q, (heads, m, head_dim), T.float32)
     K = T.match_buffer(k, (heads, n, head_dim), "float32")
     V = T.match_buffer(v, (heads, n, value_dim), "float32")
     O = T.match_buffer(out, (heads, m, value_dim), "float32")
@@ -41,13 +44,13 @@ def sparse_attention_online(
                 i: T.int32 = row_block * 4 + warp
                 if i < m:
                     for lane in T.thread_binding(32, thread="threadIdx.x"):
-                        QL = T.alloc_buffer(((head_dim + 31) // 32,), "float32", scope="local")
-                        ACC = T.alloc_buffer(((value_dim + 31) // 32,), "float32", scope="local")
-                        MX = T.alloc_buffer((1,), "float32", scope="local")
-                        SM = T.alloc_buffer((1,), "float32", scope="local")
+                        QL = T.alloc_buffer(((head_dim + 31) // 32,), T.float32, scope="local")
+                        ACC = T.alloc_buffer(((value_dim + 31) // 32,), T.float32, scope="local")
+                        MX = T.alloc_buffer((1,), T.float32, scope="local")
+                        SM = T.alloc_buffer((1,), T.float32, scope="local")
                         COL = T.alloc_buffer((4,), "int32", scope="local")
-                        DOT = T.alloc_buffer((4,), "float32", scope="local")
-                        SCORE = T.alloc_buffer((4,), "float32", scope="local")
+                        DOT = T.alloc_buffer((4,), T.float32, scope="local")
+                        SCORE = T.alloc_buffer((4,), T.float32, scope="local")
                         for t in T.unroll((head_dim + 31) // 32):
                             QL[t] = T.float32(0.0)
                             if t * 32 + lane < head_dim:
@@ -64,7 +67,7 @@ def sparse_attention_online(
                                 DOT[u] = T.float32(0.0)
                                 for t in T.unroll((head_dim + 31) // 32):
                                     if t * 32 + lane < head_dim:
-                                        DOT[u] = DOT[u] + QL[t] * K[h, COL[u], t * 32 + lane]
+                                        DOT[u] = DOT[u] + QL[t] * T.Cast(T.float32, K[h, COL[u], t * 32 + lane])
                             for u in T.unroll(4):
                                 SCORE[u] = T.if_then_else(j * 4 + u < length, T.sp.lane_sum(DOT[u], 32), -T.inf)
                             grown: T.float32 = T.max(T.max(MX[0], T.max(SCORE[0], SCORE[1])), T.max(SCORE[2], SCORE[3]))
@@ -78,7 +81,7 @@ def sparse_attention_online(
                                 SM[0] = SM[0] + weight
                                 for t in T.unroll((value_dim + 31) // 32):
                                     if t * 32 + lane < value_dim:
-                                        ACC[t] = ACC[t] + weight * V[h, COL[u], t * 32 + lane]
+                                        ACC[t] = ACC[t] + weight * T.Cast(T.float32, V[h, COL[u], t * 32 + lane])
                         for t in T.unroll((value_dim + 31) // 32):
                             if t * 32 + lane < value_dim:
-                                O[h, i, t * 32 + lane] = T.if_then_else(SM[0] > T.float32(0.0), ACC[t] / SM[0], T.float32(0.0))
+                                O[h, i, t * 32 + lane] = T.Cast("float32", T.if_then_else(SM[0] > T.float32(0.0), ACC[t] / SM[0], T.float32(0.0)))

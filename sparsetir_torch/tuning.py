@@ -504,8 +504,6 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
             out["script"] = "sddmm_heads, edge_softmax, csrmm_heads"
             return out
         sizes = {"head_dim": k, "value_dim": k}
-        if value_dtype != "float64":
-            value_dtype = "float32"  # 16-bit q, k, v are computed in float32
     if op == "bsrmm":
         if A is None or not A.is_block:
             raise ValueError("st.explain: op='bsrmm' needs A with blocks (a BSR tensor or a block st.SparseMatrix)")

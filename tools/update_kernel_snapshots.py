@@ -87,7 +87,7 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
     for dtype in DTYPES[1:]:
         yield "sparse_attention", "sparse_attention", dtype, "int64", {"head_dim": 64, "value_dim": 64}
     for dtype, idtype, (d, dv) in (("float32", "int32", (64, 64)), ("float32", "int32", (40, 100)),
-                                   ("float64", "int64", (1, 1))):
+                                   ("float64", "int64", (1, 1)), ("bfloat16", "int32", (64, 64))):
         yield ("sparse_attention_online", "sparse_attention_online", dtype, idtype,
                {"head_dim": d, "value_dim": dv})
     for bh, bw in ((32, 32), (16, 8), (1, 1)):

@@ -18,7 +18,9 @@ namespace {
 
 struct AttentionArgs {
   CheckedCsr csr;
-  at::Tensor q, k, v;  // (heads, L, D), (heads, S, D), (heads, S, Dv) in the compute dtype
+  // (heads, L, D), (heads, S, D), (heads, S, Dv) in the compute dtype, or in
+  // the inputs' dtype where CheckAttention was told not to convert them.
+  at::Tensor q, k, v;
   at::ScalarType dtype;  // the inputs' dtype
   double scale;
   int64_t heads() const { return q.size(0); }
@@ -34,7 +36,7 @@ at::Tensor Heads(const at::Tensor& t, at::ScalarType compute) {
 
 AttentionArgs CheckAttention(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices,
                              const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                             std::optional<double> scale) {
+                             std::optional<double> scale, bool convert = true) {
   at::Tensor qc = CheckFloat(op, "q", q, -1), kc = CheckFloat(op, "k", k, -1), vc = CheckFloat(op, "v", v, -1);
   CheckSameDtype(op, "k", kc, qc.scalar_type(), "q");
   CheckSameDtype(op, "v", vc, qc.scalar_type(), "q");
@@ -53,8 +55,17 @@ AttentionArgs CheckAttention(const std::string& op, const at::Tensor& indptr, co
   TORCH_CHECK_VALUE(csr.rows() == qc.size(-2), op, ": the pattern has ", csr.rows(),
                     " rows (from 'indptr') but 'q' has L = ", qc.size(-2), " ", ShapeString(qc.sizes()));
   const double s = scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(qc.size(-1), 1)));
-  const auto compute = ComputeDtype(qc.scalar_type());
+  const auto compute = convert ? ComputeDtype(qc.scalar_type()) : qc.scalar_type();
   return {csr, Heads(qc, compute), Heads(kc, compute), Heads(vc, compute), qc.scalar_type(), s};
+}
+
+// `a` with q, k, v in the compute dtype (float32 for 16-bit inputs).
+AttentionArgs InComputeDtype(AttentionArgs a) {
+  const auto compute = ComputeDtype(a.dtype);
+  a.q = a.q.to(compute);
+  a.k = a.k.to(compute);
+  a.v = a.v.to(compute);
+  return a;
 }
 
 // The kernel of `script` for the device of `a`'s tensors (cuda for CUDA
@@ -125,13 +136,16 @@ constexpr int64_t kOnlineMaxDim = 256;
 bool OnlineApplies(const AttentionArgs& a) { return a.q.size(2) <= kOnlineMaxDim && a.v.size(2) <= kOnlineMaxDim; }
 
 // Every head in one launch of kernels/sparse_attention_online.py: a warp per
-// (row, head) with an online softmax, nothing but the output written. The
-// backward recomputes the probabilities (BackwardByHeadsOps).
-at::Tensor ForwardOnline(const AttentionArgs& a, at::Tensor out) {
+// (row, head) with an online softmax, nothing but the output written. `a`
+// holds the inputs' dtype: 16-bit k and v are read as such, q is scaled in
+// the compute dtype, and the output is rounded once. The backward
+// recomputes the probabilities (BackwardByHeadsOps).
+at::Tensor ForwardOnline(const AttentionArgs& a) {
   const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
   auto kernel = GetOpKernel(Request("sparse_attention_online", a, {{"head_dim", D}, {"value_dim", Dv}}));
+  at::Tensor out = EmptyOutput({a.heads(), L, Dv}, a.v.options());
   KernelCall(*kernel)
-      .Set("q", (a.q * a.scale).contiguous()).Set("k", a.k).Set("v", a.v).Set("out", out)
+      .Set("q", (a.q.to(ComputeDtype(a.dtype)) * a.scale).contiguous()).Set("k", a.k).Set("v", a.v).Set("out", out)
       .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
       .Set("m", L).Set("n", a.k.size(1)).Set("nnz", nnz).Set("heads", a.heads()).Set("head_dim", D)
       .Set("value_dim", Dv)
@@ -159,14 +173,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardByHeadsOps(const Attentio
 at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
                            const at::Tensor& k, const at::Tensor& v, std::optional<double> scale) {
   const std::string op = "sparsetir.sparse_attention";
-  AttentionArgs a = CheckAttention(op, indptr, indices, q, k, v, scale);
+  AttentionArgs a = CheckAttention(op, indptr, indices, q, k, v, scale, /*convert=*/false);
   const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
+  std::vector<int64_t> shape = q.sizes().vec();
+  shape.back() = Dv;
+  const bool any = a.heads() * L * Dv > 0 && nnz > 0;
+  if (any && OnCudaPath(a.q) && OnlineApplies(a)) return ForwardOnline(a).reshape(shape);
+  a = InComputeDtype(std::move(a));
   // The kernel writes every row (an empty one gets its zero init), so only a
   // pattern without non-zeros needs zeros from here.
   at::Tensor out = nnz > 0 ? EmptyOutput({a.heads(), L, Dv}, a.q.options()) : at::zeros({a.heads(), L, Dv}, a.q.options());
-  if (out.numel() > 0 && nnz > 0 && OnCudaPath(a.q)) {
-    out = OnlineApplies(a) ? ForwardOnline(a, out) : ForwardByHeadsOps(a);
-  } else if (out.numel() > 0 && nnz > 0) {
+  if (any && OnCudaPath(a.q)) {
+    out = ForwardByHeadsOps(a);
+  } else if (any) {
     at::Tensor qs = (a.q * a.scale).contiguous();
     auto kernel = GetOpKernel(Request("sparse_attention", a, {{"head_dim", D}, {"value_dim", Dv}}));
     ForEachHead(kernel->kernel().target(), a.heads(), 2 * nnz * (D + Dv), [&](int64_t h) {
@@ -181,8 +200,6 @@ at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, 
           .Run(2 * nnz * (D + Dv));
     });
   }
-  std::vector<int64_t> shape = q.sizes().vec();
-  shape.back() = Dv;
   return out.reshape(shape).to(a.dtype);
 }
 
