@@ -199,3 +199,36 @@ def test_explain_says_which_attention_runs():
     assert 'sch.specialize(head_dim=64, value_dim=64)' in online["schedule"]
     wide = st.explain(None, op="attention", k=512, device="cuda")
     assert not wide["online_softmax"] and wide["script"] == "sddmm_heads, edge_softmax, csrmm_heads"
+
+
+# --------------------------------------------------------------------------- on a GPU
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16", "float64"))
+@pytest.mark.parametrize("case", ("empty_rows", "dense_row", "unsorted_with_duplicates"))
+def test_gpu_one_pass_attention_matches_float64(dtype, case):
+    a = make_csr(seed=3, **CSR_CASES[case])
+    q, k, v = inputs(a, (2, 3), 64, 48, dtype, seed=len(case))
+    indptr, indices = a.torch_structure("int32")
+    out = torch.ops.sparsetir.sparse_attention(indptr.cuda(), indices.cuda(), q.cuda(), k.cuda(), v.cuda(), 0.125)
+    assert out.is_cuda and out.dtype == q.dtype
+    np.testing.assert_allclose(out.double().cpu().numpy(), reference(a, q, k, v, 0.125),
+                               rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
+@needs_gpu
+def test_gpu_one_pass_attention_gradients_match_the_cpu():
+    a = make_csr(40, 30, density=0.2, seed=5, empty_rows=(1,), dense_rows=(2,))
+    q, k, v = (t.requires_grad_() for t in inputs(a, (2,), 32, 16, "float32", seed=2))
+    indptr, indices = a.torch_structure("int64")
+    weight = torch.randn(2, a.m, 16)
+    cpu = torch.autograd.grad((torch.ops.sparsetir.sparse_attention(indptr, indices, q, k, v) * weight).sum(),
+                              (q, k, v))
+    qc, kc, vc = (t.detach().cuda().requires_grad_() for t in (q, k, v))
+    out = torch.ops.sparsetir.sparse_attention(indptr.cuda(), indices.cuda(), qc, kc, vc)
+    gpu = torch.autograd.grad((out * weight.cuda()).sum(), (qc, kc, vc))
+    for g, c in zip(gpu, cpu):
+        torch.testing.assert_close(g.cpu(), c, rtol=1e-4, atol=1e-5)

@@ -122,7 +122,7 @@ def shared_bsrmm(dtype, idtype, block, feat, shared=("A", "B"), local=True):
 def run_bsrmm(kernel, indptr, indices, blocks, dense, mb, nb, dtype):
     bh, bw = blocks.shape[1:]
     feat = dense.shape[1]
-    out = torch.full((mb, bh, feat), float("nan"), dtype=TORCH_DTYPES[dtype])
+    out = torch.full((mb, bh, feat), float("nan"), dtype=TORCH_DTYPES[dtype], device=blocks.device)
     kernel(a=blocks, b=dense.reshape(nb, bw, feat), c=out, indptr=indptr, indices=indices, mb=mb, nb=nb,
            nnzb=len(indices), block_h=bh, block_w=bw, feat_size=feat)
     return out.reshape(mb * bh, feat)
@@ -258,3 +258,24 @@ def test_shared_caches_past_the_static_limit_are_refused():
     with pytest.raises(st.ScheduleError, match="the shared caches of this kernel take 65536 bytes with 'A_shared', "
                                                "more than the 49152 a block may declare"):
         st.compile(reverse_script("float32", 16384, 64), target="cuda")
+
+
+# --------------------------------------------------------------------------- on a GPU
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("dtype", ("float32", "float16"))
+def test_gpu_shared_caches(dtype):
+    kernel = st.compile(reverse_script(dtype, 1000, 32), target="cuda")
+    a = torch.randn(5, 1000, device="cuda").to(TORCH_DTYPES[dtype])
+    b = torch.empty_like(a)
+    kernel(a=a, b=b, n=5)
+    assert torch.equal(b, a.flip(1))
+    bsrmm = st.compile(shared_bsrmm(dtype, "int32", (4, 8), 16), target="cuda")
+    indptr, indices, blocks = random_bsr(5, 4, 4, 8, 0.6, seed=1, idtype="int32", empty_rows=(2,))
+    blocks_t = torch.from_numpy(blocks).to(TORCH_DTYPES[dtype])
+    dense = torch.randn(32, 16).to(TORCH_DTYPES[dtype])
+    cpu = run_bsrmm(st.compile(shared_bsrmm(dtype, "int32", (4, 8), 16), target="cuda"), indptr, indices, blocks_t,
+                    dense, 5, 4, dtype)  # emulated
+    gpu = run_bsrmm(bsrmm, indptr.cuda(), indices.cuda(), blocks_t.cuda(), dense.cuda(), 5, 4, dtype)
+    torch.testing.assert_close(gpu.cpu(), cpu)
