@@ -132,8 +132,12 @@ at::Tensor ForwardByHeadsOps(const AttentionArgs& a) {
 // The widest head and value dimensions the one-pass kernel takes: a lane
 // keeps value_dim / 32 sums in registers.
 constexpr int64_t kOnlineMaxDim = 256;
+// The most heads (batch x heads) it takes: they are gridDim.y.
+constexpr int64_t kOnlineMaxHeads = 65535;
 
-bool OnlineApplies(const AttentionArgs& a) { return a.q.size(2) <= kOnlineMaxDim && a.v.size(2) <= kOnlineMaxDim; }
+bool OnlineApplies(const AttentionArgs& a) {
+  return a.q.size(2) <= kOnlineMaxDim && a.v.size(2) <= kOnlineMaxDim && a.heads() <= kOnlineMaxHeads;
+}
 
 // Every head in one launch of kernels/sparse_attention_online.py: a warp per
 // (row, head) with an online softmax, nothing but the output written. `a`
