@@ -82,6 +82,7 @@ def sparse_attention_online(
                                 for t in T.unroll((value_dim + 31) // 32):
                                     if t * 32 + lane < value_dim:
                                         ACC[t] = ACC[t] + weight * T.Cast(T.float32, V[h, COL[u], t * 32 + lane])
+                        norm: T.float32 = T.if_then_else(SM[0] > T.float32(0.0), T.float32(1.0) / SM[0], T.float32(0.0))
                         for t in T.unroll((value_dim + 31) // 32):
                             if t * 32 + lane < value_dim:
-                                O[h, i, t * 32 + lane] = T.Cast("float32", T.if_then_else(SM[0] > T.float32(0.0), ACC[t] / SM[0], T.float32(0.0)))
+                                O[h, i, t * 32 + lane] = T.Cast("float32", ACC[t] * norm)

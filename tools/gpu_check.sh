@@ -37,7 +37,8 @@ pack() { [ "${PACK:-1}" = 0 ] || tar czf "$out.tgz" -C "$out" .; }
 TAIL=5 step build "${BUILD_LIMIT:-300}" env MAX_JOBS="$(nproc)" "$PY" setup.py build_ext --inplace || { pack; exit 1; }
 step tests "${TEST_LIMIT:-180}" "$PY" -m pytest tests/python/test_cuda_backend.py tests/python/test_ops_errors.py \
   tests/python/test_ops_autograd.py tests/python/test_lane_reductions.py tests/python/test_tensor_cores.py \
-  tests/python/test_online_attention.py tests/python/test_shared_caches.py -q -rs -p no:cacheprovider -n "${TEST_WORKERS:-4}" -k "${TEST_K:-gpu or mixed_device or nvrtc}"
+  tests/python/test_online_attention.py tests/python/test_shared_caches.py \
+  -q -rs -p no:cacheprovider -n "${TEST_WORKERS:-4}" -k "${TEST_K:-gpu or mixed_device or nvrtc}"
 # SWEEP_SETTINGS: bench_cuda_segments.py's L:V pairs; BENCH_ARGS: bench_cuda.py's selection.
 # shellcheck disable=SC2086
 TAIL=12 step segments "${SWEEP_LIMIT:-180}" "$PY" benchmarks/bench_cuda_segments.py --out "$out/segments" \

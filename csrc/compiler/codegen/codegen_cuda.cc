@@ -240,8 +240,9 @@ class CodegenCudaImpl : public CodegenC {
     for (const auto& [op, lanes] : lane_groups_) {
       if (lanes <= kWarpLanes && threads % lanes != 0) {
         throw UserError(UserErrorKind::kSchedule,
-                        std::string("T.sp.") + ToString(op) + "(..., " + std::to_string(lanes) + ") combines groups of " +
-                            std::to_string(lanes) + " lanes along threadIdx.x, but the block has " +
+                        std::string("T.sp.") + ToString(op) + "(..., " + std::to_string(lanes) +
+                            ") combines groups of " + std::to_string(lanes) +
+                            " lanes along threadIdx.x, but the block has " +
                             std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") +
                             " along threadIdx.x; bind a loop of a multiple of " + std::to_string(lanes) +
                             " threads to it");

@@ -67,6 +67,7 @@ def sparse_attention_online(
                                 for t in T.unroll(2):
                                     if t * 32 + lane < 64:
                                         ACC[t] = ACC[t] + weight * T.Cast("float32", V[h, COL[u], t * 32 + lane])
+                        norm: T.float32 = T.Select(SM[0] > T.float32(0.0), T.float32(1.0) / SM[0], T.float32(0.0))
                         for t in T.unroll(2):
                             if t * 32 + lane < 64:
-                                O[h, i, t * 32 + lane] = T.Cast("bfloat16", T.Select(SM[0] > T.float32(0.0), ACC[t] / SM[0], T.float32(0.0)))
+                                O[h, i, t * 32 + lane] = T.Cast("bfloat16", ACC[t] * norm)

@@ -67,6 +67,7 @@ def sparse_attention_online(
                                 for t in T.unroll(4):
                                     if t * 32 + lane < 100:
                                         ACC[t] = ACC[t] + weight * V[h, COL[u], t * 32 + lane]
+                        norm: T.float32 = T.Select(SM[0] > T.float32(0.0), T.float32(1.0) / SM[0], T.float32(0.0))
                         for t in T.unroll(4):
                             if t * 32 + lane < 100:
-                                O[h, i, t * 32 + lane] = T.Select(SM[0] > T.float32(0.0), ACC[t] / SM[0], T.float32(0.0))
+                                O[h, i, t * 32 + lane] = ACC[t] * norm

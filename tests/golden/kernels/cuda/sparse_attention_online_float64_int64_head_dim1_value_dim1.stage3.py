@@ -67,6 +67,7 @@ def sparse_attention_online(
                                 for t in T.unroll(1):
                                     if t * 32 + lane < 1:
                                         ACC[t] = ACC[t] + weight * V[h, COL[u], t * 32 + lane]
+                        norm: T.float64 = T.Select(SM[0] > T.float64(0.0), T.float64(1.0) / SM[0], T.float64(0.0))
                         for t in T.unroll(1):
                             if t * 32 + lane < 1:
-                                O[h, i, t * 32 + lane] = T.Select(SM[0] > T.float64(0.0), ACC[t] / SM[0], T.float64(0.0))
+                                O[h, i, t * 32 + lane] = ACC[t] * norm
