@@ -55,43 +55,42 @@ std::array<int64_t, 3> BlockShape(const Stmt& s) {
   return finder.shape;
 }
 
-// True if `s` stores into `buffer` (or accumulates into it with an atomic or
-// an mma).
+// Whether code loads from `buffer`, and whether it writes it (a store, or an
+// atomic or an mma accumulating into it).
+struct Touches : IRVisitor {
+  explicit Touches(const BufferNode* buffer) : buffer(buffer) {}
+  const BufferNode* buffer;
+  bool reads = false, writes = false;
+
+ protected:
+  void Visit(const BufferLoadNode* n) override {
+    reads |= n->buffer.get() == buffer;
+    IRVisitor::Visit(n);
+  }
+  void Visit(const BufferStoreNode* n) override {
+    writes |= n->buffer.get() == buffer;
+    IRVisitor::Visit(n);
+  }
+  void Visit(const AtomicAddNode* n) override {
+    writes |= n->target->as<BufferLoadNode>()->buffer.get() == buffer;
+    IRVisitor::Visit(n);
+  }
+  void Visit(const MmaNode* n) override {
+    writes |= n->acc->as<BufferLoadNode>()->buffer.get() == buffer;
+    IRVisitor::Visit(n);
+  }
+};
+
 bool Writes(const Stmt& s, const BufferNode* buffer) {
-  struct Finder : IRVisitor {
-    const BufferNode* buffer = nullptr;
-    bool found = false;
-    void Visit(const BufferStoreNode* n) override {
-      found |= n->buffer.get() == buffer;
-      IRVisitor::Visit(n);
-    }
-    void Visit(const AtomicAddNode* n) override {
-      found |= n->target->as<BufferLoadNode>()->buffer.get() == buffer;
-      IRVisitor::Visit(n);
-    }
-    void Visit(const MmaNode* n) override {
-      found |= n->acc->as<BufferLoadNode>()->buffer.get() == buffer;
-      IRVisitor::Visit(n);
-    }
-  } finder;
-  finder.buffer = buffer;
-  finder.VisitStmt(s);
-  return finder.found;
+  Touches touches(buffer);
+  touches.VisitStmt(s);
+  return touches.writes;
 }
 
-// True if `e` loads from `buffer`.
 bool Reads(const Expr& e, const BufferNode* buffer) {
-  struct Finder : IRVisitor {
-    const BufferNode* buffer = nullptr;
-    bool found = false;
-    void Visit(const BufferLoadNode* n) override {
-      found |= n->buffer.get() == buffer;
-      IRVisitor::Visit(n);
-    }
-  } finder;
-  finder.buffer = buffer;
-  finder.VisitExpr(e);
-  return finder.found;
+  Touches touches(buffer);
+  touches.VisitExpr(e);
+  return touches.reads;
 }
 
 // The nest that fills a cache (cache_read's copy in): loops from 0 of
