@@ -129,6 +129,11 @@ def variants(quick: bool = False) -> Iterator[Variant]:
     for dtype, idtype, dims in itertools.product(dtypes, index_dtypes,
                                                  ((64, 64),) if quick else ((64, 64), (1, 1), (40, 256))):
         yield Variant("sparse_attention_online", "sparse_attention_online", dtype, idtype, 0, dims=dims)
+    # The backward computes in the compute dtype: float32 (also for 16-bit inputs) or float64.
+    for dtype, idtype, dims in itertools.product(("float32", "float64"), index_dtypes,
+                                                 ((64, 64),) if quick else ((64, 64), (1, 1), (40, 256))):
+        yield Variant("sparse_attention_backward_online", "sparse_attention_backward_online", dtype, idtype, 0,
+                      dims=dims)
 
 
 def cuda_source(v: Variant) -> str:

@@ -90,6 +90,9 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
                                    ("float64", "int64", (1, 1)), ("bfloat16", "int32", (64, 64))):
         yield ("sparse_attention_online", "sparse_attention_online", dtype, idtype,
                {"head_dim": d, "value_dim": dv})
+    for dtype, idtype, (d, dv) in (("float32", "int32", (64, 64)), ("float64", "int64", (40, 100))):
+        yield ("sparse_attention_backward_online", "sparse_attention_backward_online", dtype, idtype,
+               {"head_dim": d, "value_dim": dv})
     for bh, bw in ((32, 32), (16, 8), (1, 1)):
         yield "bsr_linear", "bsr_linear", "float32", "int32", {"block_h": bh, "block_w": bw}
     yield "bsr_linear", "bsr_linear", "bfloat16", "int64", {"block_h": 32, "block_w": 32}
@@ -141,9 +144,9 @@ def has_cuda_recipe(recipe: str) -> bool:
 def has_cpu_recipe(recipe: str) -> bool:
     # The row segments are the GPU's answer to long rows, the batch tiles its
     # tensor cores' (the CPU runs bsr_linear on any batch).
-    # The one-pass attention is a cuda kernel (lanes, shuffles).
+    # The one-pass attention and its backward are cuda kernels (lanes, shuffles).
     return recipe not in ("csrmm_segments", "bsr_linear_tiles", "bsr_linear_grad_blocks_tiles",
-                          "sparse_attention_online")
+                          "sparse_attention_online", "sparse_attention_backward_online")
 
 
 def generate_one(target: str, request) -> Tuple[str, str]:

@@ -172,6 +172,32 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardByHeadsOps(const Attentio
   return {HeadsFirst(dq), HeadsFirst(dk), HeadsFirst(dv)};
 }
 
+// The backward of every head through kernels/sparse_attention_backward_online.py
+// (a warp per (row, head): the softmax recomputed online, then P, dS and
+// dq in one more pass), then dk = scale dS^T q and dv = P^T dO over the
+// transposed pattern with the multi-head spmm. `a`, `o` and `go` are in the
+// compute dtype.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardOnline(const AttentionArgs& a, const at::Tensor& o,
+                                                              const at::Tensor& go) {
+  const int64_t L = a.q.size(1), S = a.k.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
+  auto kernel = GetOpKernel(Request("sparse_attention_backward_online", a, {{"head_dim", D}, {"value_dim", Dv}}));
+  const at::Tensor qs = (a.q * a.scale).contiguous();
+  at::Tensor dq = EmptyOutput({a.heads(), L, D}, a.q.options());
+  at::Tensor probs = EmptyOutput({nnz, a.heads()}, a.q.options()), grad_scores = EmptyOutput({nnz, a.heads()}, a.q.options());
+  KernelCall(*kernel)
+      .Set("q", qs).Set("k", a.k).Set("v", a.v).Set("out", o).Set("grad_out", go).Set("grad_q", dq)
+      .Set("probs", probs).Set("grad_scores", grad_scores)
+      .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
+      .Set("m", L).Set("n", S).Set("nnz", nnz).Set("heads", a.heads()).Set("head_dim", D).Set("value_dim", Dv)
+      .Run(4 * a.heads() * nnz * (D + Dv));
+  dq.mul_(a.scale);
+  const CsrTranspose t = a.csr.info->Transpose(a.csr.indptr, a.csr.indices, S);
+  // qs holds scale * q: this is scale * dS^T q.
+  at::Tensor dk = Spmm(t.indptr, t.indices, grad_scores.index_select(0, t.perm), HeadsLast(qs), "sum");
+  at::Tensor dv = Spmm(t.indptr, t.indices, probs.index_select(0, t.perm), HeadsLast(go), "sum");
+  return {dq, HeadsFirst(dk), HeadsFirst(dv)};
+}
+
 }  // namespace
 
 at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
@@ -221,7 +247,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
   at::Tensor go = grad_out.reshape({a.heads(), L, Dv}).to(compute).contiguous();
   at::Tensor dq = at::zeros_like(a.q), dk = at::zeros_like(a.k), dv = at::zeros_like(a.v);
   if (nnz > 0 && L > 0 && OnCudaPath(a.q)) {
-    std::tie(dq, dk, dv) = BackwardByHeadsOps(a, go);
+    std::tie(dq, dk, dv) = OnlineApplies(a) ? BackwardOnline(a, o, go) : BackwardByHeadsOps(a, go);
   } else if (nnz > 0 && L > 0) {
     CsrTranspose t = a.csr.info->Transpose(a.csr.indptr, a.csr.indices, S);
     at::Tensor qs = (a.q * a.scale).contiguous();

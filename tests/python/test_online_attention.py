@@ -145,6 +145,76 @@ def test_the_kernel_writes_nothing_but_the_output():
                           for line in stores), stores
 
 
+# --------------------------------------------------------------------------- the backward
+
+
+def reference_gradients(a, q, k, v, scale, weight):
+    """float64 autograd through a row-by-row softmax over each row's column
+    list (duplicates as often as they appear)."""
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    if a.nnz == 0:  # no allowed column: the output is zeros, whatever q, k, v are
+        return tuple(torch.zeros_like(t) for t in (q64, k64, v64))
+    rows = []
+    for i in range(a.m):
+        cols = torch.from_numpy(a.indices[a.indptr[i]:a.indptr[i + 1]])
+        if len(cols) == 0:
+            rows.append(torch.zeros(q.shape[:-2] + v.shape[-1:], dtype=torch.float64))
+            continue
+        s = torch.einsum("...d,...jd->...j", q64[..., i, :], k64[..., cols, :]) * scale
+        rows.append(torch.einsum("...j,...jd->...d", torch.softmax(s, -1), v64[..., cols, :]))
+    out = torch.stack(rows, -2)
+    return torch.autograd.grad((out * weight.double()).sum(), (q64, k64, v64))
+
+
+def check_gradients(a, lead, d, dv, dtype, idtype, seed, launches=4):
+    q, k, v = (t.requires_grad_() for t in inputs(a, lead, d, dv, dtype, seed=seed))
+    weight = torch.randn(*lead, a.m, dv, generator=torch.Generator().manual_seed(seed)).to(q.dtype)
+    indptr, indices = a.torch_structure(idtype)
+    before = _C.emulated_runs()
+    out = torch.ops.sparsetir.sparse_attention(indptr, indices, q, k, v, 0.3)
+    grads = torch.autograd.grad((out * weight).sum(), (q, k, v))
+    if a.nnz > 0:
+        assert _C.emulated_runs() == before + launches
+    tol = {"float32": 1e-4, "float64": 1e-10, "float16": 2e-2, "bfloat16": 1e-1}[dtype]
+    for got, ref, name in zip(grads, reference_gradients(a, q, k, v, 0.3, weight), ("dq", "dk", "dv")):
+        assert got.dtype == q.dtype, name
+        np.testing.assert_allclose(got.double().numpy(), ref.numpy(), rtol=tol, atol=tol, err_msg=name)
+
+
+@pytest.mark.parametrize("case", ("1x1", "empty_rows", "dense_row", "unsorted_with_duplicates", "zero_nnz"))
+@pytest.mark.parametrize("dtype", ("float32", "float64", "float16", "bfloat16"))
+def test_gradients_match_float64(emulate, case, dtype):
+    """One forward launch; the backward's kernel (P, dS, dq) and two spmm."""
+    a = make_csr(seed=4, **CSR_CASES[case])
+    check_gradients(a, (2,), 24, 40, dtype, "int32" if len(case) % 2 else "int64", seed=len(case))
+
+
+@pytest.mark.parametrize("d,dv", [(1, 1), (33, 65), (64, 64), (256, 8)])
+def test_gradients_at_every_width(emulate, d, dv):
+    a = make_csr(14, 19, density=0.35, seed=d, empty_rows=(2,), dense_rows=(5,))
+    check_gradients(a, (), d, dv, "float64", "int32", seed=dv)
+
+
+def test_gradients_of_wider_heads_take_the_multi_head_operators(emulate):
+    a = make_csr(9, 12, density=0.4, seed=6)
+    check_gradients(a, (), 8, 257, "float64", "int32", seed=1, launches=3 + 7)
+
+
+@pytest.mark.parametrize("order", ["reverse", "shuffle", "check"])
+def test_the_backward_gives_the_same_bits_in_every_thread_order(emulate, monkeypatch, order):
+    a = make_csr(25, 64, density=0.05, seed=2, dense_rows=(3,))
+    q, k, v = (t.requires_grad_() for t in inputs(a, (2,), 64, 32, "float32", seed=7))
+    indptr, indices = a.torch_structure("int32")
+
+    def grads():
+        return torch.autograd.grad(torch.ops.sparsetir.sparse_attention(indptr, indices, q, k, v).sum(), (q, k, v))
+
+    forward = grads()
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", order)
+    for again, first in zip(grads(), forward):
+        assert torch.equal(again, first)
+
+
 # --------------------------------------------------------------------------- T.sp.lane_sum in scripts
 
 LANE_MAX = '''

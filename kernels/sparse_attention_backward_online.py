@@ -1,0 +1,121 @@
+@T.prim_func
+def sparse_attention_backward_online(
+    q: T.handle,
+    k: T.handle,
+    v: T.handle,
+    out: T.handle,
+    grad_out: T.handle,
+    grad_q: T.handle,
+    probs: T.handle,
+    grad_scores: T.handle,
+    indptr: T.handle,
+    indices: T.handle,
+    m: T.int32,
+    n: T.int32,
+    nnz: T.int32,
+    heads: T.int32,
+    head_dim: T.int32,
+    value_dim: T.int32,
+) -> None:
+    # The backward of sparse attention on cuda, every head, a warp per
+    # (row, head) with its 32 lanes over the features (q is already scaled;
+    # everything is in the compute dtype). A first pass over the row's allowed
+    # columns recomputes the softmax's max MX and sum SM online, as the
+    # forward does; rowdot = dO_i . O_i. A second pass, four columns at a time,
+    # recomputes each score (a lane keeps its features of the k rows, KR),
+    # P_ij = exp(s - MX) / SM and dP_ij = dO_i . v_j, and adds
+    # dS_ij = P_ij (dP_ij - rowdot) times k_j into dq_i (DQL, the scale is the
+    # host's). P and dS go to memory (lanes 0 to 3 write a column each) for
+    # dk = dS^T q and dv = P^T dO, which the host computes over the transposed
+    # pattern. A stage-III script: it binds its own loops.
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 0})
+    Q = T.match_buffer(q, (heads, m, head_dim), "float32")
+    K = T.match_buffer(k, (heads, n, head_dim), "float32")
+    V = T.match_buffer(v, (heads, n, value_dim), "float32")
+    O = T.match_buffer(out, (heads, m, value_dim), "float32")
+    DO = T.match_buffer(grad_out, (heads, m, value_dim), "float32")
+    DQ = T.match_buffer(grad_q, (heads, m, head_dim), "float32")
+    P = T.match_buffer(probs, (nnz, heads), "float32")
+    DS = T.match_buffer(grad_scores, (nnz, heads), "float32")
+    J_indptr = T.match_buffer(indptr, (m + 1,), "int32")
+    J_indices = T.match_buffer(indices, (nnz,), "int32")
+    T.assume_buffer_domain(J_indptr, [0, nnz])
+    T.assume_buffer_domain(J_indices, [0, n - 1])
+    for row_block in T.thread_binding((m + 3) // 4, thread="blockIdx.x"):
+        for h in T.thread_binding(heads, thread="blockIdx.y"):
+            for warp in T.thread_binding(4, thread="threadIdx.y"):
+                i: T.int32 = row_block * 4 + warp
+                if i < m:
+                    for lane in T.thread_binding(32, thread="threadIdx.x"):
+                        QL = T.alloc_buffer(((head_dim + 31) // 32,), "float32", scope="local")
+                        DQL = T.alloc_buffer(((head_dim + 31) // 32,), "float32", scope="local")
+                        GL = T.alloc_buffer(((value_dim + 31) // 32,), "float32", scope="local")
+                        KR = T.alloc_buffer((4, (head_dim + 31) // 32), "float32", scope="local")
+                        MX = T.alloc_buffer((1,), "float32", scope="local")
+                        SM = T.alloc_buffer((1,), "float32", scope="local")
+                        COL = T.alloc_buffer((4,), "int32", scope="local")
+                        DOT = T.alloc_buffer((4,), "float32", scope="local")
+                        SCORE = T.alloc_buffer((4,), "float32", scope="local")
+                        for t in T.unroll((head_dim + 31) // 32):
+                            QL[t] = T.float32(0.0)
+                            DQL[t] = T.float32(0.0)
+                            if t * 32 + lane < head_dim:
+                                QL[t] = Q[h, i, t * 32 + lane]
+                        DOT[0] = T.float32(0.0)
+                        for t in T.unroll((value_dim + 31) // 32):
+                            GL[t] = T.float32(0.0)
+                            if t * 32 + lane < value_dim:
+                                GL[t] = DO[h, i, t * 32 + lane]
+                                DOT[0] = DOT[0] + GL[t] * O[h, i, t * 32 + lane]
+                        rowdot: T.float32 = T.sp.lane_sum(DOT[0], 32)
+                        MX[0] = -T.inf
+                        SM[0] = T.float32(0.0)
+                        start: T.int32 = J_indptr[i]
+                        length: T.int32 = J_indptr[i + 1] - start
+                        for j in T.serial((length + 3) // 4):
+                            for u in T.unroll(4):
+                                COL[u] = J_indices[start + T.min(j * 4 + u, length - 1)]
+                                DOT[u] = T.float32(0.0)
+                                for t in T.unroll((head_dim + 31) // 32):
+                                    if t * 32 + lane < head_dim:
+                                        DOT[u] = DOT[u] + QL[t] * K[h, COL[u], t * 32 + lane]
+                            for u in T.unroll(4):
+                                SCORE[u] = T.if_then_else(j * 4 + u < length, T.sp.lane_sum(DOT[u], 32), -T.inf)
+                            grown: T.float32 = T.max(T.max(MX[0], T.max(SCORE[0], SCORE[1])), T.max(SCORE[2], SCORE[3]))
+                            SM[0] = SM[0] * T.exp(MX[0] - grown)
+                            MX[0] = grown
+                            for u in T.unroll(4):
+                                SM[0] = SM[0] + T.exp(SCORE[u] - grown)
+                        for j in T.serial((length + 3) // 4):
+                            for u in T.unroll(4):
+                                COL[u] = J_indices[start + T.min(j * 4 + u, length - 1)]
+                                DOT[u] = T.float32(0.0)
+                                for t in T.unroll((head_dim + 31) // 32):
+                                    KR[u, t] = T.float32(0.0)
+                                    if t * 32 + lane < head_dim:
+                                        KR[u, t] = K[h, COL[u], t * 32 + lane]
+                                        DOT[u] = DOT[u] + QL[t] * KR[u, t]
+                            for u in T.unroll(4):
+                                SCORE[u] = T.if_then_else(j * 4 + u < length, T.sp.lane_sum(DOT[u], 32), -T.inf)
+                                DOT[u] = T.float32(0.0)
+                                for t in T.unroll((value_dim + 31) // 32):
+                                    if t * 32 + lane < value_dim:
+                                        DOT[u] = DOT[u] + GL[t] * V[h, COL[u], t * 32 + lane]
+                            for u in T.unroll(4):
+                                grad_prob: T.float32 = T.sp.lane_sum(DOT[u], 32)
+                                prob: T.float32 = T.exp(SCORE[u] - MX[0]) / SM[0]
+                                SCORE[u] = prob
+                                DOT[u] = prob * (grad_prob - rowdot)
+                                for t in T.unroll((head_dim + 31) // 32):
+                                    DQL[t] = DQL[t] + DOT[u] * KR[u, t]
+                            if lane < 4:
+                                if j * 4 + lane < length:
+                                    P[start + j * 4 + lane, h] = T.if_then_else(
+                                        lane < 2, T.if_then_else(lane == 0, SCORE[0], SCORE[1]),
+                                        T.if_then_else(lane == 2, SCORE[2], SCORE[3]))
+                                    DS[start + j * 4 + lane, h] = T.if_then_else(
+                                        lane < 2, T.if_then_else(lane == 0, DOT[0], DOT[1]),
+                                        T.if_then_else(lane == 2, DOT[2], DOT[3]))
+                        for t in T.unroll((head_dim + 31) // 32):
+                            if t * 32 + lane < head_dim:
+                                DQ[h, i, t * 32 + lane] = DQL[t]
