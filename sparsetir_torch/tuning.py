@@ -476,7 +476,8 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
     with sides of multiples of 16 and k a multiple of 8 run on tensor cores:
     "tensor_cores" says which); for attention (sparse_attention's forward,
     k the head dimension), whether it runs as one pass with an online softmax
-    ("online_softmax") or through the multi-head operators."""
+    ("online_softmax") or through the multi-head operators, and what its
+    backward runs ("backward")."""
     if op not in _CUDA_RECIPES:
         raise ValueError(f"st.explain: ops with a cuda recipe are {sorted(_CUDA_RECIPES)}, got {op!r}")
     script, recipe = _CUDA_RECIPES[op]
@@ -502,7 +503,9 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
         out["online_softmax"] = k <= _ONLINE_ATTENTION_MAX_DIM
         if not out["online_softmax"]:
             out["script"] = "sddmm_heads, edge_softmax, csrmm_heads"
+            out["backward"] = "sddmm_heads, edge_softmax, edge_softmax_backward, csrmm_heads"
             return out
+        out["backward"] = "sparse_attention_backward_online, csrmm_heads"
         sizes = {"head_dim": k, "value_dim": k}
     if op == "bsrmm":
         if A is None or not A.is_block:

@@ -266,6 +266,7 @@ def test_lane_reductions_need_lanes():
 def test_explain_says_which_attention_runs():
     online = st.explain(None, op="attention", k=64, dtype=torch.float16, device="cuda")
     assert online["online_softmax"] and online["script"] == "sparse_attention_online"
+    assert online["backward"] == "sparse_attention_backward_online, csrmm_heads"
     assert 'sch.specialize(head_dim=64, value_dim=64)' in online["schedule"]
     wide = st.explain(None, op="attention", k=512, device="cuda")
     assert not wide["online_softmax"] and wide["script"] == "sddmm_heads, edge_softmax, csrmm_heads"
