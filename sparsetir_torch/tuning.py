@@ -464,8 +464,6 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
 _CUDA_RECIPES = {"spmm": ("csrmm", "csrmm"), "spmm_mean": ("csrmm_mean", "csrmm_mean"),
                  "sddmm": ("sddmm_dot", "sddmm"), "bsrmm": ("bsrmm", "bsrmm"),
                  "attention": ("sparse_attention_online", "sparse_attention_online")}
-# The widest head (k) the one-pass attention kernel takes (op_sparse_attention.cc).
-_ONLINE_ATTENTION_MAX_DIM = 256
 
 
 def _explain_cuda(A, op: str, k: int, dtype) -> dict:
@@ -500,7 +498,7 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
     value_dtype = _dtype_name(dtype if dtype is not None else A.values.dtype if A is not None else torch.float32)
     index_dtype = _dtype_name(A.indices.dtype) if A is not None else "int32"
     if op == "attention":
-        out["online_softmax"] = k <= _ONLINE_ATTENTION_MAX_DIM
+        out["online_softmax"] = _C.sparse_attention_runs_online(k, k, 1)
         if not out["online_softmax"]:
             out["script"] = "sddmm_heads, edge_softmax, csrmm_heads"
             out["backward"] = "sddmm_heads, edge_softmax, edge_softmax_backward, csrmm_heads"

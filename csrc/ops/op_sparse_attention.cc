@@ -135,9 +135,7 @@ constexpr int64_t kOnlineMaxDim = 256;
 // The most heads (batch x heads) it takes: they are gridDim.y.
 constexpr int64_t kOnlineMaxHeads = 65535;
 
-bool OnlineApplies(const AttentionArgs& a) {
-  return a.q.size(2) <= kOnlineMaxDim && a.v.size(2) <= kOnlineMaxDim && a.heads() <= kOnlineMaxHeads;
-}
+bool OnlineApplies(const AttentionArgs& a) { return SparseAttentionRunsOnline(a.q.size(2), a.v.size(2), a.heads()); }
 
 // Every head in one launch of kernels/sparse_attention_online.py: a warp per
 // (row, head) with an online softmax, nothing but the output written. `a`
@@ -183,7 +181,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardOnline(const AttentionArg
   auto kernel = GetOpKernel(Request("sparse_attention_backward_online", a, {{"head_dim", D}, {"value_dim", Dv}}));
   const at::Tensor qs = (a.q * a.scale).contiguous();
   at::Tensor dq = EmptyOutput({a.heads(), L, D}, a.q.options());
-  at::Tensor probs = EmptyOutput({nnz, a.heads()}, a.q.options()), grad_scores = EmptyOutput({nnz, a.heads()}, a.q.options());
+  at::Tensor probs = EmptyOutput({nnz, a.heads()}, a.q.options());
+  at::Tensor grad_scores = EmptyOutput({nnz, a.heads()}, a.q.options());
   KernelCall(*kernel)
       .Set("q", qs).Set("k", a.k).Set("v", a.v).Set("out", o).Set("grad_out", go).Set("grad_q", dq)
       .Set("probs", probs).Set("grad_scores", grad_scores)
@@ -199,6 +198,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardOnline(const AttentionArg
 }
 
 }  // namespace
+
+bool SparseAttentionRunsOnline(int64_t head_dim, int64_t value_dim, int64_t heads) {
+  return head_dim <= kOnlineMaxDim && value_dim <= kOnlineMaxDim && heads <= kOnlineMaxHeads;
+}
 
 at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
                            const at::Tensor& k, const at::Tensor& v, std::optional<double> scale) {

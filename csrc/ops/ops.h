@@ -32,6 +32,10 @@ at::Tensor Sddmm(const at::Tensor& indptr, const at::Tensor& indices, const std:
 at::Tensor Bsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& blocks,
                  const at::Tensor& dense);
 
+// True if sparse_attention on cuda runs its one-pass kernels (forward and
+// backward) for these head and value dimensions and heads (batch x heads);
+// else the multi-head operators.
+bool SparseAttentionRunsOnline(int64_t head_dim, int64_t value_dim, int64_t heads);
 at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
                            const at::Tensor& k, const at::Tensor& v, std::optional<double> scale);
 

@@ -574,6 +574,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       },
       "The row segment length of spmm's cuda kernel on this structure with a dense operand of feat columns of "
       "like's dtype (0: rows whole); device 'cpu' = emulated.");
+  m.def("sparse_attention_runs_online", &SparseAttentionRunsOnline, py::arg("head_dim"), py::arg("value_dim"),
+        py::arg("heads"), "True if sparse_attention on cuda runs its one-pass kernels at these sizes.");
   m.def("cuda_features_per_thread", &CudaFeaturesPerThreadFor,
         "The features a thread of the cuda spmm kernels owns at this feature width.");
   m.def("set_graph_cache_capacity", &SetGraphCacheCapacity);

@@ -53,6 +53,15 @@ Stmt MakeFor(Var var, Expr min, Expr extent, ForKind kind, Stmt body, std::strin
                                    std::move(thread_tag));
 }
 
+int ThreadAxis(const ForNode* loop) {
+  if (loop->for_kind != ForKind::kThreadBinding) return -1;
+  static const char* const kAxes[3] = {"threadIdx.x", "threadIdx.y", "threadIdx.z"};
+  for (int axis = 0; axis < 3; ++axis) {
+    if (loop->thread_tag == kAxes[axis]) return axis;
+  }
+  return -1;
+}
+
 Stmt MakeAllocate(Buffer buffer, Stmt body) {
   ICHECK(buffer && body && buffer->kind == BufferKind::kAlloc) << "malformed allocate";
   return std::make_shared<AllocateNode>(std::move(buffer), std::move(body));

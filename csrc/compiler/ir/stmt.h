@@ -79,6 +79,10 @@ struct ForNode : StmtNode {
   const std::string thread_tag;  // kThreadBinding: "blockIdx.x", "threadIdx.x", ...
 };
 
+// The block axis a loop is bound to: 0, 1, 2 for threadIdx.x, y, z; -1 for
+// any other loop (serial, or bound to blockIdx).
+int ThreadAxis(const ForNode* loop);
+
 // A named region: the statement(s) one sparse iteration (or its init) lowered
 // to. Schedules find loops through it ("the loops around block csrmm");
 // code generation emits its body as is.

@@ -380,7 +380,7 @@ std::vector<const ForNode*> EnclosingThreadLoops(const PrimFunc& f, const ForNod
         found = stack;
         return;
       }
-      const bool thread = n->for_kind == ForKind::kThreadBinding && n->thread_tag.rfind("threadIdx.", 0) == 0;
+      const bool thread = ThreadAxis(n) >= 0;
       if (thread) stack.push_back(n);
       IRVisitor::Visit(n);
       if (thread) stack.pop_back();

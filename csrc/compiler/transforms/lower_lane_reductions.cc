@@ -16,7 +16,6 @@ namespace {
 constexpr int64_t kWarpSize = 32;
 // The most threads a block may have: the most lanes a block-wide group has.
 constexpr int64_t kMaxBlockLanes = 1024;
-constexpr const char* kLaneAxis = "threadIdx.x";
 
 [[noreturn]] void Refuse(const std::string& message) { throw UserError(UserErrorKind::kSchedule, message); }
 
@@ -24,12 +23,10 @@ constexpr const char* kLaneAxis = "threadIdx.x";
 // the code generator, which refuses it for that (a launch extent must be
 // known to the host) before any question of reductions.
 bool IsLaneLoop(const ForNode* loop) {
-  return loop->for_kind == ForKind::kThreadBinding && loop->thread_tag == kLaneAxis && !ReadsBuffer(loop->extent);
+  return ThreadAxis(loop) == 0 && !ReadsBuffer(loop->extent);
 }
 
-bool IsThreadLoop(const ForNode* loop) {
-  return loop->for_kind == ForKind::kThreadBinding && loop->thread_tag.rfind("threadIdx.", 0) == 0;
-}
+bool IsThreadLoop(const ForNode* loop) { return ThreadAxis(loop) >= 0; }
 
 // A loop bound to a thread axis that runs one thread (index 0): every
 // thread of the block is that one along the axis.
@@ -45,7 +42,7 @@ const ForNode* OtherThreadAxis(const Stmt& s) {
   struct Finder : IRVisitor {
     const ForNode* found = nullptr;
     void Visit(const ForNode* n) override {
-      if (!found && IsThreadLoop(n) && n->thread_tag != kLaneAxis && !IsSingleThreadLoop(n)) found = n;
+      if (!found && ThreadAxis(n) > 0 && !IsSingleThreadLoop(n)) found = n;
       IRVisitor::Visit(n);
     }
   } finder;

@@ -21,7 +21,7 @@ constexpr const char* kLaneAxis = "threadIdx.x";
 [[noreturn]] void Refuse(const std::string& message) { throw UserError(UserErrorKind::kSchedule, message); }
 
 bool IsLaneLoop(const ForNode* loop) {
-  return loop->for_kind == ForKind::kThreadBinding && loop->thread_tag == kLaneAxis;
+  return ThreadAxis(loop) == 0;
 }
 
 Expr Int(int64_t v) { return MakeInt(v); }

@@ -25,15 +25,6 @@ constexpr int64_t kRoundsInFlight = 4;
 
 [[noreturn]] void Refuse(const std::string& message) { throw UserError(UserErrorKind::kSchedule, message); }
 
-// 0, 1, 2 for a loop bound to threadIdx.x, y, z; -1 otherwise.
-int ThreadAxis(const ForNode* n) {
-  if (n->for_kind != ForKind::kThreadBinding) return -1;
-  for (int axis = 0; axis < 3; ++axis) {
-    if (n->thread_tag == kThreadAxes[axis]) return axis;
-  }
-  return -1;
-}
-
 // The block's threads per axis, as the launch takes them: the largest extent
 // bound to the axis, 1 where none is; -1 where an extent is not a constant.
 std::array<int64_t, 3> BlockShape(const Stmt& s) {
