@@ -4,7 +4,11 @@
 # seg_ptr[s] .. seg_ptr[s + 1] of row seg_row[s]; the values and column
 # indices are the CSR matrix's own arrays, only the row pointers are finer.
 # Segments of one row add into the same output row: the iteration is atomic
-# and the output starts zeroed.
+# and the output starts zeroed. The output is in the accumulator's type
+# (T.float32, a name: float32 for float32 and 16-bit values, float64 for
+# float64): a 16-bit row's partial sums meet in float32 and the caller
+# rounds the row once, where an atomic add into 16 bits would round at every
+# segment. The products are formed in that type too.
 @T.prim_func
 def csrmm_segments(
     a: T.handle,
@@ -28,7 +32,7 @@ def csrmm_segments(
     J_seg = T.sp.compressed_varied(I_seg, (n, nnz), (seg_ptr, indices), "int32")
     A = T.sp.match_buffer(a, (S, I_seg, J_seg), "float32")
     B = T.sp.match_buffer(b, (J_detach, K), "float32")
-    C = T.sp.match_buffer(c, (I, K), "float32")
+    C = T.sp.match_buffer(c, (I, K), T.float32)
     with T.sp.iteration([S, I_seg, J_seg, K], "SSRS", "csrmm_segments") as [s, i, j, k]:
         T.sp.iteration_attr({"accumulate": True, "atomic": True})
-        C[i, k] = C[i, k] + A[s, i, j] * B[j, k]
+        C[i, k] = C[i, k] + T.float32(A[s, i, j]) * T.float32(B[j, k])

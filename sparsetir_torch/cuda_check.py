@@ -94,8 +94,7 @@ def variants(quick: bool = False) -> Iterator[Variant]:
             yield Variant(script, "csrmm", dtype, idtype, feat)
     for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else CSRMM_WIDTHS):
         yield Variant("csrmm_mean", "csrmm_mean", dtype, idtype, feat)
-    for dtype, idtype, feat in itertools.product(("float32", "float64"), index_dtypes,
-                                                 QUICK_WIDTHS if quick else CSRMM_WIDTHS):
+    for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else CSRMM_WIDTHS):
         yield Variant("csrmm_segments", "csrmm_segments", dtype, idtype, feat)
     for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else SDDMM_WIDTHS):
         yield Variant("sddmm_dot", "sddmm", dtype, idtype, feat)

@@ -483,7 +483,8 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
     sizes = {"feat_size": k}
     if op in ("spmm", "spmm_mean"):
         if op == "spmm":
-            out["features_per_thread"] = _C.cuda_features_per_thread(k)
+            values = dtype if dtype is not None else A.values.dtype if A is not None else torch.float32
+            out["features_per_thread"] = _C.cuda_features_per_thread(k, torch.empty(0, dtype=values))
             sizes["features_per_thread"] = out["features_per_thread"]
         else:
             out["features_per_thread"] = 1  # the division has no per-thread split

@@ -9,6 +9,7 @@
 #include "kernel_library.h"
 #include "recipes/cuda_recipes.h"
 #include "support/error.h"
+#include "tensor_args.h"
 
 namespace sparsetir::ops {
 
@@ -34,13 +35,12 @@ constexpr int64_t kCudaRowSegment = 64;
 // 0.50 -> 1.03; email-Enron at K = 512 4.0, 0.45 -> 0.96; cond-mat-2005 at
 // K = 32 6.7, 1.63 -> 2.10, at K = 128 3.3, 1.24 -> 1.14 (the one case that
 // loses), at K = 512 0.8, 1.29 whole; bcsstk16 (longest row 81) 2.46 whole,
-// 2.13 cut at K = 32.
+// 2.13 cut at K = 32. 16-bit values take the same rule: their segments read
+// the 16-bit operands and add into a float32 output, which costs one more
+// pass over the output than float32's cut. (When the cut widened the
+// operands to float32 first, it lost on cond-mat-2005 at K = 128, float16,
+// 1.26 whole and 0.65 cut, and 16-bit rows were cut only at 4 x the average.)
 constexpr int64_t kLongRowFactor = 2;
-// The same for 16-bit values, which a cut widens to float32 first (three more
-// passes over the operands): cond-mat-2005 at K = 128, float16, 1.26 whole
-// and 0.65 cut; R-MAT 2^20 and email-Enron at K = 512 (2.6 and 4.0) gain
-// less than that (0.51 -> 0.62, 0.40 -> 0.53).
-constexpr int64_t kLongRowFactor16 = 4;
 // The resident warps of the device the emulator stands for (an H100: 132
 // multiprocessors x 64 warps).
 constexpr int64_t kEmulatedResidentWarps = 132 * 64;
@@ -78,7 +78,9 @@ std::map<std::string, int64_t> CsrmmSizes(const at::Tensor& dense, const Target&
 
 }  // namespace
 
-int64_t CudaFeaturesPerThreadFor(int64_t feat) { return CudaFeaturesPerThread(feat, FeaturesPerThreadSetting()); }
+int64_t CudaFeaturesPerThreadFor(int64_t feat, at::ScalarType dtype) {
+  return CudaFeaturesPerThread(feat, FeaturesPerThreadSetting(), FromTorch(dtype));
+}
 
 int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::ScalarType dtype,
                              const c10::Device& device) {
@@ -87,11 +89,10 @@ int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::Scal
   const int64_t set = EnvSetting("SPARSETIR_CUDA_ROW_SEGMENT", -1, 1LL << 30,
                                  "a non-negative number of non-zeros (0: rows stay whole)");
   if (set >= 0) return set > 0 && longest > set ? set : 0;
-  const int64_t tile = CudaRowLanes(feat) * CudaFeaturesPerThreadFor(feat);
+  const int64_t tile = CudaRowLanes(feat) * CudaFeaturesPerThreadFor(feat, dtype);
   const int64_t work = structure.nnz * ((feat + tile - 1) / tile);
   const int64_t warps = device.is_cuda() ? ResidentWarps(device.index()) : kEmulatedResidentWarps;
-  const int64_t factor = dtype == at::kFloat || dtype == at::kDouble ? kLongRowFactor : kLongRowFactor16;
-  const bool cut = longest > 2 * kCudaRowSegment && longest > factor * (work / std::max<int64_t>(warps, 1));
+  const bool cut = longest > 2 * kCudaRowSegment && longest > kLongRowFactor * (work / std::max<int64_t>(warps, 1));
   return cut ? kCudaRowSegment : 0;
 }
 

@@ -42,9 +42,9 @@ void RunCsrmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
 int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::ScalarType dtype,
                              const c10::Device& device);
 
-// The features a thread of the cuda csrmm kernels owns at width `feat`, with
-// $SPARSETIR_CUDA_FEATURES_PER_THREAD applied.
-int64_t CudaFeaturesPerThreadFor(int64_t feat);
+// The features a thread of the cuda csrmm kernels owns at width `feat` for
+// values of `dtype`, with $SPARSETIR_CUDA_FEATURES_PER_THREAD applied.
+int64_t CudaFeaturesPerThreadFor(int64_t feat, at::ScalarType dtype);
 
 // out (nnz,) = x[i, :] . y[j, :] for every non-zero (i, j).
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,

@@ -194,8 +194,19 @@ KernelCall& KernelCall::Set(const std::string& param, const at::Tensor& tensor) 
   ICHECK(!has_tensor_ || device == device_) << "operator passed tensors on two devices";
   has_tensor_ = true;
   device_ = device;
-  args_[i].ptr = tensor.data_ptr();
-  tensors_[i] = tensor;
+  // A cuda kernel's vector accesses need an aligned start (Kernel::alignment).
+  // An input that starts elsewhere (a view with a storage offset) is read
+  // from a copy, which the allocator aligns; outputs are the operators' own.
+  at::Tensor passed = tensor;
+  const int64_t alignment = kernel_.kernel().alignment(i);
+  if (alignment > 1 && reinterpret_cast<uintptr_t>(tensor.data_ptr()) % alignment != 0) {
+    const auto& written = kernel_.kernel().written_params();
+    ICHECK(std::find(written.begin(), written.end(), i) == written.end())
+        << "operator passed an output for " << param << " that is not aligned for the kernel's vector stores";
+    passed = tensor.clone();
+  }
+  args_[i].ptr = passed.data_ptr();
+  tensors_[i] = passed;
   set_[i] = true;
   return *this;
 }

@@ -42,9 +42,9 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
       // 16-bit values: the partial sums of a row's segments meet in a float32
       // output (an atomic add into a 16-bit one would round at every
       // segment) and round once, as the whole-row kernel's float32
-      // accumulator does; the kernel reads widened operands.
+      // accumulator does. The kernel reads the 16-bit operands as they are.
       at::Tensor sums = at::empty(out.sizes(), out.options().dtype(at::kFloat));
-      RunCsrmmSegments(segments.row, segments.ptr, csr.indices, a.to(at::kFloat), b.to(at::kFloat), sums);
+      RunCsrmmSegments(segments.row, segments.ptr, csr.indices, a, b, sums);
       if (how == "mean" && csr.rows() > 0) sums.div_(csr.info->MeanDivisors(at::kFloat));
       out.copy_(sums);
       return out;

@@ -576,8 +576,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "like's dtype (0: rows whole); device 'cpu' = emulated.");
   m.def("sparse_attention_runs_online", &SparseAttentionRunsOnline, py::arg("head_dim"), py::arg("value_dim"),
         py::arg("heads"), "True if sparse_attention on cuda runs its one-pass kernels at these sizes.");
-  m.def("cuda_features_per_thread", &CudaFeaturesPerThreadFor,
-        "The features a thread of the cuda spmm kernels owns at this feature width.");
+  m.def(
+      "cuda_features_per_thread",
+      [](int64_t feat, const at::Tensor& like) { return CudaFeaturesPerThreadFor(feat, like.scalar_type()); },
+      "The features a thread of the cuda spmm kernels owns at this feature width, for values of like's dtype.");
   m.def("set_graph_cache_capacity", &SetGraphCacheCapacity);
   m.def("validate_every_call", &ValidateEveryCall);
   m.def("set_validate_every_call", &SetValidateEveryCall);

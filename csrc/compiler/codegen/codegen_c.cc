@@ -109,14 +109,16 @@ void CodegenC::EmitStmt(const Stmt& s) {
   switch (s->kind) {
     case StmtKind::kBufferStore: {
       const auto* n = s->as<BufferStoreNode>();
-      const std::string target = Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, n->indices) + "]";
+      auto replaced = store_targets_.find(n);
+      const std::string target = replaced != store_targets_.end()
+                                     ? replaced->second
+                                     : Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, n->indices) + "]";
       // A 16-bit element copied between two 16-bit buffers moves its bits
       // (a cache's fill), without a round trip through float.
       if (const auto* load = n->value->as<BufferLoadNode>();
           load && load->buffer->dtype == n->buffer->dtype && IsFloat16Storage(n->buffer.get()) &&
           IsFloat16Storage(load->buffer.get())) {
-        Line(target + " = " + Name(load->buffer.get(), load->buffer->name) + "[" + Index(load->buffer, load->indices) +
-             "];");
+        Line(target + " = " + Access(load) + ";");
         return;
       }
       std::string value = Expr2C(n->value);
@@ -248,6 +250,12 @@ void CodegenC::EmitAtomicAdd(const AtomicAddNode* n) {
   Line(add + "(" + address + ", " + Expr2C(n->value) + ");");
 }
 
+std::string CodegenC::Access(const BufferLoadNode* n) {
+  auto replaced = load_accesses_.find(n);
+  if (replaced != load_accesses_.end()) return replaced->second;
+  return Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, n->indices) + "]";
+}
+
 std::string CodegenC::Index(const Buffer& b, const std::vector<Expr>& indices) {
   ICHECK(indices.size() == b->shape.size()) << "buffer " << b->name << " rank";
   if (indices.size() == 1) return Expr2C(indices[0]);
@@ -341,7 +349,7 @@ std::string CodegenC::Expr2C(const Expr& e) {
     }
     case ExprKind::kBufferLoad: {
       const auto* n = e->as<BufferLoadNode>();
-      std::string access = Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, n->indices) + "]";
+      const std::string access = Access(n);
       if (Widened(n->buffer.get())) return access;
       if (n->buffer->dtype == DataType::kFloat16) return "sparsetir_half_to_float(" + access + ")";
       if (n->buffer->dtype == DataType::kBFloat16) return "sparsetir_bf16_to_float(" + access + ")";

@@ -65,6 +65,9 @@ class CodegenC {
   virtual void EmitAllocate(const AllocateNode* n);
   std::string Expr2C(const Expr& e);
   std::string Index(const Buffer& b, const std::vector<Expr>& indices);
+  // A load's element as stored (before any 16-bit conversion): the buffer
+  // indexed, or what load_accesses_ names in its place.
+  std::string Access(const BufferLoadNode* n);
   // The C identifier of an IR object: `wanted` when safe (codegen/identifiers.h),
   // else "v_" + wanted; made unique in the unit.
   std::string Name(const void* key, const std::string& wanted);
@@ -87,6 +90,11 @@ class CodegenC {
   VarMap lets_;
   int indent_ = 0;
   std::map<const void*, std::string> names_;  // IR object -> C identifier
+  // Loads and store targets a backend prints as something else while it
+  // emits a loop (the cuda target's vector accesses: an element of a vector
+  // in registers).
+  std::map<const BufferLoadNode*, std::string> load_accesses_;
+  std::map<const BufferStoreNode*, std::string> store_targets_;
   std::set<std::string> taken_;
 };
 

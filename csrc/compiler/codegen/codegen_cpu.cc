@@ -4,6 +4,7 @@
 #include "codegen/codegen_c.h"
 #include "codegen/identifiers.h"
 #include "codegen/prelude_cpu.h"
+#include "codegen/vector_access.h"
 #include "ir/functor.h"
 #include "ir/printer.h"
 #include "ir/substitute.h"
@@ -243,8 +244,6 @@ const BufferNode* CodegenCpuImpl::BalancingIndptr(const ForNode* loop) {
 
 namespace {
 
-enum class Access { kInvariant, kContiguous, kOther };
-
 // "half" / "bf16" for a float16 / bfloat16 buffer stored as 16-bit patterns
 // (the suffix of the prelude's vector conversions), null otherwise.
 const char* Narrow(const BufferNode* b) {
@@ -255,33 +254,6 @@ const char* Narrow(const BufferNode* b) {
 }
 
 bool IsFloatVector(const std::string& vector_type) { return vector_type.rfind("sparsetir_floatx", 0) == 0; }
-
-// The indices with the lane variable bound to 0: a contiguous access's first element.
-std::vector<Expr> LaneZero(const std::vector<Expr>& indices, const VarNode* lane) {
-  std::vector<Expr> base;
-  for (const Expr& index : indices) base.push_back(Simplify(Substitute(index, {{lane, IntLike(0, index)}})));
-  return base;
-}
-
-// How an access moves with the lane variable: not at all, one element per lane
-// (the last index is `lane + something invariant`), or otherwise.
-Access Classify(const std::vector<Expr>& indices, const VarNode* lane) {
-  for (size_t k = 0; k + 1 < indices.size(); ++k) {
-    if (Uses(indices[k], lane)) return Access::kOther;
-  }
-  if (indices.empty() || !Uses(indices.back(), lane)) return Access::kInvariant;
-  std::vector<Expr> addends;
-  Addends(indices.back(), &addends);
-  int lanes = 0;
-  for (const Expr& a : addends) {
-    if (a.get() == lane) {
-      ++lanes;
-    } else if (Uses(a, lane)) {
-      return Access::kOther;
-    }
-  }
-  return lanes == 1 ? Access::kContiguous : Access::kOther;
-}
 
 }  // namespace
 
@@ -302,7 +274,7 @@ bool CodegenCpuImpl::TryEmitVectorLoop(const ForNode* loop) {
     return false;
   }
   const VarNode* lane = loop->var.get();
-  if (Classify(store->indices, lane) != Access::kContiguous) return false;
+  if (ClassifyLaneAccess(store->indices, lane) != LaneAccess::kContiguous) return false;
   int64_t bytes = *lanes * BytesOf(dtype);
   std::string type = std::string("sparsetir_") + StorageType(dtype) + "x" + std::to_string(*lanes);
   // Lanes are bound to 0 so that every contiguous access names its first element.
@@ -336,11 +308,11 @@ std::string CodegenCpuImpl::VectorExpr(const Expr& e, const VarNode* lane, const
     case ExprKind::kBufferLoad: {
       const auto* n = e->as<BufferLoadNode>();
       const char* narrow = Narrow(n->buffer.get());
-      if (narrow && Classify(n->indices, lane) == Access::kContiguous && IsFloatVector(vector_type)) {
+      if (narrow && ClassifyLaneAccess(n->indices, lane) == LaneAccess::kContiguous && IsFloatVector(vector_type)) {
         return std::string("sparsetir_vload_") + narrow + "<" + vector_type + ">(&" +
                Name(n->buffer.get(), n->buffer->name) + "[" + Index(n->buffer, LaneZero(n->indices, lane)) + "])";
       }
-      if (n->dtype != e->dtype || Classify(n->indices, lane) != Access::kContiguous ||
+      if (n->dtype != e->dtype || ClassifyLaneAccess(n->indices, lane) != LaneAccess::kContiguous ||
           BufferStorage(n->buffer.get()) != std::string(ValueType(n->buffer->dtype))) {
         *ok = false;
         return "";

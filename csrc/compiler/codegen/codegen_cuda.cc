@@ -4,6 +4,7 @@
 #include "codegen/identifiers.h"
 #include "codegen/prelude_cuda.h"
 #include "codegen/simt_emulator.h"
+#include "codegen/vector_access.h"
 #include "ir/functor.h"
 #include "support/error.h"
 #include "transforms/lift_workspaces.h"
@@ -33,8 +34,14 @@ class CodegenCudaImpl : public CodegenC {
     // warp, reductions across lanes, and shared caches filled by the whole
     // block.
     const PrimFunc f = LowerLaneReductions(LowerSharedCaches(LowerMmaFragments(stage3)));
+    params_ = f->params;
+    for (const Buffer& b : f->buffers) {
+      if (b->kind == BufferKind::kMatch) buffer_params_[b.get()] = b->data.get();
+    }
+    alignment_.assign(params_.size(), 1);
     CudaSource out;
     out.source = Generate(f);
+    out.param_alignment = alignment_;
     CheckLaneGroups();
     out.launch = launch_;
     out.emulator_entry = EmulatorEntry(f);
@@ -122,8 +129,74 @@ class CodegenCudaImpl : public CodegenC {
       Line("}");
       return;
     }
-    const bool unrolled = loop->for_kind == ForKind::kVectorized || loop->for_kind == ForKind::kUnrolled;
-    EmitSerialFor(loop, unrolled ? "#pragma unroll" : KeptLoop(loop) ? "#pragma unroll 1" : "");
+    if (loop->for_kind == ForKind::kVectorized) {
+      EmitVectorizedFor(loop);
+      return;
+    }
+    EmitSerialFor(loop, loop->for_kind == ForKind::kUnrolled ? "#pragma unroll" : KeptLoop(loop) ? "#pragma unroll 1" : "");
+  }
+
+  // A vectorized loop: its lanes run as an unrolled loop over registers, and
+  // the accesses that qualify (vector_access.h) move as vectors: each load
+  // once before the loop, the store once after it. The kernel's arguments
+  // that such an access reads or writes must start at an address aligned
+  // for it (CudaSource::param_alignment, checked at launch).
+  void EmitVectorizedFor(const ForNode* loop) {
+    const VectorAccesses plan = PlanVectorAccesses(loop, [this](const VarNode* v) { return LetFactor(v); });
+    if (plan.empty()) {
+      EmitSerialFor(loop, "#pragma unroll");
+      return;
+    }
+    const std::string lane = Name(loop->var.get(), loop->var->name), lanes = std::to_string(plan.lanes);
+    auto vector_type = [&](const BufferNode* b) {
+      return std::string("sparsetir_vec<") + BufferStorage(b) + ", " + lanes + ">";
+    };
+    auto first = [&](const Buffer& b, const std::vector<Expr>& indices) {
+      return "&" + Name(b.get(), b->name) + "[" + Index(b, indices) + "]";
+    };
+    Line("{  // " + CommentText(loop->var->name) + ": " + lanes + " lanes, vector accesses");
+    ++indent_;
+    for (const VectorLoad& v : plan.loads) {
+      const std::string name = Fresh(Name(v.buffer.get(), v.buffer->name) + "_v");
+      Line("const " + vector_type(v.buffer.get()) + " " + name + " = sparsetir_vload<" + BufferStorage(v.buffer.get()) +
+           ", " + lanes + ">(" + first(v.buffer, v.first) + ");");
+      for (const BufferLoadNode* use : v.uses) load_accesses_[use] = name + ".v[" + lane + "]";
+      RequireAlignment(v.buffer.get(), plan.lanes);
+    }
+    std::string stored;
+    if (plan.store) {
+      const BufferNode* b = plan.store->store->buffer.get();
+      stored = Fresh(Name(b, b->name) + "_v");
+      Line(vector_type(b) + " " + stored + ";");
+      store_targets_[plan.store->store] = stored + ".v[" + lane + "]";
+      RequireAlignment(b, plan.lanes);
+    }
+    EmitSerialFor(loop, "#pragma unroll");
+    if (plan.store) Line("sparsetir_vstore(" + first(plan.store->store->buffer, plan.store->first) + ", " + stored + ");");
+    for (const VectorLoad& v : plan.loads) {
+      for (const BufferLoadNode* use : v.uses) load_accesses_.erase(use);
+    }
+    if (plan.store) store_targets_.erase(plan.store->store);
+    --indent_;
+    Line("}");
+  }
+
+  // The power of two known to divide a let-bound variable (its value in
+  // terms of the parameters and loops); 1 for anything else.
+  int64_t LetFactor(const VarNode* v) {
+    auto found = lets_.find(v);
+    if (found == lets_.end()) return 1;
+    return KnownPowerOfTwoFactor(found->second, [](const VarNode*) { return int64_t{1}; });
+  }
+
+  // A vector access of `lanes` elements of `b`: if it is a kernel argument,
+  // its start must be aligned for the vector.
+  void RequireAlignment(const BufferNode* b, int64_t lanes) {
+    auto param = buffer_params_.find(b);
+    if (param == buffer_params_.end()) return;  // shared memory: declared aligned
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (params_[i].get() == param->second) alignment_[i] = std::max(alignment_[i], VectorAlignment(b, lanes));
+    }
   }
 
   // A serial loop of constant extent around an unrolled one (a shared
@@ -266,6 +339,9 @@ class CodegenCudaImpl : public CodegenC {
   }
 
   std::array<std::vector<Expr>, 6> launch_;
+  std::vector<Var> params_;
+  std::map<const BufferNode*, const VarNode*> buffer_params_;  // an argument's buffer -> its handle
+  std::vector<int64_t> alignment_;                             // per parameter, in bytes
   std::vector<std::pair<Intrinsic, int64_t>> lane_groups_;  // every lane reduction's combiner and lanes
   bool synchronizes_ = false;
   int64_t shared_bytes_ = 0;  // the static shared memory declared so far

@@ -9,9 +9,11 @@
 // loop's min, guarded by its extent; the launch takes, per dimension, the
 // largest extent bound to it (an expression of the scalar parameters, which
 // the host evaluates at each call). What differs from the CPU backend:
-//  - parallel loops are refused (bind the loop instead), vectorized loops are
-//    plain unrolled loops (a thread's lanes are its neighbours), prefetch
-//    hints are dropped (the GPU hides latency with other warps);
+//  - parallel loops are refused (bind the loop instead); a vectorized loop is
+//    an unrolled loop over registers whose contiguous, aligned loads and
+//    store move as vector accesses of up to 16 bytes (vector_access.h; the
+//    arguments they touch must start aligned: CudaSource::param_alignment);
+//    prefetch hints are dropped (the GPU hides latency with other warps);
 //  - buffers the kernel would allocate itself (workspaces) are refused in
 //    this version; local caches are per-thread arrays, shared caches
 //    `__shared__` arrays that the block's threads fill together between two
@@ -41,6 +43,9 @@ struct CudaSource {
   std::string emulator_entry;              // the host entry that runs the grid under the emulator
   std::array<std::vector<Expr>, 6> launch;  // per dimension: the extents bound to it (max taken)
   bool synchronizes = false;               // threads exchange values (lane reductions): fibers under the emulator
+  // Per parameter, the bytes its address must be a multiple of (1: any):
+  // the vector accesses of vectorized loops (vector_access.h) assume it.
+  std::vector<int64_t> param_alignment;
 };
 
 CudaSource CodegenCuda(const PrimFunc& f);

@@ -69,6 +69,39 @@ template <typename T> SPARSETIR_DEVICE T sparsetir_floormod(T a, T b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 template <typename T> SPARSETIR_DEVICE T sparsetir_iabs(T a) { return a < 0 ? -a : a; }
+
+// The vector accesses of a vectorized loop (vector_access.h): N elements moved
+// by one instruction of up to 16 bytes (more: several), from an address that
+// is a multiple of the vector's alignment (the launch checks the arguments).
+template <typename T, int N> struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) sparsetir_vec { T v[N]; };
+#ifdef SPARSETIR_EMULATE
+// A GPU faults on a misaligned vector access ("misaligned address"); the
+// emulator stops the process the same way rather than run on.
+template <typename T, int N> static inline void sparsetir_check_vector_address(const void* p) {
+  if ((uintptr_t)p % alignof(sparsetir_vec<T, N>) != 0) {
+    fprintf(stderr, "sparsetir emulator: misaligned vector access of %d bytes at %p\n", (int)sizeof(T) * N, p);
+    abort();
+  }
+}
+#endif
+template <typename T, int N> SPARSETIR_DEVICE sparsetir_vec<T, N> sparsetir_vload(const T* p) {
+#ifdef SPARSETIR_EMULATE
+  sparsetir_check_vector_address<T, N>(p);
+  sparsetir_vec<T, N> v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+#else
+  return *reinterpret_cast<const sparsetir_vec<T, N>*>(p);
+#endif
+}
+template <typename T, int N> SPARSETIR_DEVICE void sparsetir_vstore(T* p, const sparsetir_vec<T, N>& v) {
+#ifdef SPARSETIR_EMULATE
+  sparsetir_check_vector_address<T, N>(p);
+  __builtin_memcpy(p, &v, sizeof(v));
+#else
+  *reinterpret_cast<sparsetir_vec<T, N>*>(p) = v;
+#endif
+}
 SPARSETIR_DEVICE float sparsetir_expf(float x) { return expf(x); }
 
 // A reduction across lanes (lower_lane_reductions.h): v combined over the

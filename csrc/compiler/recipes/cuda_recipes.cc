@@ -17,9 +17,12 @@ constexpr int64_t kNonZerosInFlight = 4;
 // Features a csrmm thread owns where the width allows (CudaFeaturesPerThread).
 // Two: one index and value load feeds two products and two gathers are in
 // flight (H100, float32, K = 128: cuSPARSE time / ours 1.10 -> 1.21 by
-// geometric mean over the benchmark matrices); four gave 1.05, the lanes'
-// loads then 16 bytes apart (benchmarks/bench_cuda_segments.py).
+// geometric mean over the benchmark matrices); four gave 1.05, with scalar
+// loads 16 bytes apart across the lanes (benchmarks/bench_cuda_segments.py).
+// The features are a vectorized loop, so a lane moves them with one vector
+// load; 16-bit values take four, the same 8 bytes a lane as float32's two.
 constexpr int64_t kDefaultFeaturesPerThread = 2;
+constexpr int64_t kDefaultFeaturesPerThread16 = 4;
 // Non-zeros per block of the fused sddmm loop (a thread per non-zero).
 constexpr int64_t kSddmmBlock = 128;
 // Features from which a warp computes each sddmm dot product (Sddmm).
@@ -57,12 +60,15 @@ void BindSplit(Schedule& sch, const std::string& loop, int64_t threads, const ch
 
 // Splits the feature loop `k` into a tile over blockIdx.y, the lanes over
 // threadIdx.x and, with `per_thread` > 1, the lane's consecutive features of
-// a tile of lanes * per_thread (unrolled). Returns the parts.
-std::vector<std::string> BindFeatures(Schedule& sch, const std::string& k, int64_t lanes, int64_t per_thread) {
+// a tile of lanes * per_thread: vectorized, so that the lane moves them with
+// vector loads and stores, once the caller has made that loop innermost
+// (`innermost`: it is already). Returns the parts.
+std::vector<std::string> BindFeatures(Schedule& sch, const std::string& k, int64_t lanes, int64_t per_thread,
+                                      bool innermost = true) {
   auto parts = per_thread > 1 ? sch.Split(k, {std::nullopt, lanes, per_thread}) : sch.Split(k, {std::nullopt, lanes});
   sch.Bind(parts[0], "blockIdx.y");
   sch.Bind(parts[1], "threadIdx.x");
-  if (per_thread > 1) sch.Unroll(parts[2]);
+  if (per_thread > 1 && innermost) sch.Vectorize(parts[2]);
   return parts;
 }
 
@@ -91,8 +97,11 @@ void RowGroups(Schedule& sch, const std::string& block, int64_t feat, int64_t pe
     ICHECK(per_thread == 1) << "an epilogue's feature loop has no per-thread split";
     sch.Merge({loops[j_at], sch.GetLoops(epilogue)[j_at]});
   }
-  auto k = BindFeatures(sch, loops[j_at], lanes, per_thread);
-  if (per_thread > 1) sch.Reorder({sch.GetLoops(block).back(), k[2]});  // j before the lane's features
+  auto k = BindFeatures(sch, loops[j_at], lanes, per_thread, /*innermost=*/false);
+  if (per_thread > 1) {
+    sch.Reorder({sch.GetLoops(block).back(), k[2]});  // j before the lane's features
+    sch.Vectorize(k[2]);
+  }
   // A row's non-zeros in unrolled groups: the gathers of a group are in
   // flight together instead of one dependent load after another.
   auto j = sch.Split(sch.GetLoops(block)[j_at + 2], {std::nullopt, kNonZerosInFlight});  // after tile and lane
@@ -472,8 +481,9 @@ bool BsrLinearGradBlocksOnTensorCores(DataType values, int64_t block_h, int64_t 
 
 const char* const kFeaturesPerThread = "features_per_thread";
 
-int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested) {
-  int64_t v = requested > 0 ? requested : kDefaultFeaturesPerThread;
+int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested, DataType values) {
+  const bool narrow = values == DataType::kFloat16 || values == DataType::kBFloat16;
+  int64_t v = requested > 0 ? requested : narrow ? kDefaultFeaturesPerThread16 : kDefaultFeaturesPerThread;
   while (v > 1 && feat % (kWarp * v) != 0) v /= 2;
   return std::max<int64_t>(v, 1);
 }
@@ -501,7 +511,7 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   sch.Specialize(script_sizes);
   if (recipe == "csrmm" || recipe == "csrmm_segments") {
     const int64_t feat = Size(sizes, "feat_size");
-    const int64_t per_thread = CudaFeaturesPerThread(feat, requested);
+    const int64_t per_thread = CudaFeaturesPerThread(feat, requested, BufferDtype(f, "A"));
     if (recipe == "csrmm") {
       Csrmm(sch, feat, per_thread);
     } else {

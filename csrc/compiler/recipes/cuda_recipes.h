@@ -80,9 +80,9 @@ bool BsrLinearOnTensorCores(DataType values, int64_t block_h, int64_t block_w);
 bool BsrLinearGradBlocksOnTensorCores(DataType values, int64_t block_h, int64_t block_w);
 
 // The features a csrmm / csrmm_segments thread owns for a feature width of
-// `feat`: `requested` (0: the recipe's choice), halved until 32 x that many
-// divide the width.
-int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested);
+// `feat` and `values` of that dtype: `requested` (0: the recipe's choice),
+// halved until 32 x that many divide the width.
+int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested, DataType values);
 
 // Threads of a csrmm row group: the feature width rounded up to a power of
 // two, at most a warp (32).

@@ -32,6 +32,7 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const Target& target) {
     CudaSource cuda = CodegenCuda(kernel->lowered_);
     kernel->source_ = cuda.source;
     kernel->launch_ = cuda.launch;
+    kernel->alignment_ = cuda.param_alignment;
     const Kernel* self = kernel.get();  // the module lives no longer than its kernel
     kernel->module_ = std::make_shared<EmulatedCudaModule>(
         kSimtEmulatorHeader + "\n" + cuda.source + "\n" + cuda.emulator_entry, f->name,
@@ -39,6 +40,21 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const Target& target) {
         [self](const SparsetirArg* args) { return self->LaunchDims(args); });
   }
   return kernel;
+}
+
+void Kernel::Check(const std::vector<KernelArg>& args, bool contents) const {
+  contract_.Check(args, contents);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const int64_t bytes = alignment(i);
+    const auto address = reinterpret_cast<uintptr_t>(args[i].data);
+    if (args[i].kind != KernelArg::Kind::kTensor || bytes <= 1 || address % bytes == 0) continue;
+    throw UserError(UserErrorKind::kArgument,
+                    "kernel " + name_ + ": argument '" + lowered_->params[i]->name + "' must start at a multiple of " +
+                        std::to_string(bytes) + " bytes, as the kernel moves its elements in vectors of that many "
+                        "(sch.vectorize), but it starts " + std::to_string(address % bytes) +
+                        " bytes past one (a view with a storage offset?); pass a copy (tensor.clone()) or leave the "
+                        "loop unvectorized");
+  }
 }
 
 std::vector<std::string> Kernel::param_names() const {

@@ -52,8 +52,12 @@ class Kernel {
   std::vector<std::string> param_names() const;
 
   const Contract& contract() const { return contract_; }
-  // The contract's, for the callers that hold a Kernel (contract.h).
-  void Check(const std::vector<KernelArg>& args, bool contents = true) const { contract_.Check(args, contents); }
+  // The contract's (contract.h), then the alignment of the arguments that
+  // vector accesses read or write.
+  void Check(const std::vector<KernelArg>& args, bool contents = true) const;
+  // The bytes the address of parameter `param` must be a multiple of (1: any):
+  // a cuda kernel's vector accesses (codegen/vector_access.h) assume it.
+  int64_t alignment(size_t param) const { return param < alignment_.size() ? alignment_[param] : 1; }
   const std::vector<size_t>& structure_params() const { return contract_.structure_params(); }
   const std::vector<size_t>& written_params() const { return contract_.written_params(); }
 
@@ -76,6 +80,7 @@ class Kernel {
   Target target_;
   std::shared_ptr<Module> module_;
   std::array<std::vector<Expr>, 6> launch_;  // cuda
+  std::vector<int64_t> alignment_;           // cuda: per parameter, in bytes
 };
 
 // A serial launcher: runs every parallel loop on the calling thread.

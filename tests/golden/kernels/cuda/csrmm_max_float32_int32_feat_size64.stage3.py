@@ -25,26 +25,28 @@ def csrmm_max(
                 for k_init_0 in T.thread_binding(1, thread="blockIdx.y"):
                     for k_init_1 in T.thread_binding(32, thread="threadIdx.x"):
                         v1: T.int32 = (k_init_0 * 32 + k_init_1) * 2
-                        for k_init_2 in T.unroll(2):
+                        for k_init_2 in T.vectorized(2):
                             with T.block("csrmm_init"):
                                 C[v3, v1 + k_init_2] = T.float32(-T.inf)
-                v13: T.int32 = i_0 * 4 + i_1
-                v14: T.int32 = (J_indptr[v13 + 1] - J_indptr[v13] + 3) // 4
+                v17: T.int32 = i_0 * 4 + i_1
+                v18: T.int32 = (J_indptr[v17 + 1] - J_indptr[v17] + 3) // 4
                 for k_0 in T.thread_binding(1, thread="blockIdx.y"):
                     for k_1 in T.thread_binding(32, thread="threadIdx.x"):
                         C_local = T.alloc_buffer((2,), "float32", scope="local")
-                        v5: T.int32 = (k_0 * 32 + k_1) * 2
-                        for ax0 in T.unroll(2):
-                            C_local[ax0] = C[v13, v5 + ax0]
-                        for j_0 in T.serial(v14):
+                        v7: T.int32 = (k_0 * 32 + k_1) * 2
+                        for ax0_o in T.unroll(1):
+                            for ax0_i in T.vectorized(2):
+                                C_local[ax0_o * 2 + ax0_i] = C[v17, v7 + (ax0_o * 2 + ax0_i)]
+                        for j_0 in T.serial(v18):
                             for j_1 in T.unroll(4):
                                 if j_0 * 4 + j_1 < J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1]:
-                                    v6: T.int32 = J_indptr[i_0 * 4 + i_1] + (j_0 * 4 + j_1)
-                                    v7: T.int32 = J_indices[v6]
-                                    v8: T.int32 = (k_0 * 32 + k_1) * 2
-                                    for k_2 in T.unroll(2):
+                                    v8: T.int32 = J_indptr[i_0 * 4 + i_1] + (j_0 * 4 + j_1)
+                                    v9: T.int32 = J_indices[v8]
+                                    v10: T.int32 = (k_0 * 32 + k_1) * 2
+                                    for k_2 in T.vectorized(2):
                                         with T.block("csrmm"):
-                                            C_local[k_2] = T.max(C_local[k_2], A[v6] * B[v7, v8 + k_2])
-                        v10: T.int32 = (k_0 * 32 + k_1) * 2
-                        for ax0 in T.unroll(2):
-                            C[v13, v10 + ax0] = C_local[ax0]
+                                            C_local[k_2] = T.max(C_local[k_2], A[v8] * B[v9, v10 + k_2])
+                        v14: T.int32 = (k_0 * 32 + k_1) * 2
+                        for ax0_o in T.unroll(1):
+                            for ax0_i in T.vectorized(2):
+                                C[v17, v14 + (ax0_o * 2 + ax0_i)] = C_local[ax0_o * 2 + ax0_i]

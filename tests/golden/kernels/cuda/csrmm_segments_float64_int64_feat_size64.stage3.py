@@ -32,15 +32,16 @@ def csrmm_segments(
                     for k_0 in T.thread_binding(1, thread="blockIdx.y"):
                         for k_1 in T.thread_binding(32, thread="threadIdx.x"):
                             C_local = T.alloc_buffer((2,), "float64", scope="local")
-                            for ax0 in T.unroll(2):
-                                C_local[ax0] = T.float64(0.0)
+                            for ax0_o in T.unroll(1):
+                                for ax0_i in T.vectorized(2):
+                                    C_local[ax0_o * 2 + ax0_i] = T.float64(0.0)
                             for j_0 in T.serial(v7):
                                 for j_1 in T.unroll(T.int64(4)):
                                     if j_0 * T.int64(4) + j_1 < J_seg_indptr[T.Cast("int64", s_0 * 4 + s_1) + (i + T.int64(1))] - J_seg_indptr[T.Cast("int64", s_0 * 4 + s_1) + i]:
                                         v0: T.int64 = J_seg_indptr[T.Cast("int64", s_0 * 4 + s_1) + i] + (j_0 * T.int64(4) + j_1)
                                         v1: T.int64 = J_seg_indices[v0]
                                         v2: T.int32 = (k_0 * 32 + k_1) * 2
-                                        for k_2 in T.unroll(2):
+                                        for k_2 in T.vectorized(2):
                                             with T.block("csrmm_segments"):
                                                 C_local[k_2] = C_local[k_2] + A[v0] * B[v1, v2 + k_2]
                             v4: T.int32 = (k_0 * 32 + k_1) * 2
