@@ -36,8 +36,9 @@ INDEX_DTYPES = ("int32", "int64")
 # above it; 100 is not a multiple of the tile (guarded lanes).
 CSRMM_WIDTHS = (1, 8, 32, 100, 256)
 # sddmm: a thread per non-zero below 32 features, a warp per non-zero (a
-# shuffle reduction) from 32; 40 is not a multiple of the warp (guarded lanes).
-SDDMM_WIDTHS = (1, 40, 64)
+# shuffle reduction) from 32; 40 is not a multiple of the warp (guarded lanes);
+# 64 and 256: a lane's features read with 8- and 16-byte vector loads.
+SDDMM_WIDTHS = (1, 40, 64, 256)
 QUICK_WIDTHS = (32,)
 
 

@@ -202,3 +202,44 @@ def test_emulated_16_bit_segments_read_the_16_bit_operands(emulate, monkeypatch,
     ref, magnitude = reference_spmm(a, values, b, reduce)
     terms = np.maximum(np.diff(a.indptr), 1)[:, None]
     assert_within_bound(cut, ref, magnitude, terms, dtype, f"emulated 16-bit spmm {reduce} in segments")
+
+
+@pytest.mark.parametrize("dtype,feat,per_lane,load", [
+    ("float32", 256, 4, "ld.global.nc.v4.f32"), ("float32", 64, 2, "ld.global.nc.v2.f32"),
+    ("float64", 128, 2, "ld.global.nc.v2.f64"), ("float16", 256, 8, "ld.global.nc.v4.u32"),
+    ("bfloat16", 64, 2, "ld.global.nc.v2.u16")])
+def test_sddmm_lanes_load_their_features_as_one_vector(dtype, feat, per_lane, load):
+    """A warp per non-zero: each lane reads a round's `per_lane` consecutive
+    features of X[i] and Y[j] (16 bytes where the width allows) into
+    registers with one vector load each, then the lanes' parts meet in
+    shuffles."""
+    st.cuda_runtime.prepare_nvrtc()
+    kernel = _C.op_kernel("sddmm_dot", "sddmm", dtype, "int32", {"feat_size": feat}, "cuda")
+    code = body(kernel)
+    assert f"X_local[{per_lane}]" in code and f"Y_local[{per_lane}]" in code, code
+    assert code.count("sparsetir_vload<") == 2 and "sparsetir_lane_reduce<SparsetirSum>" in code
+    ptx = _C.nvrtc_compile(kernel.source, "sddmm.cu", 90, False)["ptx"].decode()
+    assert ptx.count(load) >= 2, [line for line in ptx.splitlines() if "ld.global" in line]
+    narrow = body(_C.op_kernel("sddmm_dot", "sddmm", dtype, "int32", {"feat_size": 40}, "cuda"))
+    assert "sparsetir_vload" not in narrow  # 40 features: no vector divides them over 32 lanes
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("feat", [64, 256])
+def test_emulated_sddmm_reads_misaligned_operands_from_aligned_copies(emulate, dtype, feat):
+    a = make_csr(30, 25, density=0.2, seed=5, empty_rows=(2,), dense_rows=(4,))
+    rng = np.random.default_rng(6)
+    x = to_tensor(rng.uniform(-1, 1, size=(a.m, feat)), dtype)
+    y = to_tensor(rng.uniform(-1, 1, size=(a.n, feat)), dtype)
+    def shifted(t):
+        s = torch.empty(t.numel() + 1, dtype=t.dtype)[1:].view(t.shape)
+        s.copy_(t)
+        return s
+    indptr, indices = a.torch_structure("int32")
+    out = ops.sddmm(indptr, indices, None, shifted(x), shifted(y))
+    assert torch.equal(out, ops.sddmm(indptr, indices, None, x, y))
+    rows = np.repeat(np.arange(a.m), np.diff(a.indptr))
+    xd, yd = x.double().numpy(), y.double().numpy()
+    ref = np.einsum("ek,ek->e", xd[rows], yd[a.indices])
+    magnitude = np.einsum("ek,ek->e", np.abs(xd[rows]), np.abs(yd[a.indices]))
+    assert_within_bound(out, ref, magnitude, feat, dtype, "emulated sddmm of misaligned operands")

@@ -343,16 +343,58 @@ def test_gpu_lane_sum_matches_float64(dtype, feat, lanes, rows):
     assert_within_bound(Y.cpu(), ref, magnitude, feat, dtype, "gpu lane sddmm")
 
 
-# The recipe's stage-III kernel, as a script: a warp per non-zero, 2 x 32 lanes.
-with open(os.path.join(REPO_ROOT, "tests", "golden", "kernels", "cuda", "sddmm_dot_float32_int32_feat_size64.stage3.py"),
-          encoding="utf-8") as f:
-    STAGE3 = f.read()
+# A stage-III kernel as a script: a warp per non-zero, two rounds of 32
+# lanes, each lane one feature a round (the sddmm recipe before its lanes
+# read vectors).
+STAGE3 = '''
+@T.prim_func
+def sddmm_dot(
+    x: T.handle,
+    y: T.handle,
+    out: T.handle,
+    indptr: T.handle,
+    indices: T.handle,
+    m: T.int32,
+    n: T.int32,
+    feat_size: T.int32,
+    nnz: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"feat_size": 64}, "sparse_tir_level": 0})
+    X = T.match_buffer(x, (m, 64), "float32")
+    Y = T.match_buffer(y, (n, 64), "float32")
+    O = T.match_buffer(out, (nnz,), "float32")
+    J_indptr = T.match_buffer(indptr, (m + 1,), "int32")
+    J_indices = T.match_buffer(indices, (nnz,), "int32")
+    T.assume_buffer_domain(J_indptr, [0, nnz])
+    T.assume_buffer_domain(J_indices, [0, n - 1])
+    for ij_0 in T.thread_binding((nnz + 3) // 4, thread="blockIdx.x"):
+        for ij_1 in T.thread_binding(4, thread="threadIdx.y"):
+            if ij_0 * 4 + ij_1 < nnz:
+                i_flat: T.int32 = T.sp.lower_bound(indptr, 0, m + 1, ij_0 * 4 + ij_1 + 1) - 1
+                i: T.int32 = i_flat
+                j: T.int32 = ij_0 * 4 + ij_1 - J_indptr[i]
+                O_local = T.alloc_buffer((1,), "float32", scope="local")
+                with T.block("sddmm_init"):
+                    O_local[0] = T.float32(0.0)
+                v1: T.int32 = J_indices[J_indptr[i] + j]
+                for k_0 in T.serial(2):
+                    for k_1 in T.thread_binding(32, thread="threadIdx.x"):
+                        with T.block("sddmm"):
+                            O_local[0] = O_local[0] + X[i, k_0 * 32 + k_1] * Y[v1, k_0 * 32 + k_1]
+                O[J_indptr[i] + j] = O_local[0]
+'''
 UPDATE = "                            O_local[0] = O_local[0] + X[i, k_0 * 32 + k_1] * Y[v1, k_0 * 32 + k_1]\n"
 assert UPDATE in STAGE3
 
 
-def test_stage3_lane_kernel_compiles_as_the_recipe():
+def test_stage3_lane_kernels_compile_as_the_recipe():
     assert "sparsetir_lane_reduce<SparsetirSum>(O_local[0], 32)" in st.compile(STAGE3, target="cuda").source
+    # The recipe's own kernel (a lane sums a vector of features a round), as a script.
+    with open(os.path.join(REPO_ROOT, "tests", "golden", "kernels", "cuda",
+                           "sddmm_dot_float32_int32_feat_size64.stage3.py"), encoding="utf-8") as f:
+        recipe = st.compile(f.read(), target="cuda").source
+    assert "sparsetir_lane_reduce<SparsetirSum>(O_local[0], 32)" in recipe
+    assert "sparsetir_vload<float, 2>(&X[" in recipe and "sparsetir_vload<float, 2>(&Y[" in recipe
 
 
 def test_reading_the_reduced_buffer_inside_its_nest_is_refused():

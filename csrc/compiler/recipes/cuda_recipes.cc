@@ -134,13 +134,24 @@ void CsrmmSegments(Schedule& sch, int64_t feat, int64_t per_thread) {
   RowGroups(sch, "csrmm_segments", feat, per_thread);
 }
 
+// The consecutive features of X[i] and Y[j] a lane of the warp-per-non-zero
+// sddmm reads per round: one 16-byte vector load of each (fewer where 32 x
+// that many do not divide the width).
+int64_t SddmmFeaturesPerLane(int64_t feat, DataType values) {
+  int64_t v = 16 / BytesOf(values);
+  while (v > 1 && feat % (kWarp * v) != 0) v /= 2;
+  return v;
+}
+
 // sddmm_dot: the (i, j) pairs fused into one loop over the non-zeros. Below
 // kSddmmLanesFrom features a thread computes a non-zero's dot product alone;
 // from there a warp does: its lanes read consecutive features of X[i] and
 // Y[j] (one coalesced load per warp, where a thread per non-zero reads
 // `feat` apart), each sums a part in a register, and the lanes combine
-// their parts with shuffles (lower_lane_reductions).
-void Sddmm(Schedule& sch, int64_t feat) {
+// their parts with shuffles (lower_lane_reductions). Where the width allows,
+// a lane reads a round's features of X[i] and Y[j] into registers with one
+// vector load each (local caches, whose copies are vectorized) and sums them.
+void Sddmm(Schedule& sch, int64_t feat, DataType values) {
   sch.SparseFuse("sddmm", {"I", "J"});
   auto loops = sch.GetLoops("sddmm");  // ij, k
   if (feat < kSddmmLanesFrom) {
@@ -151,9 +162,20 @@ void Sddmm(Schedule& sch, int64_t feat) {
   }
   BindSplit(sch, loops[0], kBlockThreads / kWarp, "blockIdx.x", "threadIdx.y");
   loops = sch.GetLoops("sddmm");  // ij_0, ij_1, k
-  auto k = sch.Split(loops[2], {std::nullopt, kWarp});
+  const int64_t per_lane = SddmmFeaturesPerLane(feat, values);
+  if (per_lane == 1) {
+    auto k = sch.Split(loops[2], {std::nullopt, kWarp});
+    sch.Bind(k[1], "threadIdx.x");
+    sch.CacheWrite(loops[1], "O", "local");
+    return;
+  }
+  auto k = sch.Split(loops[2], {std::nullopt, kWarp, per_lane});  // rounds, lanes, a lane's features
+  sch.Reorder({k[1], k[0]});
   sch.Bind(k[1], "threadIdx.x");
+  sch.Unroll(k[2]);
   sch.CacheWrite(loops[1], "O", "local");
+  sch.CacheRead(k[0], "X", "local");
+  sch.CacheRead(k[0], "Y", "local");
 }
 
 // Binds `loop` of `extent` iterations to a grid axis (y or z) where the grid
@@ -561,7 +583,7 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
     SddmmElementwise(sch, recipe, Size(sizes, "feat_size"));
   } else {
     auto feat = sizes.find("feat_size");
-    Sddmm(sch, feat == sizes.end() ? 0 : feat->second);
+    Sddmm(sch, feat == sizes.end() ? 0 : feat->second, BufferDtype(f, "X"));
   }
   return sch;
 }

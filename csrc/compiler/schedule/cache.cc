@@ -515,11 +515,17 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   // meanwhile) are summed privately from zero and published with one atomic
   // add per element, not copied in and out.
   // The copies take the vectors the body was vectorized with (a schedule
-  // sizes them for its target's registers); without any, 64-byte vectors.
+  // sizes them for its target's registers); without any, 64-byte vectors,
+  // or for a cache narrower than that, one vector of its width where that
+  // is a power of two (a GPU thread's few features: one vector load).
   WidestVector widest;
   widest.VisitStmt(inner);
-  const int64_t lanes = widest.lanes >= 2 ? std::min<int64_t>(widest.lanes, 64 / BytesOf(buffer->dtype))
-                                          : 64 / BytesOf(buffer->dtype);
+  int64_t lanes = widest.lanes >= 2 ? std::min<int64_t>(widest.lanes, 64 / BytesOf(buffer->dtype))
+                                    : 64 / BytesOf(buffer->dtype);
+  if (const int64_t* width = AsConstInt(cache->shape.back()); widest.lanes < 2 && width && *width >= 2 &&
+      *width < lanes && (*width & (*width - 1)) == 0) {
+    lanes = *width;
+  }
   std::vector<Stmt> parts;
   if (atomics) {
     parts.push_back(CopyNest(f, buffer, cache, fixed, varying, tiles, Copy::kZero, lanes));

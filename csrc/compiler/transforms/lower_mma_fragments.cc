@@ -282,7 +282,7 @@ class Fragments : public IRMutator {
     }
     Stmt body = SwapAccess(acc_.get(), fragment_, {tile, e}).VisitStmt(walk.body());
     for (size_t t = walk.lets().size(); t-- > 0;) body = MakeLet(walk.lets()[t]->var, walk.lets()[t]->value, body);
-    body = Substitute(body, digits);
+    body = Simplify(Substitute(body, digits));  // a one-element loop's digit is 0: no "0 * 8" left
     if (!walk.block().empty()) body = MakeBlock(walk.block(), body);
     return MakeFor(slot, Int(0), Int(rows_ * cols_ / kLanes), ForKind::kUnrolled, body);
   }

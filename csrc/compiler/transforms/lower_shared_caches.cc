@@ -241,7 +241,7 @@ class Cooperative : public IRMutator {
     }
     Stmt body = MakeStore(fill.store->buffer, fill.store->indices, fill.store->value);
     for (size_t i = fill.lets.size(); i-- > 0;) body = MakeLet(fill.lets[i]->var, fill.lets[i]->value, body);
-    body = Substitute(body, digits);
+    body = Simplify(Substitute(body, digits));  // a one-element loop's digit is 0: no "0 * 16" left
     const int64_t rounds = (total + threads - 1) / threads;
     const int64_t groups = (rounds + kRoundsInFlight - 1) / kRoundsInFlight;
     const int64_t in_group = groups == 1 ? rounds : kRoundsInFlight;

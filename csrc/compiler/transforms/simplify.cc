@@ -85,6 +85,8 @@ class Simplifier : public IRMutator {
 
 Expr Simplify(const Expr& e) { return Simplifier().VisitExpr(e); }
 
+Stmt Simplify(const Stmt& s) { return Simplifier().VisitStmt(s); }
+
 PrimFunc Simplify(const PrimFunc& f) {
   if (!f->body) return f;
   Stmt body = Simplifier().VisitStmt(f->body);

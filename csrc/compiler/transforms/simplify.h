@@ -11,6 +11,7 @@
 namespace sparsetir {
 
 Expr Simplify(const Expr& e);
+Stmt Simplify(const Stmt& s);
 PrimFunc Simplify(const PrimFunc& f);
 
 }  // namespace sparsetir

@@ -25,8 +25,8 @@ def bsr_linear_grad_blocks_tiles(
         i_flat: T.int32 = T.sp.lower_bound(indptr, 0, mb + 1, ij + 1) - 1
         i: T.int32 = i_flat
         j: T.int32 = ij - J_indptr[i]
-        v7: T.int32 = J_indices[J_indptr[i] + j]
-        v8: T.int32 = J_indptr[i] + j
+        v10: T.int32 = J_indices[J_indptr[i] + j]
+        v11: T.int32 = J_indptr[i] + j
         for bi_init_0 in T.thread_binding(3, thread="threadIdx.y"):
             for bj_init_0 in T.thread_binding(5, thread="blockIdx.y"):
                 DW_local = T.alloc_buffer((16, 8), "bfloat16", scope="local")
@@ -37,16 +37,18 @@ def bsr_linear_grad_blocks_tiles(
                 for n in T.serial(tiles):
                     X_shared = T.alloc_buffer((16, 8), "bfloat16", scope="shared")
                     for ax0_2 in T.serial(16):
-                        for ax1_2 in T.unroll(8):
-                            X_shared[ax0_2, ax1_2] = X[n, ax0_2, v7, bj_init_0 * 8 + ax1_2]
+                        for ax1_1_o in T.unroll(1):
+                            for ax1_1_i in T.vectorized(8):
+                                X_shared[ax0_2, ax1_1_o * 8 + ax1_1_i] = X[n, ax0_2, v10, bj_init_0 * 8 + (ax1_1_o * 8 + ax1_1_i)]
                     DY_shared = T.alloc_buffer((16, 48), "bfloat16", scope="shared")
                     for ax0_1 in T.serial(16):
-                        for ax1_1 in T.serial(48):
-                            DY_shared[ax0_1, ax1_1] = DY[n, ax0_1, i, ax1_1]
+                        for ax1 in T.serial(48):
+                            DY_shared[ax0_1, ax1] = DY[n, ax0_1, i, ax1]
                     for bj_1_0 in T.serial(1):
                         with T.block("grad_blocks"):
                             T.sp.mma_sync("m16n8k16", DW_local[0, bj_1_0 * 8], DY_shared[0, bi_init_0 * 16], X_shared[0, bj_1_0 * 8], 1, 48, 8, 1)
                 for ax0 in T.unroll(16):
-                    v3: T.int32 = bi_init_0 * 16 + ax0
-                    for ax1 in T.unroll(8):
-                        DW[v8, v3, bj_init_0 * 8 + ax1] = DW_local[ax0, ax1]
+                    v6: T.int32 = bi_init_0 * 16 + ax0
+                    for ax1_o in T.unroll(1):
+                        for ax1_i in T.vectorized(8):
+                            DW[v11, v6, bj_init_0 * 8 + (ax1_o * 8 + ax1_i)] = DW_local[ax0, ax1_o * 8 + ax1_i]

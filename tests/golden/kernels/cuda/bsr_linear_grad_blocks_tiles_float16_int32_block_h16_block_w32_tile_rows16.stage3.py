@@ -42,13 +42,14 @@ def bsr_linear_grad_blocks_tiles(
                 for n in T.serial(tiles):
                     X_shared = T.alloc_buffer((16, 32), "float16", scope="shared")
                     for ax0_2 in T.serial(16):
-                        for ax1_1_o in T.unroll(1):
-                            for ax1_1_i in T.vectorized(32):
-                                X_shared[ax0_2, ax1_1_o * 32 + ax1_1_i] = X[n, ax0_2, v13, ax1_1_o * 32 + ax1_1_i]
+                        for ax1_o in T.unroll(2):
+                            for ax1_i in T.vectorized(16):
+                                X_shared[ax0_2, ax1_o * 16 + ax1_i] = X[n, ax0_2, v13, ax1_o * 16 + ax1_i]
                     DY_shared = T.alloc_buffer((16, 16), "float16", scope="shared")
                     for ax0_1 in T.serial(16):
-                        for ax1 in T.serial(16):
-                            DY_shared[ax0_1, ax1] = DY[n, ax0_1, i, ax1]
+                        for ax1_o in T.unroll(1):
+                            for ax1_i in T.vectorized(16):
+                                DY_shared[ax0_1, ax1_o * 16 + ax1_i] = DY[n, ax0_1, i, ax1_o * 16 + ax1_i]
                     for bj_1_0 in T.serial(4):
                         with T.block("grad_blocks"):
                             T.sp.mma_sync("m16n8k16", DW_local[bi_init_0 * 16, bj_init_0 * 32 + bj_1_0 * 8], DY_shared[0, bi_init_0 * 16], X_shared[0, bj_init_0 * 32 + bj_1_0 * 8], 1, 16, 32, 1)

@@ -35,17 +35,18 @@ def bsr_linear_tiles(
                     WT_shared = T.alloc_buffer((48, 40), "bfloat16", scope="shared")
                     v1: T.int32 = v5 + j
                     for ax0_2 in T.serial(48):
-                        for ax1_2 in T.serial(40):
-                            WT_shared[ax0_2, ax1_2] = WT[v1, ax0_2, ax1_2]
+                        for ax1_1 in T.serial(40):
+                            WT_shared[ax0_2, ax1_1] = WT[v1, ax0_2, ax1_1]
                     X_shared = T.alloc_buffer((16, 48), "bfloat16", scope="shared")
                     v3: T.int32 = J_indices[v5 + j]
                     for ax0_1 in T.serial(16):
-                        for ax1_1 in T.serial(48):
-                            X_shared[ax0_1, ax1_1] = X[n, ax0_1, v3, ax1_1]
+                        for ax1 in T.serial(48):
+                            X_shared[ax0_1, ax1] = X[n, ax0_1, v3, ax1]
                     for bj_0 in T.serial(3):
                         for bi_1_0 in T.serial(1):
                             with T.block("bsr_linear"):
                                 T.sp.mma_sync("m16n8k16", Y_local[0, bi_1_0 * 8], X_shared[0, bj_0 * 16], WT_shared[bj_0 * 16, bi_init_0 * 8 + bi_1_0 * 8], 48, 1, 40, 1)
                 for ax0 in T.serial(16):
-                    for ax1 in T.unroll(8):
-                        Y[n, ax0, i, bi_init_0 * 8 + ax1] = Y_local[ax0, ax1]
+                    for ax1_o in T.unroll(1):
+                        for ax1_i in T.vectorized(8):
+                            Y[n, ax0, i, bi_init_0 * 8 + (ax1_o * 8 + ax1_i)] = Y_local[ax0, ax1_o * 8 + ax1_i]

@@ -23,26 +23,27 @@ def bsr_linear_tiles(
     T.assume_buffer_domain(J_indices, [0, nb - 1])
     for i in T.thread_binding(mb, thread="blockIdx.y"):
         for n in T.thread_binding(tiles, thread="blockIdx.x"):
-            v5: T.int32 = J_indptr[i + 1] - J_indptr[i]
-            v6: T.int32 = J_indptr[i]
+            v6: T.int32 = J_indptr[i + 1] - J_indptr[i]
+            v7: T.int32 = J_indptr[i]
             for bi_init_0 in T.thread_binding(1, thread="threadIdx.y"):
                 Y_local = T.alloc_buffer((16, 32), "float16", scope="local")
                 for r_init in T.serial(16):
                     for bi_init_1 in T.serial(32):
                         with T.block("bsr_linear_init"):
                             Y_local[r_init, bi_init_0 * 32 + bi_init_1] = T.float16(0.0)
-                for j in T.serial(v5):
+                for j in T.serial(v6):
                     WT_shared = T.alloc_buffer((16, 32), "float16", scope="shared")
-                    v2: T.int32 = v6 + j
+                    v2: T.int32 = v7 + j
                     for ax0_2 in T.serial(16):
-                        for ax1_1_o in T.unroll(1):
-                            for ax1_1_i in T.vectorized(32):
-                                WT_shared[ax0_2, ax1_1_o * 32 + ax1_1_i] = WT[v2, ax0_2, ax1_1_o * 32 + ax1_1_i]
+                        for ax1_o in T.unroll(2):
+                            for ax1_i in T.vectorized(16):
+                                WT_shared[ax0_2, ax1_o * 16 + ax1_i] = WT[v2, ax0_2, ax1_o * 16 + ax1_i]
                     X_shared = T.alloc_buffer((16, 16), "float16", scope="shared")
-                    v4: T.int32 = J_indices[v6 + j]
+                    v5: T.int32 = J_indices[v7 + j]
                     for ax0_1 in T.serial(16):
-                        for ax1 in T.serial(16):
-                            X_shared[ax0_1, ax1] = X[n, ax0_1, v4, ax1]
+                        for ax1_o in T.unroll(1):
+                            for ax1_i in T.vectorized(16):
+                                X_shared[ax0_1, ax1_o * 16 + ax1_i] = X[n, ax0_1, v5, ax1_o * 16 + ax1_i]
                     for bj_0 in T.serial(1):
                         for bi_1_0 in T.serial(4):
                             with T.block("bsr_linear"):

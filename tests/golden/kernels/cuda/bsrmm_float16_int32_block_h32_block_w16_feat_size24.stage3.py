@@ -21,8 +21,8 @@ def bsrmm(
     T.assume_buffer_domain(J_indptr, [0, nnzb])
     T.assume_buffer_domain(J_indices, [0, nb - 1])
     for i in T.thread_binding(mb, thread="blockIdx.x"):
-        v7: T.int32 = J_indptr[i + 1] - J_indptr[i]
-        v8: T.int32 = J_indptr[i]
+        v9: T.int32 = J_indptr[i + 1] - J_indptr[i]
+        v10: T.int32 = J_indptr[i]
         for bi_init_0 in T.thread_binding(2, thread="threadIdx.y"):
             for f_init_0 in T.thread_binding(3, thread="blockIdx.y"):
                 C_local = T.alloc_buffer((16, 8), "float16", scope="local")
@@ -30,22 +30,24 @@ def bsrmm(
                     for f_init_1 in T.serial(8):
                         with T.block("bsrmm_init"):
                             C_local[bi_init_1, f_init_1] = T.float16(0.0)
-                for j in T.serial(v7):
+                for j in T.serial(v9):
                     B_shared = T.alloc_buffer((16, 8), "float16", scope="shared")
-                    v1: T.int32 = J_indices[v8 + j]
+                    v1: T.int32 = J_indices[v10 + j]
                     for ax0_2 in T.serial(16):
-                        for ax1_2 in T.unroll(8):
-                            B_shared[ax0_2, ax1_2] = B[v1, ax0_2, f_init_0 * 8 + ax1_2]
+                        for ax1 in T.unroll(8):
+                            B_shared[ax0_2, ax1] = B[v1, ax0_2, f_init_0 * 8 + ax1]
                     A_shared = T.alloc_buffer((32, 16), "float16", scope="shared")
-                    v3: T.int32 = v8 + j
+                    v4: T.int32 = v10 + j
                     for ax0_1 in T.serial(32):
-                        for ax1_1 in T.serial(16):
-                            A_shared[ax0_1, ax1_1] = A[v3, ax0_1, ax1_1]
+                        for ax1_o in T.unroll(1):
+                            for ax1_i in T.vectorized(16):
+                                A_shared[ax0_1, ax1_o * 16 + ax1_i] = A[v4, ax0_1, ax1_o * 16 + ax1_i]
                     for bj_0 in T.serial(1):
                         for f_1_0 in T.serial(1):
                             with T.block("bsrmm"):
                                 T.sp.mma_sync("m16n8k16", C_local[0, f_1_0 * 8], A_shared[bi_init_0 * 16, bj_0 * 16], B_shared[bj_0 * 16, f_1_0 * 8], 16, 1, 8, 1)
                 for ax0 in T.unroll(16):
-                    v4: T.int32 = bi_init_0 * 16 + ax0
-                    for ax1 in T.unroll(8):
-                        C[i, v4, f_init_0 * 8 + ax1] = C_local[ax0, ax1]
+                    v6: T.int32 = bi_init_0 * 16 + ax0
+                    for ax1_o in T.unroll(1):
+                        for ax1_i in T.vectorized(8):
+                            C[i, v6, f_init_0 * 8 + (ax1_o * 8 + ax1_i)] = C_local[ax0, ax1_o * 8 + ax1_i]

@@ -41,6 +41,7 @@ def edge_softmax_backward(
                             if j_1_0 * 32 + j_1_1_1 < J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1]:
                                 with T.block("grad_scores"):
                                     DS[J_indptr[i_0 * 4 + i_1] + (j_1_0 * 32 + j_1_1_1), h_1] = P[J_indptr[i_0 * 4 + i_1] + (j_1_0 * 32 + j_1_1_1), h_1] * (DP[J_indptr[i_0 * 4 + i_1] + (j_1_0 * 32 + j_1_1_1), h_1] - RD_local[h_1])
-                v2: T.int32 = i_0 * 4 + i_1
-                for ax0 in T.serial(8):
-                    RD[v2, ax0] = RD_local[ax0]
+                v3: T.int32 = i_0 * 4 + i_1
+                for ax0_o in T.unroll(1):
+                    for ax0_i in T.vectorized(8):
+                        RD[v3, ax0_o * 8 + ax0_i] = RD_local[ax0_o * 8 + ax0_i]

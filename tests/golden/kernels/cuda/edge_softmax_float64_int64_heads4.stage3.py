@@ -24,23 +24,24 @@ def edge_softmax(
         for i_1 in T.thread_binding(4, thread="threadIdx.y"):
             if i_0 * 4 + i_1 < m:
                 SM_local = T.alloc_buffer((4,), "float64", scope="local")
-                v0: T.int32 = i_0 * 4 + i_1
-                for ax0_1 in T.serial(4):
-                    SM_local[ax0_1] = SM[v0, ax0_1]
+                v1: T.int32 = i_0 * 4 + i_1
+                for ax0_o in T.unroll(1):
+                    for ax0_i in T.vectorized(4):
+                        SM_local[ax0_o * 4 + ax0_i] = SM[v1, ax0_o * 4 + ax0_i]
                 MX_local = T.alloc_buffer((4,), "float64", scope="local")
                 for h_init in T.serial(4):
                     with T.block("row_max_init"):
                         MX_local[h_init] = T.float64(-T.inf)
-                v1: T.int64 = (J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1] + T.int64(31)) // T.int64(32)
+                v2: T.int64 = (J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1] + T.int64(31)) // T.int64(32)
                 for h in T.serial(4):
-                    for j_0 in T.serial(v1):
+                    for j_0 in T.serial(v2):
                         for j_1_1 in T.thread_binding(T.int64(32), thread="threadIdx.x"):
                             if j_0 * T.int64(32) + j_1_1 < J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1]:
                                 with T.block("row_max"):
                                     MX_local[h] = T.max(MX_local[h], S[J_indptr[i_0 * 4 + i_1] + (j_0 * T.int64(32) + j_1_1), h])
-                v2: T.int64 = (J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1] + T.int64(31)) // T.int64(32)
+                v3: T.int64 = (J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1] + T.int64(31)) // T.int64(32)
                 for h_1 in T.serial(4):
-                    for j_1_0 in T.serial(v2):
+                    for j_1_0 in T.serial(v3):
                         for j_1_1_1 in T.thread_binding(T.int64(32), thread="threadIdx.x"):
                             if j_1_0 * T.int64(32) + j_1_1_1 < J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1]:
                                 with T.block("row_exp"):
@@ -48,23 +49,25 @@ def edge_softmax(
                 for h_2_init in T.serial(4):
                     with T.block("row_sum_init"):
                         SM_local[h_2_init] = T.float64(0.0)
-                v3: T.int64 = (J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1] + T.int64(31)) // T.int64(32)
+                v4: T.int64 = (J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1] + T.int64(31)) // T.int64(32)
                 for h_2 in T.serial(4):
-                    for j_2_0 in T.serial(v3):
+                    for j_2_0 in T.serial(v4):
                         for j_2_1 in T.thread_binding(T.int64(32), thread="threadIdx.x"):
                             if j_2_0 * T.int64(32) + j_2_1 < J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1]:
                                 with T.block("row_sum"):
                                     SM_local[h_2] = SM_local[h_2] + P[J_indptr[i_0 * 4 + i_1] + (j_2_0 * T.int64(32) + j_2_1), h_2]
-                v4: T.int64 = (J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1] + T.int64(31)) // T.int64(32)
+                v5: T.int64 = (J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1] + T.int64(31)) // T.int64(32)
                 for h_3 in T.serial(4):
-                    for j_3_0 in T.serial(v4):
+                    for j_3_0 in T.serial(v5):
                         for j_3_1 in T.thread_binding(T.int64(32), thread="threadIdx.x"):
                             if j_3_0 * T.int64(32) + j_3_1 < J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1]:
                                 with T.block("row_div"):
                                     P[J_indptr[i_0 * 4 + i_1] + (j_3_0 * T.int64(32) + j_3_1), h_3] = P[J_indptr[i_0 * 4 + i_1] + (j_3_0 * T.int64(32) + j_3_1), h_3] / SM_local[h_3]
-                v5: T.int32 = i_0 * 4 + i_1
-                for ax0 in T.serial(4):
-                    MX[v5, ax0] = MX_local[ax0]
-                v6: T.int32 = i_0 * 4 + i_1
-                for ax0_1 in T.serial(4):
-                    SM[v6, ax0_1] = SM_local[ax0_1]
+                v7: T.int32 = i_0 * 4 + i_1
+                for ax0_o in T.unroll(1):
+                    for ax0_i in T.vectorized(4):
+                        MX[v7, ax0_o * 4 + ax0_i] = MX_local[ax0_o * 4 + ax0_i]
+                v9: T.int32 = i_0 * 4 + i_1
+                for ax0_o in T.unroll(1):
+                    for ax0_i in T.vectorized(4):
+                        SM[v9, ax0_o * 4 + ax0_i] = SM_local[ax0_o * 4 + ax0_i]

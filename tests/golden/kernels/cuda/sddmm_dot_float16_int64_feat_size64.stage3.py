@@ -27,9 +27,20 @@ def sddmm_dot(
                 O_local = T.alloc_buffer((1,), "float16", scope="local")
                 with T.block("sddmm_init"):
                     O_local[0] = T.float16(0.0)
-                v1: T.int64 = J_indices[J_indptr[i] + j]
-                for k_0 in T.serial(2):
-                    for k_1 in T.thread_binding(32, thread="threadIdx.x"):
-                        with T.block("sddmm"):
-                            O_local[0] = O_local[0] + X[i, k_0 * 32 + k_1] * Y[v1, k_0 * 32 + k_1]
+                v7: T.int64 = J_indices[J_indptr[i] + j]
+                for k_1 in T.thread_binding(32, thread="threadIdx.x"):
+                    for k_0 in T.serial(1):
+                        Y_local = T.alloc_buffer((2,), "float16", scope="local")
+                        v3: T.int32 = (k_0 * 32 + k_1) * 2
+                        for ax0_o in T.unroll(1):
+                            for ax0_i in T.vectorized(2):
+                                Y_local[ax0_o * 2 + ax0_i] = Y[v7, v3 + (ax0_o * 2 + ax0_i)]
+                        X_local = T.alloc_buffer((2,), "float16", scope="local")
+                        v5: T.int32 = (k_0 * 32 + k_1) * 2
+                        for ax0_o in T.unroll(1):
+                            for ax0_i in T.vectorized(2):
+                                X_local[ax0_o * 2 + ax0_i] = X[i, v5 + (ax0_o * 2 + ax0_i)]
+                        for k_2 in T.unroll(2):
+                            with T.block("sddmm"):
+                                O_local[0] = O_local[0] + X_local[k_2] * Y_local[k_2]
                 O[J_indptr[i] + j] = O_local[0]
