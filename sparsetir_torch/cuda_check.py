@@ -43,7 +43,7 @@ QUICK_WIDTHS = (32,)
 
 
 # Multi-head kernels (csrmm_heads, sddmm_heads): (heads, features per head).
-HEAD_SHAPES = ((1, 1), (4, 16), (2, 64))
+HEAD_SHAPES = ((1, 1), (4, 16), (2, 64), (4, 128))
 QUICK_HEAD_SHAPES = ((4, 16),)
 # Block-sparse kernels (bsrmm, bsr_linear and its blocks' gradient): a small
 # block, a warp-square one, and one taller than a block of threads.

@@ -243,3 +243,18 @@ def test_emulated_sddmm_reads_misaligned_operands_from_aligned_copies(emulate, d
     ref = np.einsum("ek,ek->e", xd[rows], yd[a.indices])
     magnitude = np.einsum("ek,ek->e", np.abs(xd[rows]), np.abs(yd[a.indices]))
     assert_within_bound(out, ref, magnitude, feat, dtype, "emulated sddmm of misaligned operands")
+
+
+@pytest.mark.parametrize("dtype,heads,feat,per_thread,load", [
+    ("float32", 4, 128, 2, "ld.global.nc.v2.f32"), ("float16", 2, 128, 4, "ld.global.nc.v4.u16"),
+    ("float64", 3, 16, 1, "ld.global.nc.f64")])
+def test_multi_head_spmm_lanes_load_their_features_as_one_vector(dtype, heads, feat, per_thread, load):
+    """csrmm_heads (GAT's aggregation, attention's dk and dv): a lane owns
+    consecutive features of one head, as csrmm's lanes do."""
+    st.cuda_runtime.prepare_nvrtc()
+    kernel = _C.op_kernel("csrmm_heads", "csrmm_heads", dtype, "int64", {"heads": heads, "feat_size": feat}, "cuda")
+    code = body(kernel)
+    assert f"C_local[{per_thread}]" in code
+    assert (f", {per_thread}>(&B[" in code) == (per_thread > 1), code
+    ptx = _C.nvrtc_compile(kernel.source, "heads.cu", 90, False)["ptx"].decode()
+    assert load in ptx

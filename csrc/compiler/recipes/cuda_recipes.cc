@@ -187,22 +187,28 @@ void BindGridOrSerial(Schedule& sch, const std::string& loop, int64_t extent, co
 // csrmm_heads: loops i, j, h, k. The csrmm mapping with the heads over
 // blockIdx.z: a row per thread group, the group's lanes over consecutive
 // features of one head (one coalesced load of that head's slice of B[j] per
-// non-zero), the output element a thread owns in a register.
-void CsrmmHeads(Schedule& sch, int64_t heads, int64_t feat) {
+// non-zero), a lane's features (as csrmm's: one vector load where the width
+// allows) in registers.
+void CsrmmHeads(Schedule& sch, int64_t heads, int64_t feat, DataType values) {
   const int64_t lanes = CudaRowLanes(feat);
+  const int64_t per_thread = CudaFeaturesPerThread(feat, 0, values);
   auto loops = sch.GetLoops("csrmm_heads");
   BindSplit(sch, loops[0], kBlockThreads / lanes, "blockIdx.x", "threadIdx.y");
   loops = sch.GetLoops("csrmm_heads");  // i_0, i_1, j, h, k
   sch.Reorder({loops[3], loops[4], loops[2]});
   loops = sch.GetLoops("csrmm_heads");  // i_0, i_1, h, k, j
   BindGridOrSerial(sch, loops[2], heads, "blockIdx.z");
-  auto k = BindFeatures(sch, loops[3], lanes, 1);
-  auto j = sch.Split(sch.GetLoops("csrmm_heads").back(), {std::nullopt, kNonZerosInFlight});
+  auto k = BindFeatures(sch, loops[3], lanes, per_thread, /*innermost=*/false);
+  if (per_thread > 1) {
+    sch.Reorder({sch.GetLoops("csrmm_heads").back(), k[2]});  // j before the lane's features
+    sch.Vectorize(k[2]);
+  }
+  auto j = sch.Split(sch.GetLoops("csrmm_heads")[5], {std::nullopt, kNonZerosInFlight});  // i_0, i_1, h, k_0, k_1, j
   sch.Unroll(j[1]);
   sch.CacheWrite(k[1], "C", "local");
   auto init = sch.GetLoops("csrmm_heads_init");  // i_0, i_1, h, k
   BindGridOrSerial(sch, init[2], heads, "blockIdx.z");
-  BindFeatures(sch, init[3], lanes, 1);
+  BindFeatures(sch, init[3], lanes, per_thread);
 }
 
 // sddmm_heads: loops i, j, h, k. The sddmm mapping (the row found by binary
@@ -542,7 +548,7 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   } else if (recipe == "csrmm_mean") {
     CsrmmMean(sch, Size(sizes, "feat_size"));
   } else if (recipe == "csrmm_heads") {
-    CsrmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"));
+    CsrmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"), BufferDtype(f, "A"));
   } else if (recipe == "sddmm_heads") {
     SddmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"));
   } else if (recipe == "bsrmm") {

@@ -22,22 +22,34 @@ def csrmm_heads(
     for i_0 in T.thread_binding((m + 3) // 4, thread="blockIdx.x"):
         for i_1 in T.thread_binding(4, thread="threadIdx.y"):
             if i_0 * 4 + i_1 < m:
-                v2: T.int32 = i_0 * 4 + i_1
+                v4: T.int32 = i_0 * 4 + i_1
                 for h_init in T.thread_binding(2, thread="blockIdx.z"):
-                    for k_init_0 in T.thread_binding(2, thread="blockIdx.y"):
+                    for k_init_0 in T.thread_binding(1, thread="blockIdx.y"):
                         for k_init_1 in T.thread_binding(32, thread="threadIdx.x"):
-                            with T.block("csrmm_heads_init"):
-                                C[v2, h_init, k_init_0 * 32 + k_init_1] = T.float32(0.0)
-                v7: T.int32 = i_0 * 4 + i_1
-                v8: T.int32 = (J_indptr[v7 + 1] - J_indptr[v7] + 3) // 4
+                            v1: T.int32 = (k_init_0 * 32 + k_init_1) * 2
+                            for k_init_2 in T.vectorized(2):
+                                with T.block("csrmm_heads_init"):
+                                    C[v4, h_init, v1 + k_init_2] = T.float32(0.0)
+                v20: T.int32 = i_0 * 4 + i_1
+                v21: T.int32 = (J_indptr[v20 + 1] - J_indptr[v20] + 3) // 4
                 for h in T.thread_binding(2, thread="blockIdx.z"):
-                    for k_0 in T.thread_binding(2, thread="blockIdx.y"):
+                    for k_0 in T.thread_binding(1, thread="blockIdx.y"):
                         for k_1 in T.thread_binding(32, thread="threadIdx.x"):
-                            C_local = T.alloc_buffer((1,), "float32", scope="local")
-                            C_local[0] = C[v7, h, k_0 * 32 + k_1]
-                            for j_0 in T.serial(v8):
+                            C_local = T.alloc_buffer((2,), "float32", scope="local")
+                            v8: T.int32 = (k_0 * 32 + k_1) * 2
+                            for ax0_o in T.unroll(1):
+                                for ax0_i in T.vectorized(2):
+                                    C_local[ax0_o * 2 + ax0_i] = C[v20, h, v8 + (ax0_o * 2 + ax0_i)]
+                            for j_0 in T.serial(v21):
                                 for j_1 in T.unroll(4):
                                     if j_0 * 4 + j_1 < J_indptr[i_0 * 4 + i_1 + 1] - J_indptr[i_0 * 4 + i_1]:
-                                        with T.block("csrmm_heads"):
-                                            C_local[0] = C_local[0] + A[J_indptr[i_0 * 4 + i_1] + (j_0 * 4 + j_1), h] * B[J_indices[J_indptr[i_0 * 4 + i_1] + (j_0 * 4 + j_1)], h, k_0 * 32 + k_1]
-                            C[v7, h, k_0 * 32 + k_1] = C_local[0]
+                                        v9: T.int32 = J_indptr[i_0 * 4 + i_1] + (j_0 * 4 + j_1)
+                                        v10: T.int32 = J_indices[v9]
+                                        v11: T.int32 = (k_0 * 32 + k_1) * 2
+                                        for k_2 in T.vectorized(2):
+                                            with T.block("csrmm_heads"):
+                                                C_local[k_2] = C_local[k_2] + A[v9, h] * B[v10, h, v11 + k_2]
+                            v15: T.int32 = (k_0 * 32 + k_1) * 2
+                            for ax0_o in T.unroll(1):
+                                for ax0_i in T.vectorized(2):
+                                    C[v20, h, v15 + (ax0_o * 2 + ax0_i)] = C_local[ax0_o * 2 + ax0_i]
