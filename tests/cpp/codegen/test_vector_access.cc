@@ -41,7 +41,14 @@ def scale(a: T.handle, b: T.handle, n: T.int32) -> None:
                 BODY
 )";
 
-VectorAccesses Plan(const std::string& body, int width = 32) {
+// A plan points into the function's IR (its loads and store): the function
+// is kept with it.
+struct Planned {
+  PrimFunc f;
+  VectorAccesses plan;
+};
+
+Planned Plan(const std::string& body, int width = 32) {
   const PrimFunc f = Parse(ReplaceAll(ReplaceAll(kScale, "BODY", body), "WIDTH", std::to_string(width)));
   struct Find : IRVisitor {
     const ForNode* loop = nullptr;
@@ -52,11 +59,12 @@ VectorAccesses Plan(const std::string& body, int width = 32) {
   } find;
   find.VisitStmt(f->body);
   EXPECT_NE(find.loop, nullptr);
-  return PlanVectorAccesses(find.loop, NoFacts);
+  return {f, PlanVectorAccesses(find.loop, NoFacts)};
 }
 
 TEST(VectorAccess, MovesAContiguousLoadAndStoreAsVectors) {
-  const VectorAccesses plan = Plan("B[i, t * 4 + v] = A[i, t * 4 + v] + A[i, t * 4 + v] * 2.0");
+  const Planned planned = Plan("B[i, t * 4 + v] = A[i, t * 4 + v] + A[i, t * 4 + v] * 2.0");
+  const VectorAccesses& plan = planned.plan;
   EXPECT_EQ(plan.lanes, 4);
   ASSERT_EQ(plan.loads.size(), 1u);  // the two loads of one element share a vector
   EXPECT_EQ(plan.loads[0].buffer->name, "A");
@@ -66,22 +74,25 @@ TEST(VectorAccess, MovesAContiguousLoadAndStoreAsVectors) {
 }
 
 TEST(VectorAccess, LeavesAccessesThatAreNotProvablyAligned) {
-  EXPECT_TRUE(Plan("B[i, t * 4 + v] = A[i, t * 4 + v + 2]").loads.empty());    // 2 elements past a vector
-  EXPECT_FALSE(Plan("B[i, t * 4 + v] = A[i, t * 4 + v + 8]").loads.empty());   // two vectors past
-  EXPECT_TRUE(Plan("B[i, t * 4 + v] = A[i, t * 4 + v]", 34).empty());          // rows of 34: 2 past at i = 1
-  EXPECT_FALSE(Plan("B[i, t * 4 + v] = A[i, t * 4 + v]", 36).empty());         // rows of 36: 9 vectors
-  EXPECT_TRUE(Plan("B[i, t * 4 + v] = A[i, t * 8 + v * 2]").loads.empty());    // two elements a lane
-  EXPECT_TRUE(Plan("B[i, t * 4 + v] = A[v, t * 4]").loads.empty());            // across rows
+  EXPECT_TRUE(Plan("B[i, t * 4 + v] = A[i, t * 4 + v + 2]").plan.loads.empty());    // 2 elements past a vector
+  EXPECT_FALSE(Plan("B[i, t * 4 + v] = A[i, t * 4 + v + 8]").plan.loads.empty());   // two vectors past
+  EXPECT_TRUE(Plan("B[i, t * 4 + v] = A[i, t * 4 + v]", 34).plan.empty());          // rows of 34: 2 past at i = 1
+  EXPECT_FALSE(Plan("B[i, t * 4 + v] = A[i, t * 4 + v]", 36).plan.empty());         // rows of 36: 9 vectors
+  EXPECT_TRUE(Plan("B[i, t * 4 + v] = A[i, t * 8 + v * 2]").plan.loads.empty());    // two elements a lane
+  EXPECT_TRUE(Plan("B[i, t * 4 + v] = A[v, t * 4]").plan.loads.empty());            // across rows
 }
 
 TEST(VectorAccess, LeavesLoadsUnderAConditionAndBuffersTheLoopWrites) {
-  const VectorAccesses guarded = Plan("if t < 7:\n                    B[i, t * 4 + v] = A[i, t * 4 + v]");
+  const Planned guarded_plan = Plan("if t < 7:\n                    B[i, t * 4 + v] = A[i, t * 4 + v]");
+  const VectorAccesses& guarded = guarded_plan.plan;
   EXPECT_TRUE(guarded.loads.empty());
   EXPECT_FALSE(guarded.store.has_value());  // not the loop's only statement
-  const VectorAccesses selected = Plan("B[i, t * 4 + v] = T.Select(t < 7, A[i, t * 4 + v], 0.0)");
+  const Planned selected_plan = Plan("B[i, t * 4 + v] = T.Select(t < 7, A[i, t * 4 + v], 0.0)");
+  const VectorAccesses& selected = selected_plan.plan;
   EXPECT_TRUE(selected.loads.empty());
   EXPECT_TRUE(selected.store.has_value());
-  const VectorAccesses updated = Plan("B[i, t * 4 + v] = B[i, t * 4 + v] + A[i, t * 4 + v]");
+  const Planned updated_plan = Plan("B[i, t * 4 + v] = B[i, t * 4 + v] + A[i, t * 4 + v]");
+  const VectorAccesses& updated = updated_plan.plan;
   ASSERT_EQ(updated.loads.size(), 1u);
   EXPECT_EQ(updated.loads[0].buffer->name, "A");
   EXPECT_FALSE(updated.store.has_value());  // the loop reads B too
