@@ -131,17 +131,29 @@ auto WithIndexPointers(const at::Tensor& indptr, const at::Tensor& indices, cons
 
 }  // namespace
 
-GraphInfo::GraphInfo(const at::Tensor& indptr, CsrSummary summary) : summary_(summary) {
-  row_lengths_ = (indptr.slice(0, 1) - indptr.slice(0, 0, -1)).to(at::kLong).unsqueeze(1);
-  empty_rows_ = summary_.empty_rows > 0 ? at::nonzero(row_lengths_.squeeze(1) == 0).squeeze(1)
-                                        : at::empty({0}, row_lengths_.options());
+namespace {
+
+// Row lengths as an int64 column (rows, 1), on the structure's device.
+at::Tensor RowLengths(const at::Tensor& indptr) {
+  return (indptr.slice(0, 1) - indptr.slice(0, 0, -1)).to(at::kLong).unsqueeze(1);
 }
 
-at::Tensor GraphInfo::MeanDivisors(at::ScalarType dtype) {
+}  // namespace
+
+at::Tensor GraphInfo::EmptyRows(const at::Tensor& indptr) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!empty_rows_.defined()) {
+    empty_rows_ = summary_.empty_rows > 0 ? at::nonzero(RowLengths(indptr).squeeze(1) == 0).squeeze(1)
+                                          : at::empty({0}, indptr.options().dtype(at::kLong));
+  }
+  return empty_rows_;
+}
+
+at::Tensor GraphInfo::MeanDivisors(const at::Tensor& indptr, at::ScalarType dtype) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = mean_divisors_.find(dtype);
   if (found == mean_divisors_.end()) {
-    found = mean_divisors_.emplace(dtype, row_lengths_.clamp_min(1).to(dtype)).first;
+    found = mean_divisors_.emplace(dtype, RowLengths(indptr).clamp_min(1).to(dtype)).first;
   }
   return found->second;
 }
@@ -173,7 +185,7 @@ CsrTranspose GraphInfo::Transpose(const at::Tensor& indptr_, const at::Tensor& i
   ICHECK(summary_.max_index < columns) << "transpose with too few columns";
   if (indptr_.is_cuda()) {
     // Built on the host from copies, once per graph, then moved to the device.
-    GraphInfo host(indptr_.cpu(), summary_);
+    GraphInfo host(summary_);
     CsrTranspose h = host.Transpose(indptr_.cpu(), indices_.cpu(), columns);
     const auto device = indptr_.device();
     CsrTranspose t{h.indptr.to(device), h.indices.to(device), h.perm.to(device)};
@@ -285,7 +297,7 @@ std::shared_ptr<GraphInfo> ValidatedGraph(const std::string& op, const at::Tenso
   // the ones that passed, and the entry's derived forms hold.
   if (cached && cached->digest() == digest) return cached;
   const CsrSummary summary = Validate(op, host_indptr, host_indices);
-  auto info = std::make_shared<GraphInfo>(indptr, summary);
+  auto info = std::make_shared<GraphInfo>(summary);
   info->set_digest(digest);
   if (cacheable) Cache().Insert(indptr, indices, info);
   return info;

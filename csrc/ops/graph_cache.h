@@ -72,22 +72,23 @@ struct RowSegments {
 // What is known about one validated structure.
 class GraphInfo {
  public:
-  GraphInfo(const at::Tensor& indptr, CsrSummary summary);
+  explicit GraphInfo(CsrSummary summary) : summary_(summary) {}
 
   const CsrSummary& summary() const { return summary_; }
   // The digest of the arrays this entry was built from (revalidation.h); 0
   // when the entry was made without the re-check.
   uint64_t digest() const { return digest_; }
   void set_digest(uint64_t digest) { digest_ = digest; }
-  // Row lengths as an int64 column (rows, 1).
-  const at::Tensor& row_lengths() const { return row_lengths_; }
-  // The rows without non-zeros (int64), for the max / min reductions.
-  const at::Tensor& empty_rows() const { return empty_rows_; }
+  // The rows without non-zeros (int64), for the max / min reductions, of
+  // the structure whose indptr the caller passes again (built on first use:
+  // a graph that only ever runs sums costs no torch operation here).
+  at::Tensor EmptyRows(const at::Tensor& indptr);
   // Row lengths (at least 1) as a (rows, 1) column of `dtype`: mean = the
   // row's sum divided by it. Dividing the sum, rather than scaling each value
   // by 1 / length before the product, keeps tiny values from underflowing
-  // where their mean is representable (torch divides the sum too).
-  at::Tensor MeanDivisors(at::ScalarType dtype);
+  // where their mean is representable (torch divides the sum too). Built on
+  // first use per dtype, like EmptyRows.
+  at::Tensor MeanDivisors(const at::Tensor& indptr, at::ScalarType dtype);
   // The transpose for `columns` columns (built once per column count) of the
   // structure this entry describes, passed again by the caller: the entry
   // itself holds no reference to it, so freeing the structure frees the entry.
@@ -118,8 +119,7 @@ class GraphInfo {
  private:
   CsrSummary summary_;
   uint64_t digest_ = 0;
-  at::Tensor row_lengths_;
-  at::Tensor empty_rows_;
+  at::Tensor empty_rows_;  // undefined until EmptyRows
   std::map<at::ScalarType, at::Tensor> mean_divisors_;
   std::mutex mutex_;
   std::map<int64_t, CsrTranspose> transposes_;

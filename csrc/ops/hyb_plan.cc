@@ -51,7 +51,7 @@ std::shared_ptr<HybPlan> HybPlanFor(const std::string& op, const CheckedCsr& csr
       "hyb_plan/" + std::to_string(columns) + "/" + std::to_string(parts) + "/" + std::to_string(max_width);
   return std::static_pointer_cast<HybPlan>(csr.info->Derived(key, [&]() -> std::shared_ptr<void> {
     HybFromCsr form = csr.info->Hyb(op, csr.indptr, csr.indices, columns, parts, max_width);
-    return std::make_shared<HybPlan>(form, csr.info->empty_rows(), parts);
+    return std::make_shared<HybPlan>(form, csr.info->EmptyRows(csr.indptr), parts);
   }));
 }
 

@@ -45,26 +45,28 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
       // accumulator does. The kernel reads the 16-bit operands as they are.
       at::Tensor sums = at::empty(out.sizes(), out.options().dtype(at::kFloat));
       RunCsrmmSegments(segments.row, segments.ptr, csr.indices, a, b, sums);
-      if (how == "mean" && csr.rows() > 0) sums.div_(csr.info->MeanDivisors(at::kFloat));
+      if (how == "mean" && csr.rows() > 0) sums.div_(csr.info->MeanDivisors(csr.indptr, at::kFloat));
       out.copy_(sums);
       return out;
     }
     RunCsrmmSegments(segments.row, segments.ptr, csr.indices, a, b, out);
     // A row's segments meet in the output: its sum is complete only there.
-    if (how == "mean" && csr.rows() > 0) out.div_(csr.info->MeanDivisors(ComputeDtype(a.scalar_type())));
+    if (how == "mean" && csr.rows() > 0) {
+      out.div_(csr.info->MeanDivisors(csr.indptr, ComputeDtype(a.scalar_type())));
+    }
   } else if (how == "mean") {
     // The division by the row length inside the kernel, on the row in
     // registers (csrmm_mean, on either target): one pass over the output
     // instead of two, and 16-bit rows rounded once, after the division (the
     // lengths are float32 for them, exact at any length).
-    const at::Tensor lengths = csr.info->MeanDivisors(ComputeDtype(a.scalar_type())).view({-1});
+    const at::Tensor lengths = csr.info->MeanDivisors(csr.indptr, ComputeDtype(a.scalar_type())).view({-1});
     RunCsrmmMean(csr.indptr, csr.indices, a, b, lengths, out, PrefetchPays(csr.info->summary(), b));
     return out;
   } else {
     RunCsrmm(script, csr.indptr, csr.indices, a, b, out, PrefetchPays(csr.info->summary(), b));
   }
   if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {
-    out.index_fill_(0, csr.info->empty_rows(), 0);  // the kernel leaves the identity (+-inf) there
+    out.index_fill_(0, csr.info->EmptyRows(csr.indptr), 0);  // the kernel leaves the identity (+-inf) there
   }
   return out;
 }

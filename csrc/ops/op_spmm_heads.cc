@@ -40,7 +40,7 @@ at::Tensor SpmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const 
   RunCsrmmHeads(csr.indptr, csr.indices, a, b, out, PrefetchPays(csr.info->summary(), n, row_bytes));
   if (how == "mean" && out.numel() > 0) {
     // As the 2-D mean: 16-bit outputs divide in float32.
-    out.div_(csr.info->MeanDivisors(ComputeDtype(a.scalar_type())).unsqueeze(2));
+    out.div_(csr.info->MeanDivisors(csr.indptr, ComputeDtype(a.scalar_type())).unsqueeze(2));
   }
   return out;
 }

@@ -536,7 +536,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "check_csr",
       [](const std::string& op, const at::Tensor& indptr, const at::Tensor& indices, int64_t columns,
          const std::string& columns_name) {
-        const CsrSummary& s = CheckCsr(op, indptr, indices, columns, columns_name).info->summary();
+        // The entry is held while it is read: an inference tensor's is in no cache.
+        const CheckedCsr csr = CheckCsr(op, indptr, indices, columns, columns_name);
+        const CsrSummary& s = csr.info->summary();
         py::dict summary;
         summary["rows"] = s.rows;
         summary["nnz"] = s.nnz;

@@ -3,6 +3,8 @@
 // int32 and int64, empty rows and columns).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
@@ -40,6 +42,47 @@ TEST(CsrStructure, ValidationAcceptsAndSummarizes) {
   EXPECT_EQ(e.max_index, -1);
   EXPECT_EQ(e.mean_distance, 0);
   EXPECT_EQ(e.padded_slots, 0);
+}
+
+// The summary of random structures against a direct count: the distance's
+// integer sum (columns below 2^32) and its floating-point one (a column of
+// 2^40), the extremes and the first negative index wherever it sits.
+template <typename Index>
+void CheckSummary(int64_t rows, int64_t columns, int64_t max_length, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Index> indptr = {0}, indices;
+  double distance = 0;
+  int64_t largest = -1;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t length = static_cast<int64_t>(rng() % (max_length + 1));
+    for (int64_t k = 0; k < length; ++k) {
+      const int64_t c = static_cast<int64_t>(rng() % columns);
+      indices.push_back(static_cast<Index>(c));
+      distance += std::abs(static_cast<double>(c) - static_cast<double>(r));
+      largest = std::max(largest, c);
+    }
+    indptr.push_back(static_cast<Index>(indices.size()));
+  }
+  const int64_t nnz = static_cast<int64_t>(indices.size());
+  CsrSummary s = ValidateCsr<Index>("op", indptr.data(), rows, indices.data(), nnz);
+  EXPECT_EQ(s.max_index, largest);
+  EXPECT_NEAR(s.mean_distance, nnz ? distance / nnz : 0, 1e-12 * (1 + distance / std::max<int64_t>(nnz, 1)));
+  if (nnz == 0) return;
+  for (int64_t at : {int64_t{0}, nnz / 2, nnz - 1}) {
+    std::vector<Index> bad = indices;
+    bad[at] = -1;
+    if (at + 1 < nnz) bad[nnz - 1] = -7;  // a later negative one is not the one named
+    const std::string message = ValidationError<Index>(indptr, bad);
+    EXPECT_NE(message.find("indices[" + std::to_string(at) + "] = -1"), std::string::npos) << message;
+  }
+}
+
+TEST(CsrStructure, SummaryMatchesADirectCount) {
+  CheckSummary<int32_t>(300, 1000, 12, 1);
+  CheckSummary<int64_t>(300, 1000, 12, 2);
+  CheckSummary<int64_t>(50, int64_t{1} << 40, 30, 3);  // columns past 2^32: the floating-point sum
+  CheckSummary<int32_t>(1, 5, 5, 4);
+  CheckSummary<int64_t>(20, 3, 0, 5);  // no non-zeros
 }
 
 TEST(CsrStructure, ValidationErrorsNameTheArgument) {
