@@ -258,3 +258,44 @@ def test_multi_head_spmm_lanes_load_their_features_as_one_vector(dtype, heads, f
     assert (f", {per_thread}>(&B[" in code) == (per_thread > 1), code
     ptx = _C.nvrtc_compile(kernel.source, "heads.cu", 90, False)["ptx"].decode()
     assert load in ptx
+
+
+@pytest.mark.parametrize("dtype,heads,feat,per_lane,load", [
+    ("float32", 4, 128, 4, "ld.global.nc.v4.f32"), ("float16", 2, 64, 2, "ld.global.nc.v2.u16"),
+    ("bfloat16", 3, 256, 8, "ld.global.nc.v4.u32")])
+def test_multi_head_sddmm_lanes_load_their_features_as_one_vector(dtype, heads, feat, per_lane, load):
+    """sddmm_heads (attention scores, GAT's dot-product variants): a warp per
+    (non-zero, head), each lane a round's consecutive features of the head
+    in registers by one vector load of X[i, h] and of Y[j, h], as sddmm's."""
+    st.cuda_runtime.prepare_nvrtc()
+    kernel = _C.op_kernel("sddmm_heads", "sddmm_heads", dtype, "int32", {"heads": heads, "feat_size": feat}, "cuda")
+    code = body(kernel)
+    assert f"X_local[{per_lane}]" in code and f"Y_local[{per_lane}]" in code, code
+    assert code.count("sparsetir_vload<") == 2 and "sparsetir_lane_reduce<SparsetirSum>" in code
+    ptx = _C.nvrtc_compile(kernel.source, "heads.cu", 90, False)["ptx"].decode()
+    assert ptx.count(load) >= 2, [line for line in ptx.splitlines() if "ld.global" in line]
+    narrow = body(_C.op_kernel("sddmm_heads", "sddmm_heads", dtype, "int32", {"heads": heads, "feat_size": 48},
+                               "cuda"))
+    assert "sparsetir_vload" not in narrow and "sparsetir_lane_reduce<SparsetirSum>" in narrow
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("heads,feat", [(2, 64), (3, 128)])
+def test_emulated_multi_head_sddmm_reads_misaligned_operands_from_aligned_copies(emulate, dtype, heads, feat):
+    a = make_csr(30, 25, density=0.2, seed=7, empty_rows=(2,), dense_rows=(4,))
+    rng = np.random.default_rng(8)
+    x = to_tensor(rng.uniform(-1, 1, size=(a.m, heads, feat)), dtype)
+    y = to_tensor(rng.uniform(-1, 1, size=(a.n, heads, feat)), dtype)
+    def shifted(t):
+        s = torch.empty(t.numel() + 1, dtype=t.dtype)[1:].view(t.shape)
+        s.copy_(t)
+        return s
+    indptr, indices = a.torch_structure("int32")
+    out = ops.sddmm(indptr, indices, None, shifted(x), shifted(y))
+    assert out.shape == (a.nnz, heads)
+    assert torch.equal(out, ops.sddmm(indptr, indices, None, x, y))
+    rows = np.repeat(np.arange(a.m), np.diff(a.indptr))
+    xd, yd = x.double().numpy(), y.double().numpy()
+    ref = np.einsum("ehk,ehk->eh", xd[rows], yd[a.indices])
+    magnitude = np.einsum("ehk,ehk->eh", np.abs(xd[rows]), np.abs(yd[a.indices]))
+    assert_within_bound(out, ref, magnitude, feat, dtype, "emulated multi-head sddmm of misaligned operands")

@@ -34,11 +34,13 @@ class CodegenCudaImpl : public CodegenC {
     // warp, reductions across lanes, and shared caches filled by the whole
     // block.
     const PrimFunc f = LowerLaneReductions(LowerSharedCaches(LowerMmaFragments(stage3)));
-    params_ = f->params;
     for (const Buffer& b : f->buffers) {
-      if (b->kind == BufferKind::kMatch) buffer_params_[b.get()] = b->data.get();
+      if (b->kind != BufferKind::kMatch) continue;
+      for (size_t i = 0; i < f->params.size(); ++i) {
+        if (f->params[i] == b->data) param_index_[b.get()] = i;
+      }
     }
-    alignment_.assign(params_.size(), 1);
+    alignment_.assign(f->params.size(), 1);
     CudaSource out;
     out.source = Generate(f);
     out.param_alignment = alignment_;
@@ -192,11 +194,9 @@ class CodegenCudaImpl : public CodegenC {
   // A vector access of `lanes` elements of `b`: if it is a kernel argument,
   // its start must be aligned for the vector.
   void RequireAlignment(const BufferNode* b, int64_t lanes) {
-    auto param = buffer_params_.find(b);
-    if (param == buffer_params_.end()) return;  // shared memory: declared aligned
-    for (size_t i = 0; i < params_.size(); ++i) {
-      if (params_[i].get() == param->second) alignment_[i] = std::max(alignment_[i], VectorAlignment(b, lanes));
-    }
+    auto param = param_index_.find(b);
+    if (param == param_index_.end()) return;  // shared memory: declared aligned
+    alignment_[param->second] = std::max(alignment_[param->second], VectorAlignment(b, lanes));
   }
 
   // A serial loop of constant extent around an unrolled one (a shared
@@ -339,9 +339,8 @@ class CodegenCudaImpl : public CodegenC {
   }
 
   std::array<std::vector<Expr>, 6> launch_;
-  std::vector<Var> params_;
-  std::map<const BufferNode*, const VarNode*> buffer_params_;  // an argument's buffer -> its handle
-  std::vector<int64_t> alignment_;                             // per parameter, in bytes
+  std::map<const BufferNode*, size_t> param_index_;  // an argument's buffer -> the parameter it binds
+  std::vector<int64_t> alignment_;                    // per parameter, in bytes
   std::vector<std::pair<Intrinsic, int64_t>> lane_groups_;  // every lane reduction's combiner and lanes
   bool synchronizes_ = false;
   int64_t shared_bytes_ = 0;  // the static shared memory declared so far

@@ -72,6 +72,20 @@ std::vector<std::string> BindFeatures(Schedule& sch, const std::string& k, int64
   return parts;
 }
 
+// BindFeatures on the feature loop `k` of `block`, which lies outside the
+// block's innermost loop, the non-zeros: a lane's own features then go inside
+// that loop, vectorized, so that per non-zero the lane moves them with one
+// vector load. Returns the parts.
+std::vector<std::string> BindFeaturesAroundNonZeros(Schedule& sch, const std::string& block, const std::string& k,
+                                                    int64_t lanes, int64_t per_thread) {
+  auto parts = BindFeatures(sch, k, lanes, per_thread, /*innermost=*/false);
+  if (per_thread > 1) {
+    sch.Reorder({sch.GetLoops(block).back(), parts[2]});  // j before the lane's features
+    sch.Vectorize(parts[2]);
+  }
+  return parts;
+}
+
 // Rows (csrmm) or row segments (csrmm_segments) over blockIdx.x and
 // threadIdx.y, features over blockIdx.y and threadIdx.x, the non-zeros j
 // serial inside a thread. The iteration's loops are the row loop first and
@@ -97,11 +111,7 @@ void RowGroups(Schedule& sch, const std::string& block, int64_t feat, int64_t pe
     ICHECK(per_thread == 1) << "an epilogue's feature loop has no per-thread split";
     sch.Merge({loops[j_at], sch.GetLoops(epilogue)[j_at]});
   }
-  auto k = BindFeatures(sch, loops[j_at], lanes, per_thread, /*innermost=*/false);
-  if (per_thread > 1) {
-    sch.Reorder({sch.GetLoops(block).back(), k[2]});  // j before the lane's features
-    sch.Vectorize(k[2]);
-  }
+  auto k = BindFeaturesAroundNonZeros(sch, block, loops[j_at], lanes, per_thread);
   // A row's non-zeros in unrolled groups: the gathers of a group are in
   // flight together instead of one dependent load after another.
   auto j = sch.Split(sch.GetLoops(block)[j_at + 2], {std::nullopt, kNonZerosInFlight});  // after tile and lane
@@ -134,23 +144,49 @@ void CsrmmSegments(Schedule& sch, int64_t feat, int64_t per_thread) {
   RowGroups(sch, "csrmm_segments", feat, per_thread);
 }
 
+// The widest run of consecutive features, at most `widest`, that each of a
+// warp's 32 lanes can own across a width of `feat`: `widest` halved until
+// 32 runs of it divide the width (1 where none does).
+int64_t LaneRun(int64_t feat, int64_t widest) {
+  int64_t v = widest;
+  while (v > 1 && feat % (kWarp * v) != 0) v /= 2;
+  return std::max<int64_t>(v, 1);
+}
+
 // The consecutive features of X[i] and Y[j] a lane of the warp-per-non-zero
 // sddmm reads per round: one 16-byte vector load of each (fewer where 32 x
 // that many do not divide the width).
-int64_t SddmmFeaturesPerLane(int64_t feat, DataType values) {
-  int64_t v = 16 / BytesOf(values);
-  while (v > 1 && feat % (kWarp * v) != 0) v /= 2;
-  return v;
+int64_t SddmmFeaturesPerLane(int64_t feat, DataType values) { return LaneRun(feat, 16 / BytesOf(values)); }
+
+// A warp per non-zero's dot product over loop `k` (the features) of `block`,
+// whose output is cached in registers at loop `out_at`: its lanes read
+// consecutive features of X[i] and Y[j] (one coalesced load per warp, where
+// a thread per non-zero reads `feat` apart), each sums a part in a
+// register, and the lanes combine their parts with shuffles
+// (lower_lane_reductions). Where the width allows, a lane reads a round's
+// features of X[i] and Y[j] into registers with one vector load each (local
+// caches, whose copies are vectorized) and sums them.
+void WarpDotProduct(Schedule& sch, const std::string& out_at, const std::string& k_loop, int64_t feat,
+                    DataType values) {
+  const int64_t per_lane = SddmmFeaturesPerLane(feat, values);
+  if (per_lane == 1) {
+    auto k = sch.Split(k_loop, {std::nullopt, kWarp});
+    sch.Bind(k[1], "threadIdx.x");
+    sch.CacheWrite(out_at, "O", "local");
+    return;
+  }
+  auto k = sch.Split(k_loop, {std::nullopt, kWarp, per_lane});  // rounds, lanes, a lane's features
+  sch.Reorder({k[1], k[0]});
+  sch.Bind(k[1], "threadIdx.x");
+  sch.Unroll(k[2]);
+  sch.CacheWrite(out_at, "O", "local");
+  sch.CacheRead(k[0], "X", "local");
+  sch.CacheRead(k[0], "Y", "local");
 }
 
 // sddmm_dot: the (i, j) pairs fused into one loop over the non-zeros. Below
 // kSddmmLanesFrom features a thread computes a non-zero's dot product alone;
-// from there a warp does: its lanes read consecutive features of X[i] and
-// Y[j] (one coalesced load per warp, where a thread per non-zero reads
-// `feat` apart), each sums a part in a register, and the lanes combine
-// their parts with shuffles (lower_lane_reductions). Where the width allows,
-// a lane reads a round's features of X[i] and Y[j] into registers with one
-// vector load each (local caches, whose copies are vectorized) and sums them.
+// from there a warp does (WarpDotProduct).
 void Sddmm(Schedule& sch, int64_t feat, DataType values) {
   sch.SparseFuse("sddmm", {"I", "J"});
   auto loops = sch.GetLoops("sddmm");  // ij, k
@@ -162,20 +198,7 @@ void Sddmm(Schedule& sch, int64_t feat, DataType values) {
   }
   BindSplit(sch, loops[0], kBlockThreads / kWarp, "blockIdx.x", "threadIdx.y");
   loops = sch.GetLoops("sddmm");  // ij_0, ij_1, k
-  const int64_t per_lane = SddmmFeaturesPerLane(feat, values);
-  if (per_lane == 1) {
-    auto k = sch.Split(loops[2], {std::nullopt, kWarp});
-    sch.Bind(k[1], "threadIdx.x");
-    sch.CacheWrite(loops[1], "O", "local");
-    return;
-  }
-  auto k = sch.Split(loops[2], {std::nullopt, kWarp, per_lane});  // rounds, lanes, a lane's features
-  sch.Reorder({k[1], k[0]});
-  sch.Bind(k[1], "threadIdx.x");
-  sch.Unroll(k[2]);
-  sch.CacheWrite(loops[1], "O", "local");
-  sch.CacheRead(k[0], "X", "local");
-  sch.CacheRead(k[0], "Y", "local");
+  WarpDotProduct(sch, loops[1], loops[2], feat, values);
 }
 
 // Binds `loop` of `extent` iterations to a grid axis (y or z) where the grid
@@ -198,11 +221,7 @@ void CsrmmHeads(Schedule& sch, int64_t heads, int64_t feat, DataType values) {
   sch.Reorder({loops[3], loops[4], loops[2]});
   loops = sch.GetLoops("csrmm_heads");  // i_0, i_1, h, k, j
   BindGridOrSerial(sch, loops[2], heads, "blockIdx.z");
-  auto k = BindFeatures(sch, loops[3], lanes, per_thread, /*innermost=*/false);
-  if (per_thread > 1) {
-    sch.Reorder({sch.GetLoops("csrmm_heads").back(), k[2]});  // j before the lane's features
-    sch.Vectorize(k[2]);
-  }
+  auto k = BindFeaturesAroundNonZeros(sch, "csrmm_heads", loops[3], lanes, per_thread);
   auto j = sch.Split(sch.GetLoops("csrmm_heads")[5], {std::nullopt, kNonZerosInFlight});  // i_0, i_1, h, k_0, k_1, j
   sch.Unroll(j[1]);
   sch.CacheWrite(k[1], "C", "local");
@@ -214,9 +233,9 @@ void CsrmmHeads(Schedule& sch, int64_t heads, int64_t feat, DataType values) {
 // sddmm_heads: loops i, j, h, k. The sddmm mapping (the row found by binary
 // search) with the heads over blockIdx.y: below kSddmmLanesFrom features per
 // head a thread per non-zero computes one head's dot product in a register;
-// from there a warp per non-zero does, its lanes over the head's features
-// and their parts combined with shuffles (as Sddmm).
-void SddmmHeads(Schedule& sch, int64_t heads, int64_t feat) {
+// from there a warp per non-zero does, over the head's features
+// (WarpDotProduct, vector rounds included).
+void SddmmHeads(Schedule& sch, int64_t heads, int64_t feat, DataType values) {
   sch.SparseFuse("sddmm_heads", {"I", "J"});
   auto loops = sch.GetLoops("sddmm_heads");  // ij, h, k
   const bool lanes = feat >= kSddmmLanesFrom;
@@ -228,10 +247,10 @@ void SddmmHeads(Schedule& sch, int64_t heads, int64_t feat) {
   loops = sch.GetLoops("sddmm_heads");  // ij_0, ij_1, h, k
   BindGridOrSerial(sch, loops[2], heads, "blockIdx.y");
   if (lanes) {
-    auto k = sch.Split(loops[3], {std::nullopt, kWarp});
-    sch.Bind(k[1], "threadIdx.x");
+    WarpDotProduct(sch, loops[2], loops[3], feat, values);
+  } else {
+    sch.CacheWrite(loops[2], "O", "local");
   }
-  sch.CacheWrite(loops[2], "O", "local");
 }
 
 // sddmm_add / sddmm_mul: loops i, j, f, all spatial. A thread per non-zero
@@ -511,9 +530,7 @@ const char* const kFeaturesPerThread = "features_per_thread";
 
 int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested, DataType values) {
   const bool narrow = values == DataType::kFloat16 || values == DataType::kBFloat16;
-  int64_t v = requested > 0 ? requested : narrow ? kDefaultFeaturesPerThread16 : kDefaultFeaturesPerThread;
-  while (v > 1 && feat % (kWarp * v) != 0) v /= 2;
-  return std::max<int64_t>(v, 1);
+  return LaneRun(feat, requested > 0 ? requested : narrow ? kDefaultFeaturesPerThread16 : kDefaultFeaturesPerThread);
 }
 
 bool HasCudaRecipe(const std::string& recipe) {
@@ -550,7 +567,7 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   } else if (recipe == "csrmm_heads") {
     CsrmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"), BufferDtype(f, "A"));
   } else if (recipe == "sddmm_heads") {
-    SddmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"));
+    SddmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"), BufferDtype(f, "X"));
   } else if (recipe == "bsrmm") {
     const int64_t block_h = Size(sizes, "block_h"), feat = Size(sizes, "feat_size");
     if (BsrmmOnTensorCores(BufferDtype(f, "A"), block_h, Size(sizes, "block_w"), feat)) {

@@ -25,14 +25,25 @@ def sddmm_heads(
                 i_flat: T.int32 = T.sp.lower_bound(indptr, 0, m + 1, ij_0 * 4 + ij_1 + 1) - 1
                 i: T.int32 = i_flat
                 j: T.int32 = ij_0 * 4 + ij_1 - J_indptr[i]
-                v2: T.int32 = J_indices[J_indptr[i] + j]
-                v3: T.int32 = J_indptr[i] + j
+                v8: T.int32 = J_indices[J_indptr[i] + j]
+                v9: T.int32 = J_indptr[i] + j
                 for h in T.thread_binding(8, thread="blockIdx.y"):
                     O_local = T.alloc_buffer((1,), "float32", scope="local")
                     with T.block("sddmm_heads_init"):
                         O_local[0] = T.float32(0.0)
-                    for k_0 in T.serial(2):
-                        for k_1 in T.thread_binding(32, thread="threadIdx.x"):
-                            with T.block("sddmm_heads"):
-                                O_local[0] = O_local[0] + X[i, h, k_0 * 32 + k_1] * Y[v2, h, k_0 * 32 + k_1]
-                    O[v3, h] = O_local[0]
+                    for k_1 in T.thread_binding(32, thread="threadIdx.x"):
+                        for k_0 in T.serial(1):
+                            Y_local = T.alloc_buffer((2,), "float32", scope="local")
+                            v3: T.int32 = (k_0 * 32 + k_1) * 2
+                            for ax0_o in T.unroll(1):
+                                for ax0_i in T.vectorized(2):
+                                    Y_local[ax0_o * 2 + ax0_i] = Y[v8, h, v3 + (ax0_o * 2 + ax0_i)]
+                            X_local = T.alloc_buffer((2,), "float32", scope="local")
+                            v5: T.int32 = (k_0 * 32 + k_1) * 2
+                            for ax0_o in T.unroll(1):
+                                for ax0_i in T.vectorized(2):
+                                    X_local[ax0_o * 2 + ax0_i] = X[i, h, v5 + (ax0_o * 2 + ax0_i)]
+                            for k_2 in T.unroll(2):
+                                with T.block("sddmm_heads"):
+                                    O_local[0] = O_local[0] + X_local[k_2] * Y_local[k_2]
+                    O[v9, h] = O_local[0]
