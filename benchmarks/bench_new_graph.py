@@ -9,6 +9,8 @@ variant, and per call
     st.spmm(A, X)           the Python API on a torch CSR tensor (chooser included)
     ops.spmm(...)           the operator on the same tensor's components (no chooser)
     torch.sparse.mm(A, X)   the peer, on the same tensors
+    ... training            forward and backward with X requiring grad (the
+                            backward multiplies by A's transpose, built per graph)
 
 timed interleaved graph by graph (the graph's tensors are built just before
 and are warm in the cache, as after a sampler), with "same graph" rows for
@@ -56,13 +58,22 @@ def main() -> None:
         nodes, edges = (int(s) for s in size.split("x"))
         X = torch.randn(nodes, args.k)
         times = {name: [] for name in ("st.spmm new graph", "ops.spmm new graph", "torch.sparse.mm new graph",
-                                       "st.spmm same graph", "torch.sparse.mm same graph")}
+                                       "st.spmm same graph", "torch.sparse.mm same graph",
+                                       "st.spmm training", "torch.sparse.mm training")}
+        Xg = X.clone().requires_grad_()
+        G = torch.randn(nodes, args.k)
+
+        def train(mm, A):
+            mm(A, Xg).backward(G)
+            Xg.grad = None
         graphs = max(20, args.graphs if nodes <= 5000 else args.graphs // 10)
         for g in range(graphs + 10):
             # One graph per variant, made just before its call: every call sees a new structure.
             calls = (("st.spmm new graph", lambda A: st.spmm(A, X)),
                      ("ops.spmm new graph", lambda A: spmm(A.crow_indices(), A.col_indices(), A.values(), X, "sum")),
-                     ("torch.sparse.mm new graph", lambda A: torch.sparse.mm(A, X)))
+                     ("torch.sparse.mm new graph", lambda A: torch.sparse.mm(A, X)),
+                     ("st.spmm training", lambda A: train(st.spmm, A)),
+                     ("torch.sparse.mm training", lambda A: train(torch.sparse.mm, A)))
             for name, call in calls:
                 A = random_csr(nodes, edges, generator)
                 start = time.perf_counter()

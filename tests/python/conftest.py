@@ -56,6 +56,12 @@ TORCH_DTYPES = {
 }
 INDEX_DTYPES = {"int32": torch.int32, "int64": torch.int64}
 # Unit roundoff of each storage dtype (half an ulp of 1.0).
+# Tests that compile CUDA through NVRTC (PTX, ptxas) without a GPU: skipped,
+# with NVRTC's own reason, where it cannot be loaded (a CPU build of torch
+# without the nvidia-cuda-nvrtc wheel); the library then refuses by name.
+NVRTC_MISSING = st.cuda_runtime.prepare_nvrtc()
+needs_nvrtc = pytest.mark.skipif(bool(NVRTC_MISSING), reason=f"no NVRTC: {NVRTC_MISSING[:200]}")
+
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}
 
 

@@ -22,8 +22,8 @@ import torch
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
-from conftest import (CSR_CASES, REPO_ROOT, TORCH_DTYPES, assert_within_bound, gat_reference, make_csr, read_script,
-                      to_tensor)
+from conftest import (CSR_CASES, REPO_ROOT, TORCH_DTYPES, assert_within_bound, gat_reference, make_csr, needs_nvrtc,
+                      read_script, to_tensor)
 
 ops = torch.ops.sparsetir
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
@@ -749,11 +749,7 @@ def test_race_check_mode_leaves_order_dependent_atomics_alone(emulate, monkeypat
 # --------------------------------------------------------------------------- NVRTC and ptxas, without a GPU
 
 
-def cuda_build_of_torch():
-    return torch.version.cuda is not None
-
-
-@pytest.mark.skipif(not cuda_build_of_torch(), reason="torch is a CPU build: no NVRTC wheel beside it")
+@needs_nvrtc
 def test_every_operator_kernel_compiles_for_sm80_and_sm90():
     proc = subprocess.run([sys.executable, "-m", "sparsetir_torch.cuda_check", "--arch", "sm_80,sm_90"],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
@@ -767,7 +763,7 @@ def test_every_operator_kernel_compiles_for_sm80_and_sm90():
         assert all(row.split()[3] == "0" for row in rows), "a kernel spills registers"
 
 
-@pytest.mark.skipif(not cuda_build_of_torch(), reason="torch is a CPU build: no NVRTC wheel beside it")
+@needs_nvrtc
 def test_an_nvrtc_error_carries_the_log():
     st.cuda_runtime.prepare_nvrtc()
     with pytest.raises(st.CompileError, match="error"):

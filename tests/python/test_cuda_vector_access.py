@@ -19,7 +19,7 @@ import torch
 import sparsetir_torch as st
 from sparsetir_torch import _C
 from sparsetir_torch.cuda_check import ptxas_report
-from conftest import TORCH_DTYPES, assert_within_bound, make_csr, to_tensor
+from conftest import TORCH_DTYPES, assert_within_bound, make_csr, needs_nvrtc, to_tensor
 from test_cuda_backend import emulate, reference_spmm  # noqa: F401 - the fixture
 
 ops = torch.ops.sparsetir
@@ -125,6 +125,7 @@ def test_loads_under_a_branch_and_a_written_buffer_stay_scalar():
     assert torch.equal(b, expected)
 
 
+@needs_nvrtc
 @pytest.mark.parametrize("dtype,vector", [("float32", "ld.global.nc.v4.f32"), ("float64", "ld.global.nc.v2.f64"),
                                           ("float16", "ld.global.nc.v4.u16"), ("bfloat16", "ld.global.nc.v4.u16")])
 def test_nvrtc_emits_vector_instructions(dtype, vector):
@@ -141,6 +142,7 @@ def test_nvrtc_emits_vector_instructions(dtype, vector):
 # --------------------------------------------------------------------------- the operators
 
 
+@needs_nvrtc
 @pytest.mark.parametrize("dtype,feat,per_thread,load", [
     ("float32", 128, 2, "ld.global.nc.v2.f32"), ("float64", 64, 2, "ld.global.nc.v2.f64"),
     ("float16", 256, 4, "ld.global.nc.v4.u16"), ("bfloat16", 128, 4, "ld.global.nc.v4.u16")])
@@ -204,6 +206,7 @@ def test_emulated_16_bit_segments_read_the_16_bit_operands(emulate, monkeypatch,
     assert_within_bound(cut, ref, magnitude, terms, dtype, f"emulated 16-bit spmm {reduce} in segments")
 
 
+@needs_nvrtc
 @pytest.mark.parametrize("dtype,feat,per_lane,load", [
     ("float32", 256, 4, "ld.global.nc.v4.f32"), ("float32", 64, 2, "ld.global.nc.v2.f32"),
     ("float64", 128, 2, "ld.global.nc.v2.f64"), ("float16", 256, 8, "ld.global.nc.v4.u32"),
@@ -245,6 +248,7 @@ def test_emulated_sddmm_reads_misaligned_operands_from_aligned_copies(emulate, d
     assert_within_bound(out, ref, magnitude, feat, dtype, "emulated sddmm of misaligned operands")
 
 
+@needs_nvrtc
 @pytest.mark.parametrize("dtype,heads,feat,per_thread,load", [
     ("float32", 4, 128, 2, "ld.global.nc.v2.f32"), ("float16", 2, 128, 4, "ld.global.nc.v4.u16"),
     ("float64", 3, 16, 1, "ld.global.nc.f64")])
@@ -260,6 +264,7 @@ def test_multi_head_spmm_lanes_load_their_features_as_one_vector(dtype, heads, f
     assert load in ptx
 
 
+@needs_nvrtc
 @pytest.mark.parametrize("dtype,heads,feat,per_lane,load", [
     ("float32", 4, 128, 4, "ld.global.nc.v4.f32"), ("float16", 2, 64, 2, "ld.global.nc.v2.u16"),
     ("bfloat16", 3, 256, 8, "ld.global.nc.v4.u32")])

@@ -16,7 +16,8 @@ import torch
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
-from conftest import CSR_CASES, REPO_ROOT, TORCH_DTYPES, assert_within_bound, make_csr, read_script, to_tensor
+from conftest import (CSR_CASES, REPO_ROOT, TORCH_DTYPES, assert_within_bound, make_csr, needs_nvrtc, read_script,
+                      to_tensor)
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
 
@@ -290,7 +291,7 @@ def test_block_lanes_combined_under_a_thread_loop_are_refused():
         st.compile(nested, target="cuda")
 
 
-@pytest.mark.skipif(not torch.version.cuda, reason="torch is a CPU build: no NVRTC wheel beside it")
+@needs_nvrtc
 def test_block_lane_kernel_compiles_for_sm80_and_sm90():
     """NVRTC (no GPU needed) compiles the block reduction; its PTX has the
     two barriers, and ptxas, where installed, accepts it."""

@@ -23,7 +23,7 @@ import torch
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
-from conftest import REPO_ROOT, TORCH_DTYPES, to_tensor
+from conftest import REPO_ROOT, TORCH_DTYPES, needs_nvrtc, to_tensor
 from test_cuda_backend import bsr_dense, random_bsr
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
@@ -431,7 +431,6 @@ def test_fragment_refusals():
 
 # --------------------------------------------------------------------------- NVRTC and ptxas
 
-needs_nvrtc = pytest.mark.skipif(not torch.version.cuda, reason="torch is a CPU build: no NVRTC wheel beside it")
 
 
 @needs_nvrtc
