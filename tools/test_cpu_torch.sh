@@ -18,7 +18,7 @@ cd "$SPARSETIR_ROOT"
 sparsetir_pick_python
 sparsetir_pytest_jobs
 
-venv=build/cpu-torch-venv
+venv="$SPARSETIR_ROOT/build/cpu-torch-venv"
 version="${SPARSETIR_CPU_TORCH:-2.13.0}"
 if [ ! -x "$venv/bin/python" ]; then
   "$PY" -m venv "$venv"

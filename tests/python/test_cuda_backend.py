@@ -707,7 +707,9 @@ def test_race_check_thread_orders_give_the_same_bits(tmp_path, segments):
         path = tmp_path / f"{order}.pt"
         env = dict(os.environ, SPARSETIR_EMULATE_CUDA="1", SPARSETIR_EMULATE_ORDER=order,
                    SPARSETIR_CUDA_ROW_SEGMENT=segments, RACE_INTEGERS="1" if segments != "0" else "0")
-        proc = subprocess.run([sys.executable, "-c", RACE_CHILD, str(path)], env=env, cwd=REPO_ROOT,
+        # Run from tmp_path: from the checkout, Python would import the source
+        # tree's package even where the tests run on another build of it.
+        proc = subprocess.run([sys.executable, "-c", RACE_CHILD, str(path)], env=env, cwd=tmp_path,
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         results.append(torch.load(path))
