@@ -871,6 +871,25 @@ def test_explain_reports_the_csr_schedule_from_the_cost_model():
                 os.environ[k] = v
 
 
+@pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
+def test_gathers_in_streams_run_without_software_prefetch(idtype):
+    # An arrow (a dense first row, then the first column and the diagonal)
+    # reaches far from the diagonal, but every gather follows the one before
+    # by a row: the hardware prefetcher streams them. The same number of
+    # scattered columns per row keeps the software prefetch.
+    n, row_bytes = 1 << 12, 512
+    arrow_indptr = torch.cat([torch.tensor([0, n]), n + 2 * torch.arange(1, n)]).to(idtype)
+    arrow_indices = torch.cat([torch.arange(n), torch.stack([torch.zeros(n - 1, dtype=torch.long),
+                                                             torch.arange(1, n)], 1).reshape(-1)]).to(idtype)
+    assert _C.spmm_prefetches(arrow_indptr, arrow_indices, n, row_bytes) is False
+    g = torch.Generator().manual_seed(7)
+    scattered = torch.randint(0, n, (n - 1, 2), generator=g).sort(dim=1)[0].reshape(-1)
+    scattered_indices = torch.cat([torch.arange(n), scattered]).to(idtype)
+    assert _C.spmm_prefetches(arrow_indptr, scattered_indices, n, row_bytes) is True
+    # A dense operand that stays in cache prefetches neither.
+    assert _C.spmm_prefetches(arrow_indptr, scattered_indices, n, 16) is False
+
+
 def test_choices_folder_keeps_the_newest_records(tmp_path, monkeypatch):
     folder = tmp_path / "choices"
     folder.mkdir()

@@ -67,6 +67,21 @@ void CheckSummary(int64_t rows, int64_t columns, int64_t max_length, unsigned se
   CsrSummary s = ValidateCsr<Index>("op", indptr.data(), rows, indices.data(), nnz);
   EXPECT_EQ(s.max_index, largest);
   EXPECT_NEAR(s.mean_distance, nnz ? distance / nnz : 0, 1e-12 * (1 + distance / std::max<int64_t>(nnz, 1)));
+  // The gather each non-zero follows: the previous row's at its position,
+  // else its row's previous one, else (a row's first) the row number.
+  std::vector<int64_t> near(CsrSummary::kNearBits, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t e = indptr[r]; e < indptr[r + 1]; ++e) {
+      const int64_t p = e - indptr[r];
+      const int64_t before = r > 0 && p < indptr[r] - indptr[r - 1] ? int64_t{indices[indptr[r - 1] + p]}
+                             : p > 0                                ? int64_t{indices[e - 1]}
+                                                                    : r;
+      const int64_t d = std::abs(int64_t{indices[e]} - before);
+      for (int b = 0; b < CsrSummary::kNearBits; ++b) near[b] += d <= (int64_t{1} << b);
+    }
+  }
+  const bool narrow = columns <= (int64_t{1} << 32);
+  for (int b = 0; b < CsrSummary::kNearBits; ++b) EXPECT_EQ(s.near_previous[b], narrow ? near[b] : 0) << b;
   if (nnz == 0) return;
   for (int64_t at : {int64_t{0}, nnz / 2, nnz - 1}) {
     std::vector<Index> bad = indices;
@@ -75,6 +90,24 @@ void CheckSummary(int64_t rows, int64_t columns, int64_t max_length, unsigned se
     const std::string message = ValidationError<Index>(indptr, bad);
     EXPECT_NE(message.find("indices[" + std::to_string(at) + "] = -1"), std::string::npos) << message;
   }
+}
+
+// An arrow (a dense first row, then the first column and the diagonal)
+// gathers in streams: every non-zero follows the one before within a row.
+TEST(CsrStructure, AnArrowGathersInStreams) {
+  const int64_t n = 50;
+  std::vector<int64_t> indptr = {0}, indices;
+  for (int64_t c = 0; c < n; ++c) indices.push_back(c);
+  indptr.push_back(n);
+  for (int64_t r = 1; r < n; ++r) {
+    indices.push_back(0);
+    indices.push_back(r);
+    indptr.push_back(static_cast<int64_t>(indices.size()));
+  }
+  const int64_t nnz = static_cast<int64_t>(indices.size());
+  CsrSummary s = ValidateCsr<int64_t>("op", indptr.data(), n, indices.data(), nnz);
+  EXPECT_EQ(s.near_previous[0], nnz);  // each within one row of the gather it follows
+  EXPECT_GT(s.mean_distance, n / 4.0);  // while far from the diagonal
 }
 
 TEST(CsrStructure, SummaryMatchesADirectCount) {
