@@ -106,19 +106,22 @@ int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::Scal
   return cut ? kCudaRowSegment : 0;
 }
 
-bool PrefetchPays(const CsrSummary& structure, int64_t dense_rows, int64_t row_bytes) {
+bool PrefetchPays(const CheckedCsr& csr, int64_t dense_rows, int64_t row_bytes) {
+  const CsrSummary& structure = csr.info->summary();
   const double bytes = static_cast<double>(row_bytes);
   if (static_cast<double>(dense_rows) * bytes < kPrefetchMinBytes) return false;
   if (structure.mean_distance * bytes < kLocalWindowBytes) return false;
-  // The near gathers for a window of the rows that fill kStreamBytes.
+  if (csr.indptr.is_cuda()) return true;  // the cuda recipes take no prefetches
+  // Counted once per graph, and only for the structures this far: the
+  // near gathers for a window of the rows that fill kStreamBytes.
   int bits = 0;
-  while (bits + 1 < CsrSummary::kNearBits && (row_bytes << (bits + 1)) <= kStreamBytes) ++bits;
-  const double streaming = static_cast<double>(structure.near_previous[bits]) / static_cast<double>(structure.nnz);
-  return streaming < kStreamingShare;
+  while (bits + 1 < kNearBits && (row_bytes << (bits + 1)) <= kStreamBytes) ++bits;
+  const double near = static_cast<double>(csr.info->NearGathers(csr.indptr, csr.indices)[bits]);
+  return near / static_cast<double>(structure.nnz) < kStreamingShare;
 }
 
-bool PrefetchPays(const CsrSummary& structure, const at::Tensor& dense) {
-  return PrefetchPays(structure, dense.size(0), dense.size(1) * dense.element_size());
+bool PrefetchPays(const CheckedCsr& csr, const at::Tensor& dense) {
+  return PrefetchPays(csr, dense.size(0), dense.size(1) * dense.element_size());
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "op_checks.h"
 #include "runtime/csr_structure.h"
 
 namespace sparsetir::ops {
@@ -68,9 +69,10 @@ void RunSddmmElementwise(const std::string& op, const at::Tensor& indptr, const 
 // `rows` x `width` elements) pays: not when the operand fits in L2 with room
 // to spare, nor when the structure is banded enough that the rows near the
 // diagonal it gathers from stay cached and the hardware prefetcher follows
-// them (bench_spmm: bcsstk16 and banded33 run 1.2-1.3x faster without).
-bool PrefetchPays(const CsrSummary& structure, const at::Tensor& dense);
+// them (bench_spmm: bcsstk16 and banded33 run 1.2-1.3x faster without), nor
+// when its gathers mostly follow the one before as streams (an arrow).
+bool PrefetchPays(const CheckedCsr& csr, const at::Tensor& dense);
 // The same for a dense operand of `dense_rows` rows of `row_bytes` bytes.
-bool PrefetchPays(const CsrSummary& structure, int64_t dense_rows, int64_t row_bytes);
+bool PrefetchPays(const CheckedCsr& csr, int64_t dense_rows, int64_t row_bytes);
 
 }  // namespace sparsetir::ops

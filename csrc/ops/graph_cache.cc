@@ -158,6 +158,19 @@ at::Tensor GraphInfo::MeanDivisors(const at::Tensor& indptr, at::ScalarType dtyp
   return found->second;
 }
 
+std::array<int64_t, kNearBits> GraphInfo::NearGathers(const at::Tensor& indptr, const at::Tensor& indices) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!near_gathers_) {
+    std::array<int64_t, kNearBits> near{};
+    WithIndexPointers(indptr, indices, [&](const auto* p, const auto* i) {
+      CountNearGathers(p, summary_.rows, i, near.data());
+      return 0;
+    });
+    near_gathers_ = near;
+  }
+  return *near_gathers_;
+}
+
 RowSegments GraphInfo::Segments(const at::Tensor& indptr, int64_t length) {
   ICHECK(length > 0) << "row segments of length " << length;
   std::lock_guard<std::mutex> lock(mutex_);

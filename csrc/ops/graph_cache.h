@@ -12,10 +12,12 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <array>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -89,6 +91,9 @@ class GraphInfo {
   // where their mean is representable (torch divides the sum too). Built on
   // first use per dtype, like EmptyRows.
   at::Tensor MeanDivisors(const at::Tensor& indptr, at::ScalarType dtype);
+  // CountNearGathers of the structure whose (host) indptr and indices the
+  // caller passes again, counted on first use.
+  std::array<int64_t, kNearBits> NearGathers(const at::Tensor& indptr, const at::Tensor& indices);
   // The transpose for `columns` columns (built once per column count) of the
   // structure this entry describes, passed again by the caller: the entry
   // itself holds no reference to it, so freeing the structure frees the entry.
@@ -121,6 +126,7 @@ class GraphInfo {
   uint64_t digest_ = 0;
   at::Tensor empty_rows_;  // undefined until EmptyRows
   std::map<at::ScalarType, at::Tensor> mean_divisors_;
+  std::optional<std::array<int64_t, kNearBits>> near_gathers_;
   std::mutex mutex_;
   std::map<int64_t, CsrTranspose> transposes_;
   std::map<int64_t, RowSegments> segments_;

@@ -40,7 +40,7 @@ void CheckElementwiseShapes(const std::string& op, const std::string& how, const
 }
 
 at::Tensor Dot(const CheckedCsr& csr, const at::Tensor& x, const at::Tensor& y) {
-  const bool prefetch = PrefetchPays(csr.info->summary(), y.size(0), TrailingSize(y) * y.element_size());
+  const bool prefetch = PrefetchPays(csr, y.size(0), TrailingSize(y) * y.element_size());
   if (x.dim() == 2) {
     at::Tensor out = EmptyOutput({csr.nnz()}, x.options());
     RunSddmmDot(csr.indptr, csr.indices, x, y, out, prefetch);
@@ -57,7 +57,7 @@ at::Tensor Elementwise(const std::string& how, const CheckedCsr& csr, const at::
   for (int64_t d = 1; d < x.dim(); ++d) shape.push_back(x.size(d));
   at::Tensor out = EmptyOutput(shape, x.options());
   if (feat > 0) {
-    const bool prefetch = PrefetchPays(csr.info->summary(), y.size(0), feat * y.element_size());
+    const bool prefetch = PrefetchPays(csr, y.size(0), feat * y.element_size());
     RunSddmmElementwise(how, csr.indptr, csr.indices, x.reshape({x.size(0), feat}), y.reshape({y.size(0), feat}),
                         out.view({csr.nnz(), feat}), prefetch);
   }

@@ -35,23 +35,6 @@ double RowDistance(const Index* indices, int64_t begin, int64_t end, int64_t r, 
   return total;
 }
 
-// Adds the non-zeros of row r (columns begin..end) to near_previous:
-// previous_begin..previous_end is the row before it.
-template <typename Index>
-void CountNearGathers(const Index* indices, int64_t begin, int64_t end, int64_t previous_begin, int64_t previous_end,
-                      int64_t r, int64_t* histogram) {
-  for (int64_t e = begin; e < end; ++e) {
-    const int64_t p = e - begin;
-    const int64_t before = p < previous_end - previous_begin ? static_cast<int64_t>(indices[previous_begin + p])
-                           : p > 0                            ? static_cast<int64_t>(indices[e - 1])
-                                                              : r;
-    const uint64_t distance = static_cast<uint64_t>(std::abs(static_cast<int64_t>(indices[e]) - before));
-    // distance 0 or 1 -> 0, 2 -> 1, 3..4 -> 2, ...: the least b with distance <= 2^b
-    const int bits = distance <= 1 ? 0 : static_cast<int>(std::bit_width(distance - 1));
-    if (bits < CsrSummary::kNearBits) ++histogram[bits];
-  }
-}
-
 [[noreturn]] void ThrowNegativeIndex(const std::string& op, int64_t e, int64_t c) {
   ThrowArgumentError(op + ": indices must be non-negative, got indices[" + std::to_string(e) + "] = " +
                      std::to_string(c));
@@ -108,19 +91,27 @@ CsrSummary ValidateCsr(const std::string& op, const Index* indptr, int64_t rows,
   double distance = 0;
   for (int64_t r = 0; r < rows; ++r) distance += RowDistance(indices, indptr[r], indptr[r + 1], r, narrow);
   s.mean_distance = nnz > 0 ? distance / static_cast<double>(nnz) : 0;
-  // Columns and rows below 2^32, so that differences fit; a wider structure
-  // counts no near gathers.
-  if (narrow) {
-    int64_t histogram[CsrSummary::kNearBits] = {};
-    for (int64_t r = 0; r < rows; ++r) {
-      CountNearGathers(indices, indptr[r], indptr[r + 1], r > 0 ? indptr[r - 1] : 0, r > 0 ? indptr[r] : 0, r,
-                       histogram);
-    }
-    for (int b = 0; b < CsrSummary::kNearBits; ++b) {
-      s.near_previous[b] = histogram[b] + (b > 0 ? s.near_previous[b - 1] : 0);
+  return s;
+}
+
+template <typename Index>
+void CountNearGathers(const Index* indptr, int64_t rows, const Index* indices, int64_t near[kNearBits]) {
+  int64_t histogram[kNearBits] = {};
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t begin = indptr[r], end = indptr[r + 1];
+    const int64_t previous = r > 0 ? indptr[r - 1] : 0, previous_length = r > 0 ? begin - previous : 0;
+    for (int64_t e = begin; e < end; ++e) {
+      const int64_t p = e - begin;
+      const int64_t before = p < previous_length ? static_cast<int64_t>(indices[previous + p])
+                             : p > 0             ? static_cast<int64_t>(indices[e - 1])
+                                                 : r;
+      const uint64_t distance = static_cast<uint64_t>(std::abs(static_cast<int64_t>(indices[e]) - before));
+      // 0 or 1 -> 0, 2 -> 1, 3..4 -> 2, ...: the least b with distance <= 2^b
+      const int bits = distance <= 1 ? 0 : static_cast<int>(std::bit_width(distance - 1));
+      if (bits < kNearBits) ++histogram[bits];
     }
   }
-  return s;
+  for (int b = 0; b < kNearBits; ++b) near[b] = histogram[b] + (b > 0 ? near[b - 1] : 0);
 }
 
 template <typename Index>
@@ -144,6 +135,8 @@ void TransposeCsr(const Index* indptr, const Index* indices, int64_t rows, int64
 
 template CsrSummary ValidateCsr<int32_t>(const std::string&, const int32_t*, int64_t, const int32_t*, int64_t);
 template CsrSummary ValidateCsr<int64_t>(const std::string&, const int64_t*, int64_t, const int64_t*, int64_t);
+template void CountNearGathers<int32_t>(const int32_t*, int64_t, const int32_t*, int64_t[kNearBits]);
+template void CountNearGathers<int64_t>(const int64_t*, int64_t, const int64_t*, int64_t[kNearBits]);
 template void TransposeCsr<int32_t>(const int32_t*, const int32_t*, int64_t, int64_t, int32_t*, int32_t*, int32_t*);
 template void TransposeCsr<int64_t>(const int64_t*, const int64_t*, int64_t, int64_t, int64_t*, int64_t*, int64_t*);
 

@@ -26,14 +26,6 @@ struct CsrSummary {
   // that a new graph needs no second look at its rows.
   double row_length_squares = 0;
   int64_t padded_slots = 0;
-  // How closely each gather follows one a moment before: near_previous[b]
-  // counts the non-zeros whose column is within 2^b of the column the
-  // previous row holds at the same position (past that row's length, of the
-  // row's own previous non-zero; a row's first, of its row number). An arrow
-  // or a band walks the dense rows as streams the hardware prefetcher
-  // follows, where software prefetches only cost instructions.
-  static constexpr int kNearBits = 7;  // distances up to 2^6 = 64 rows
-  int64_t near_previous[kNearBits] = {};
 };
 
 // Checks indptr[0] == 0, indptr never decreasing, indptr[rows] == nnz and
@@ -41,6 +33,17 @@ struct CsrSummary {
 // `op` and names the argument ("indptr" / "indices") and the first bad element.
 template <typename Index>
 CsrSummary ValidateCsr(const std::string& op, const Index* indptr, int64_t rows, const Index* indices, int64_t nnz);
+
+// How closely each gather follows one a moment before: near[b] counts the
+// non-zeros whose column is within 2^b of the column the previous row holds
+// at the same position (past that row's length, of the row's own previous
+// non-zero; a row's first, of its row number), for b < kNearBits. An arrow
+// or a band walks the dense rows as streams the hardware prefetcher follows,
+// where software prefetches only cost instructions. A validated structure
+// (columns and rows below 2^62).
+constexpr int kNearBits = 7;  // distances up to 2^6 = 64 rows
+template <typename Index>
+void CountNearGathers(const Index* indptr, int64_t rows, const Index* indices, int64_t near[kNearBits]);
 
 // The transpose of a rows x columns CSR structure: out_indptr (columns + 1),
 // out_indices (nnz, the row of each non-zero) and perm (nnz): the position in
