@@ -22,7 +22,7 @@ constexpr double kPrefetchMinBytes = 1 << 20;
 // dense rows, gathers from a window that stays in L1/L2.
 constexpr double kLocalWindowBytes = 256 << 10;
 // A gather within this many bytes of dense rows of the one before it
-// (CsrSummary::near_previous) continues a stream the hardware prefetcher
+// (CountNearGathers) continues a stream the hardware prefetcher
 // already follows: a page.
 constexpr int64_t kStreamBytes = 4096;
 // With at least this share of such gathers the kernel runs without software

@@ -11,8 +11,8 @@
 
 #include <ATen/ATen.h>
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>

@@ -158,8 +158,8 @@ int64_t LaneRun(int64_t feat, int64_t widest) {
 // that many do not divide the width).
 int64_t SddmmFeaturesPerLane(int64_t feat, DataType values) { return LaneRun(feat, 16 / BytesOf(values)); }
 
-// A warp per non-zero's dot product over loop `k` (the features) of `block`,
-// whose output is cached in registers at loop `out_at`: its lanes read
+// A warp per non-zero's dot product over the feature loop `k_loop`, whose
+// output is cached in registers at loop `out_at`: its lanes read
 // consecutive features of X[i] and Y[j] (one coalesced load per warp, where
 // a thread per non-zero reads `feat` apart), each sums a part in a
 // register, and the lanes combine their parts with shuffles

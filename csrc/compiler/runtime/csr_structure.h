@@ -40,7 +40,7 @@ CsrSummary ValidateCsr(const std::string& op, const Index* indptr, int64_t rows,
 // non-zero; a row's first, of its row number), for b < kNearBits. An arrow
 // or a band walks the dense rows as streams the hardware prefetcher follows,
 // where software prefetches only cost instructions. A validated structure
-// (columns and rows below 2^62).
+// (non-negative indices, so that every difference fits).
 constexpr int kNearBits = 7;  // distances up to 2^6 = 64 rows
 template <typename Index>
 void CountNearGathers(const Index* indptr, int64_t rows, const Index* indices, int64_t near[kNearBits]);
