@@ -7,8 +7,10 @@
 // its exact size, so a read past either end is an AddressSanitizer report.
 //
 // A refusal (UserError) is normal. A structure that is accepted must be one
-// TransposeCsr (what backward passes build from it) handles: the transpose is
-// computed, must validate in turn, and its permutation must hold up.
+// CountNearGathers (the prefetch decision) counts, never more than once per
+// non-zero, and one TransposeCsr (what backward passes build from it)
+// handles: the transpose is computed, must validate in turn, and its
+// permutation must hold up.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -54,6 +56,9 @@ void Run(const uint8_t* data, size_t size, unsigned split) {
   FUZZ_CHECK(s.empty_rows >= 0 && s.empty_rows <= rows);
   FUZZ_CHECK(s.max_row_length >= 0 && s.max_row_length <= nnz);
   FUZZ_CHECK(s.mean_distance >= 0);
+  int64_t near[sparsetir::kNearBits];
+  sparsetir::CountNearGathers<Index>(indptr.data(), rows, indices.data(), near);
+  for (int b = 0; b < sparsetir::kNearBits; ++b) FUZZ_CHECK(near[b] >= (b > 0 ? near[b - 1] : 0) && near[b] <= nnz);
   if (s.max_index >= kMaxTransposeColumns) return;
 
   const int64_t columns = s.max_index + 1;
