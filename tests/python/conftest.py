@@ -56,16 +56,29 @@ TORCH_DTYPES = {
 }
 INDEX_DTYPES = {"int32": torch.int32, "int64": torch.int64}
 # Unit roundoff of each storage dtype (half an ulp of 1.0).
-# Tests that compile CUDA through NVRTC (PTX, ptxas) without a GPU: skipped,
-# with NVRTC's own reason, where it cannot be loaded (a CPU build of torch
-# without the nvidia-cuda-nvrtc wheel); the library then refuses by name.
-NVRTC_MISSING = st.cuda_runtime.prepare_nvrtc()
-needs_nvrtc = pytest.mark.skipif(bool(NVRTC_MISSING), reason=f"no NVRTC: {NVRTC_MISSING[:200]}")
-
 UNIT_ROUNDOFF = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}
 
 
 # --------------------------------------------------------------------------- scripts
+
+
+@pytest.fixture
+def nvrtc():
+    """For tests that compile CUDA through NVRTC (PTX, ptxas) without a GPU:
+    loads NVRTC, or skips with NVRTC's own reason where it cannot be loaded
+    (a CPU build of torch without the nvidia-cuda-nvrtc wheel; the library
+    then refuses by name). Checked per test, not at import, and the search
+    path it sets is taken back, so that child processes still find NVRTC
+    on their own."""
+    before = os.environ.get("SPARSETIR_NVRTC_DIRS")
+    why = st.cuda_runtime.prepare_nvrtc()
+    if before is None:
+        os.environ.pop("SPARSETIR_NVRTC_DIRS", None)
+    if why:
+        pytest.skip(f"no NVRTC: {why[:200]}")
+
+
+needs_nvrtc = pytest.mark.usefixtures("nvrtc")
 
 
 def read_script(name: str, dtype: str = "float32", idtype: str = "int32") -> str:
