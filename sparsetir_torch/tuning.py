@@ -496,13 +496,19 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
             if segment:
                 out["format"], script = "csr row segments", "csrmm_segments"
                 out["script"] = recipe = script
+    if op == "sddmm":
+        out["row_segment"] = _C.sddmm_cuda_row_segment(k)  # non-zeros per warp; 0: a thread per non-zero
+        if out["row_segment"]:
+            out["format"], script = "csr row segments", "sddmm_segments"
+            out["script"] = recipe = script
     value_dtype = _dtype_name(dtype if dtype is not None else A.values.dtype if A is not None else torch.float32)
     index_dtype = _dtype_name(A.indices.dtype) if A is not None else "int32"
     if op == "attention":
         out["online_softmax"] = _C.sparse_attention_runs_online(k, k, 1)
         if not out["online_softmax"]:
-            out["script"] = "sddmm_heads, edge_softmax, csrmm_heads"
-            out["backward"] = "sddmm_heads, edge_softmax, edge_softmax_backward, csrmm_heads"
+            scores = "sddmm_heads_segments" if _C.sddmm_cuda_row_segment(k) else "sddmm_heads"
+            out["script"] = f"{scores}, edge_softmax, csrmm_heads"
+            out["backward"] = f"{scores}, edge_softmax, edge_softmax_backward, csrmm_heads"
             return out
         out["backward"] = "sparse_attention_backward_online, csrmm_heads"
         sizes = {"head_dim": k, "value_dim": k}

@@ -74,6 +74,11 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
         yield "sddmm_dot", "sddmm", "float32", "int32", {"feat_size": feat}
     for dtype in DTYPES[1:]:
         yield "sddmm_dot", "sddmm", dtype, "int64", {"feat_size": 64}
+    for feat in (32, 40, 256):
+        yield "sddmm_segments", "sddmm_segments", "float32", "int32", {"feat_size": feat}
+    yield "sddmm_segments", "sddmm_segments", "float16", "int64", {"feat_size": 64}
+    yield "sddmm_heads_segments", "sddmm_heads_segments", "float32", "int32", {"heads": 4, "feat_size": 64}
+    yield "sddmm_heads_segments", "sddmm_heads_segments", "bfloat16", "int64", {"heads": 2, "feat_size": 40}
     for bh, bw, feat in BSR_SHAPES:
         yield "bsrmm", "bsrmm", "float32", "int32", {"block_h": bh, "block_w": bw, "feat_size": feat}
     for dtype in DTYPES[1:]:
@@ -142,11 +147,13 @@ def has_cuda_recipe(recipe: str) -> bool:
 
 
 def has_cpu_recipe(recipe: str) -> bool:
-    # The row segments are the GPU's answer to long rows, the batch tiles its
-    # tensor cores' (the CPU runs bsr_linear on any batch).
+    # The row segments are the GPU's answer to long rows and to sddmm's row
+    # search, the batch tiles its tensor cores' (the CPU runs bsr_linear on any
+    # batch).
     # The one-pass attention and its backward are cuda kernels (lanes, shuffles).
-    return recipe not in ("csrmm_segments", "bsr_linear_tiles", "bsr_linear_grad_blocks_tiles",
-                          "sparse_attention_online", "sparse_attention_backward_online")
+    return recipe not in ("csrmm_segments", "sddmm_segments", "sddmm_heads_segments", "bsr_linear_tiles",
+                          "bsr_linear_grad_blocks_tiles", "sparse_attention_online",
+                          "sparse_attention_backward_online")
 
 
 def generate_one(target: str, request) -> Tuple[str, str]:

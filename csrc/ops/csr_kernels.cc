@@ -51,6 +51,19 @@ constexpr int64_t kCudaRowSegment = 64;
 // operands to float32 first, it lost on cond-mat-2005 at K = 128, float16,
 // 1.26 whole and 0.65 cut, and 16-bit rows were cut only at 4 x the average.)
 constexpr int64_t kLongRowFactor = 2;
+// Non-zeros of a row segment of the cuda sddmm (sddmm_segments): a warp's
+// serial work, each non-zero one dot product over its lanes. H200, float32,
+// sampled_addmm time / ours by geometric mean over the 12 benchmark matrices
+// at K = 32 / 128 (benchmarks/results/cuda_h200_sddmm_segment_sweep.csv):
+// 4: 2.16 / 3.56, 8: 2.39 / 3.88, 16: 2.45 / 3.93, 32: 2.32 / 3.72,
+// 64: 2.16 / 3.49, 128: 1.95 / 3.10; the fused loop (a warp per non-zero, its
+// row searched in indptr) 0.54 / 1.03. Shorter segments spread a long row
+// over more warps; the shortest leave a warp too little work per launch.
+constexpr int64_t kSddmmSegment = 16;
+// Features from which the cuda sddmm takes a warp per row segment; narrower
+// rows keep the fused loop's thread per non-zero, which has 32 times the
+// warps' non-zeros in flight.
+constexpr int64_t kSddmmSegmentsFrom = 32;
 // The resident warps of the device the emulator stands for (an H100: 132
 // multiprocessors x 64 warps).
 constexpr int64_t kEmulatedResidentWarps = 132 * 64;
@@ -216,6 +229,60 @@ void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::
       .Set("feat_size", feat)
       .Set("nnz", nnz)
       .Run(2 * nnz * feat);
+}
+
+void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
+                      const at::Tensor& x, const at::Tensor& y, const at::Tensor& out) {
+  const int64_t segments = seg_row.numel(), feat = x.size(1);
+  if (segments == 0) return;
+  const Target target = TargetFor(x, "sddmm_segments");
+  auto kernel = GetOpKernel({"sddmm_segments", "sddmm_segments", x.scalar_type(), seg_ptr.scalar_type(),
+                             {{"feat_size", feat}}, false, target});
+  ICHECK(kernel->kernel().target().is_cuda()) << "sddmm_segments has only a cuda schedule";
+  KernelCall(*kernel)
+      .Set("x", x)
+      .Set("y", y)
+      .Set("out", out)
+      .Set("seg_row", seg_row)
+      .Set("seg_ptr", seg_ptr)
+      .Set("indices", indices)
+      .Set("segs", segments)
+      .Set("m", x.size(0))
+      .Set("n", y.size(0))
+      .Set("feat_size", feat)
+      .Set("nnz", indices.numel())
+      .Run(2 * indices.numel() * feat);
+}
+
+void RunSddmmHeadsSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
+                           const at::Tensor& x, const at::Tensor& y, const at::Tensor& out) {
+  const int64_t segments = seg_row.numel(), heads = x.size(1), feat = x.size(2);
+  if (segments == 0 || heads == 0) return;
+  const Target target = TargetFor(x, "sddmm_heads_segments");
+  auto kernel = GetOpKernel({"sddmm_heads_segments", "sddmm_heads_segments", x.scalar_type(),
+                             seg_ptr.scalar_type(), {{"heads", heads}, {"feat_size", feat}}, false, target});
+  ICHECK(kernel->kernel().target().is_cuda()) << "sddmm_heads_segments has only a cuda schedule";
+  KernelCall(*kernel)
+      .Set("x", x)
+      .Set("y", y)
+      .Set("out", out)
+      .Set("seg_row", seg_row)
+      .Set("seg_ptr", seg_ptr)
+      .Set("indices", indices)
+      .Set("segs", segments)
+      .Set("m", x.size(0))
+      .Set("n", y.size(0))
+      .Set("heads", heads)
+      .Set("feat_size", feat)
+      .Set("nnz", indices.numel())
+      .Run(2 * indices.numel() * heads * feat);
+}
+
+int64_t CudaSddmmSegmentLength(int64_t feat) {
+  const int64_t set = EnvSetting("SPARSETIR_CUDA_SDDMM_SEGMENT", -1, 1LL << 30,
+                                 "a non-negative number of non-zeros (0: a thread per non-zero)");
+  if (set >= 0) return set;
+  return feat >= kSddmmSegmentsFrom ? kSddmmSegment : 0;
 }
 
 void RunCsrmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,

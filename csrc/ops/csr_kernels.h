@@ -51,6 +51,24 @@ int64_t CudaFeaturesPerThreadFor(int64_t feat, at::ScalarType dtype);
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
                  const at::Tensor& out, bool prefetch = true);
 
+// RunSddmmDot over the row segments (seg_row, seg_ptr) of GraphInfo::Segments
+// (kernels/sddmm_segments.py), each non-zero written once. A cuda kernel:
+// CUDA tensors, or CPU tensors under EmulateCuda().
+void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
+                      const at::Tensor& x, const at::Tensor& y, const at::Tensor& out);
+
+// RunSddmmHeads (x (m, H, D), y (n, H, D), out (nnz, H)) over the row
+// segments (seg_row, seg_ptr) of GraphInfo::Segments
+// (kernels/sddmm_heads_segments.py). A cuda kernel, like RunSddmmSegments.
+void RunSddmmHeadsSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
+                           const at::Tensor& x, const at::Tensor& y, const at::Tensor& out);
+
+// The row segment length of the cuda sddmm (dot; per head too) of operands
+// of `feat` columns (a head's), or 0 where the fused loop over the non-zeros (a thread per
+// non-zero, its row found by binary search) serves: narrow rows.
+// $SPARSETIR_CUDA_SDDMM_SEGMENT sets the length at every width (0: never).
+int64_t CudaSddmmSegmentLength(int64_t feat);
+
 // out (rows, H, D) = sum over the non-zeros e = (i, j) of
 // values[e, h] * dense[j, h, :], every head in one kernel (csrmm_heads).
 void RunCsrmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,

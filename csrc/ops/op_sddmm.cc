@@ -8,6 +8,7 @@
 // output's shape.
 #include "csr_kernels.h"
 #include "graph_cache.h"
+#include "kernel_library.h"
 #include "op_checks.h"
 #include "ops.h"
 #include "output_alloc.h"
@@ -39,15 +40,36 @@ void CheckElementwiseShapes(const std::string& op, const std::string& how, const
                     ShapeString(x.sizes()), " and ", ShapeString(y.sizes()));
 }
 
+// The row segment length of the cuda sddmm of x (2-D, or 3-D per head), or
+// 0 where the fused loop over the non-zeros runs (the CPU, narrow rows, no
+// work).
+int64_t DotSegmentLength(const CheckedCsr& csr, const at::Tensor& x) {
+  const std::string recipe = x.dim() == 2 ? "sddmm_segments" : "sddmm_heads_segments";
+  const int64_t feat = x.size(x.dim() - 1);
+  if (csr.nnz() == 0 || x.numel() == 0 || !TargetFor(x, recipe).is_cuda()) return 0;
+  return CudaSddmmSegmentLength(feat);
+}
+
 at::Tensor Dot(const CheckedCsr& csr, const at::Tensor& x, const at::Tensor& y) {
   const bool prefetch = PrefetchPays(csr, y.size(0), TrailingSize(y) * y.element_size());
+  const int64_t segment = DotSegmentLength(csr, x);
   if (x.dim() == 2) {
     at::Tensor out = EmptyOutput({csr.nnz()}, x.options());
-    RunSddmmDot(csr.indptr, csr.indices, x, y, out, prefetch);
+    if (segment > 0) {
+      const RowSegments segments = csr.info->Segments(csr.indptr, segment);
+      RunSddmmSegments(segments.row, segments.ptr, csr.indices, x, y, out);
+    } else {
+      RunSddmmDot(csr.indptr, csr.indices, x, y, out, prefetch);
+    }
     return out;
   }
   at::Tensor out = EmptyOutput({csr.nnz(), x.size(1)}, x.options());
-  RunSddmmHeads(csr.indptr, csr.indices, x, y, out, prefetch);
+  if (segment > 0) {
+    const RowSegments segments = csr.info->Segments(csr.indptr, segment);
+    RunSddmmHeadsSegments(segments.row, segments.ptr, csr.indices, x, y, out);
+  } else {
+    RunSddmmHeads(csr.indptr, csr.indices, x, y, out, prefetch);
+  }
   return out;
 }
 

@@ -576,6 +576,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       },
       "The row segment length of spmm's cuda kernel on this structure with a dense operand of feat columns of "
       "like's dtype (0: rows whole); device 'cpu' = emulated.");
+  m.def("sddmm_cuda_row_segment", &CudaSddmmSegmentLength, py::arg("feat"),
+        "The row segment length of sddmm's cuda kernel at this feature width (0: the fused loop over the "
+        "non-zeros).");
   m.def("sparse_attention_runs_online", &SparseAttentionRunsOnline, py::arg("head_dim"), py::arg("value_dim"),
         py::arg("heads"), "True if sparse_attention on cuda runs its one-pass kernels at these sizes.");
   m.def(

@@ -183,7 +183,7 @@ def check_emulated_spmm(case, reduce, dtype, idtype, seed, segmented=False):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("dtype, idtype", [("float32", "int64"), ("float64", "int32"), ("bfloat16", "int64")])
-@pytest.mark.parametrize("feat", [19, 72])  # a thread per non-zero; a warp per non-zero (lane reduction)
+@pytest.mark.parametrize("feat", [19, 72])  # a thread per non-zero; a warp per row segment (lane reduction)
 def test_emulated_sddmm_matches_float64(emulate, case, dtype, idtype, feat):
     a = make_csr(seed=4, **CSR_CASES[case])
     rng = np.random.default_rng(2)
@@ -271,6 +271,47 @@ def test_emulated_spmm_heads_matches_float64(emulate, case, reduce, heads, feat,
     if reduce == "mean":
         ref, magnitude, terms = ref / terms, magnitude / terms, terms + 1
     assert_within_bound(out, ref, magnitude, terms, dtype, f"emulated spmm heads {reduce}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("idtype", IDTYPES)
+@pytest.mark.parametrize("heads", [None, 3])  # 2-D operands; 3 heads (sddmm_heads_segments)
+def test_emulated_sddmm_row_segments_match_the_fused_loop_bit_for_bit(emulate, monkeypatch, dtype, idtype, heads):
+    # From 32 features (a head's) the cuda sddmm walks rows in segments of 16
+    # non-zeros (sddmm_segments, sddmm_heads_segments: the row given) instead
+    # of searching each non-zero's row in indptr (the fused loop): the same
+    # lanes sum the same products in the same order, so every bit agrees.
+    # Rows of 0, 1, 15, 16, 17 and 70 non-zeros meet the segment boundary on
+    # either side.
+    lengths = [0, 1, 15, 16, 17, 70, 0]
+    feat = 64 if heads is None else 40
+    shape = (feat,) if heads is None else (heads, feat)
+    rng = np.random.default_rng(6)
+    indices = np.concatenate([rng.choice(80, size=n, replace=False) for n in lengths])
+    indptr = torch.tensor(np.concatenate([[0], np.cumsum(lengths)]), dtype=getattr(torch, idtype))
+    indices = torch.tensor(indices, dtype=getattr(torch, idtype))
+    x = to_tensor(rng.uniform(-1, 1, size=(len(lengths), *shape)), dtype)
+    y = to_tensor(rng.uniform(-1, 1, size=(80, *shape)), dtype)
+    before = _C.emulated_runs()
+    segmented = ops.sddmm(indptr, indices, None, x, y)
+    assert _C.emulated_runs() == before + 1
+    monkeypatch.setenv("SPARSETIR_CUDA_SDDMM_SEGMENT", "0")
+    assert st.explain(None, op="sddmm", k=feat, device="cuda")["script"] == "sddmm_dot"
+    fused = ops.sddmm(indptr.clone(), indices.clone(), None, x, y)
+    assert torch.equal(segmented, fused)
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    xd, yd = x.double().numpy(), y.double().numpy()
+    ref = np.einsum("e...k,e...k->e...", xd[rows], yd[indices.numpy()])
+    magnitude = np.einsum("e...k,e...k->e...", np.abs(xd[rows]), np.abs(yd[indices.numpy()]))
+    assert_within_bound(segmented, ref, magnitude, feat, dtype, "emulated sddmm over row segments")
+
+
+def test_a_bad_sddmm_segment_setting_is_named(emulate, monkeypatch):
+    monkeypatch.setenv("SPARSETIR_CUDA_SDDMM_SEGMENT", "-3")
+    a = make_csr(6, 5, density=0.9, seed=1)
+    indptr, indices = a.torch_structure("int32")
+    with pytest.raises(ValueError, match="SPARSETIR_CUDA_SDDMM_SEGMENT must be a non-negative number of non-zeros"):
+        ops.sddmm(indptr, indices, None, torch.ones(6, 32), torch.ones(5, 32))
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -615,10 +656,14 @@ def test_explain_shows_the_cuda_recipes_of_mean_and_sddmm():
     assert mean["script"] == "csrmm_mean" and mean["features_per_thread"] == 1
     assert 'sch.merge(["i", "i_1"])' in mean["schedule"]  # the division's row loop joins the sum's
     assert "C_local = sch.cache_write(" in mean["schedule"]
-    sddmm = st.explain(None, op="sddmm", k=64, device="cuda")["schedule"]
-    assert 'sch.bind("k_1", "threadIdx.x")' in sddmm and 'sch.bind("ij_1", "threadIdx.y")' in sddmm
-    narrow = st.explain(None, op="sddmm", k=16, device="cuda")["schedule"]
-    assert 'sch.bind("ij_1", "threadIdx.x")' in narrow  # a thread per non-zero below 32 features
+    sddmm = st.explain(None, op="sddmm", k=64, device="cuda")
+    # From 32 features a warp per row segment of 16 non-zeros, a lane per feature pair.
+    assert sddmm["script"] == "sddmm_segments" and sddmm["row_segment"] == 16
+    assert 'sch.bind("k_1", "threadIdx.x")' in sddmm["schedule"]
+    assert 'sch.bind("s_1", "threadIdx.y")' in sddmm["schedule"]
+    narrow = st.explain(None, op="sddmm", k=16, device="cuda")
+    assert narrow["script"] == "sddmm_dot" and narrow["row_segment"] == 0
+    assert 'sch.bind("ij_1", "threadIdx.x")' in narrow["schedule"]  # a thread per non-zero below 32 features
     with pytest.raises(ValueError, match="ops with a cuda recipe are \\['attention', 'bsrmm', 'sddmm', 'spmm', "
                                          "'spmm_mean'\\]"):
         st.explain(None, op="edge_softmax", k=64, device="cuda")

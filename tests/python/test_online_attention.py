@@ -269,7 +269,8 @@ def test_explain_says_which_attention_runs():
     assert online["backward"] == "sparse_attention_backward_online, csrmm_heads"
     assert 'sch.specialize(head_dim=64, value_dim=64)' in online["schedule"]
     wide = st.explain(None, op="attention", k=512, device="cuda")
-    assert not wide["online_softmax"] and wide["script"] == "sddmm_heads, edge_softmax, csrmm_heads"
+    # The scores of 512-wide heads: a warp per row segment and head.
+    assert not wide["online_softmax"] and wide["script"] == "sddmm_heads_segments, edge_softmax, csrmm_heads"
 
 
 # --------------------------------------------------------------------------- on a GPU

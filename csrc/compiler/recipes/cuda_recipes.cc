@@ -207,6 +207,39 @@ void BindGridOrSerial(Schedule& sch, const std::string& loop, int64_t extent, co
   if (extent <= kMaxGridYZ) sch.Bind(loop, axis);
 }
 
+// sddmm_segments: loops s, i (one slot), j, k. A warp per row segment: the
+// segment's row comes with it (seg_row), where the fused loop's warp per
+// non-zero searched indptr for it, a chain of dependent loads that bound the
+// kernel at any width. Its non-zeros in unrolled groups, so that the gathers
+// of a group are in flight together; each dot product over the warp's lanes
+// (WarpDotProduct).
+void SddmmSegments(Schedule& sch, int64_t feat, DataType values) {
+  auto loops = sch.GetLoops("sddmm_segments");  // s, i, j, k
+  BindSplit(sch, loops[0], kBlockThreads / kWarp, "blockIdx.x", "threadIdx.y");
+  loops = sch.GetLoops("sddmm_segments");  // s_0, s_1, i, j, k
+  auto j = sch.Split(loops[3], {std::nullopt, kNonZerosInFlight});
+  sch.Unroll(j[1]);
+  loops = sch.GetLoops("sddmm_segments");  // s_0, s_1, i, j_0, j_1, k
+  WarpDotProduct(sch, loops[4], loops[5], feat, values);
+}
+
+// sddmm_heads_segments: loops s, i (one slot), j, h, k. sddmm_segments'
+// mapping with the heads moved out of the non-zero loop onto blockIdx.y
+// (as sddmm_heads'), so that a warp walks its segment for one head.
+void SddmmHeadsSegments(Schedule& sch, int64_t heads, int64_t feat, DataType values) {
+  const std::string block = "sddmm_heads_segments";
+  auto loops = sch.GetLoops(block);  // s, i, j, h, k
+  BindSplit(sch, loops[0], kBlockThreads / kWarp, "blockIdx.x", "threadIdx.y");
+  loops = sch.GetLoops(block);  // s_0, s_1, i, j, h, k
+  sch.Reorder({loops[4], loops[3]});
+  loops = sch.GetLoops(block);  // s_0, s_1, i, h, j, k
+  BindGridOrSerial(sch, loops[3], heads, "blockIdx.y");
+  auto j = sch.Split(loops[4], {std::nullopt, kNonZerosInFlight});
+  sch.Unroll(j[1]);
+  loops = sch.GetLoops(block);  // s_0, s_1, i, h, j_0, j_1, k
+  WarpDotProduct(sch, loops[5], loops[6], feat, values);
+}
+
 // csrmm_heads: loops i, j, h, k. The csrmm mapping with the heads over
 // blockIdx.z: a row per thread group, the group's lanes over consecutive
 // features of one head (one coalesced load of that head's slice of B[j] per
@@ -535,7 +568,8 @@ int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested, DataType values) 
 
 bool HasCudaRecipe(const std::string& recipe) {
   return recipe == "csrmm" || recipe == "csrmm_mean" || recipe == "csrmm_segments" || recipe == "sddmm" ||
-         recipe == "csrmm_heads" || recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" ||
+         recipe == "sddmm_segments" || recipe == "sddmm_heads_segments" || recipe == "csrmm_heads" ||
+         recipe == "sddmm_heads" || recipe == "sddmm_add" || recipe == "sddmm_mul" ||
          recipe == "edge_softmax" || recipe == "edge_softmax_backward" || recipe == "bsrmm" || recipe == "bsr_linear" ||
          recipe == "bsr_linear_tiles" || recipe == "bsr_linear_grad_blocks_tiles" ||
          recipe == "bsr_linear_grad_blocks" || recipe == "gat_attention" || recipe == "sparse_attention_online" ||
@@ -602,6 +636,10 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
     RowPassesPerThread(sch, {"row_score", "row_max", "row_exp", "row_sum", "row_div", "aggregate"});
   } else if (recipe == "sparse_attention_online" || recipe == "sparse_attention_backward_online") {
     // Stage-III scripts that bind their own loops: specialized, nothing more.
+  } else if (recipe == "sddmm_segments") {
+    SddmmSegments(sch, Size(sizes, "feat_size"), BufferDtype(f, "X"));
+  } else if (recipe == "sddmm_heads_segments") {
+    SddmmHeadsSegments(sch, Size(sizes, "heads"), Size(sizes, "feat_size"), BufferDtype(f, "X"));
   } else if (recipe == "sddmm_add" || recipe == "sddmm_mul") {
     SddmmElementwise(sch, recipe, Size(sizes, "feat_size"));
   } else {
