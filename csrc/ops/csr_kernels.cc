@@ -233,37 +233,17 @@ void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::
 
 void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
                       const at::Tensor& x, const at::Tensor& y, const at::Tensor& out) {
-  const int64_t segments = seg_row.numel(), feat = x.size(1);
-  if (segments == 0) return;
-  const Target target = TargetFor(x, "sddmm_segments");
-  auto kernel = GetOpKernel({"sddmm_segments", "sddmm_segments", x.scalar_type(), seg_ptr.scalar_type(),
-                             {{"feat_size", feat}}, false, target});
-  ICHECK(kernel->kernel().target().is_cuda()) << "sddmm_segments has only a cuda schedule";
-  KernelCall(*kernel)
-      .Set("x", x)
-      .Set("y", y)
-      .Set("out", out)
-      .Set("seg_row", seg_row)
-      .Set("seg_ptr", seg_ptr)
-      .Set("indices", indices)
-      .Set("segs", segments)
-      .Set("m", x.size(0))
-      .Set("n", y.size(0))
-      .Set("feat_size", feat)
-      .Set("nnz", indices.numel())
-      .Run(2 * indices.numel() * feat);
-}
-
-void RunSddmmHeadsSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
-                           const at::Tensor& x, const at::Tensor& y, const at::Tensor& out) {
-  const int64_t segments = seg_row.numel(), heads = x.size(1), feat = x.size(2);
+  const bool per_head = x.dim() == 3;
+  const int64_t segments = seg_row.numel(), heads = per_head ? x.size(1) : 1, feat = x.size(x.dim() - 1);
   if (segments == 0 || heads == 0) return;
-  const Target target = TargetFor(x, "sddmm_heads_segments");
-  auto kernel = GetOpKernel({"sddmm_heads_segments", "sddmm_heads_segments", x.scalar_type(),
-                             seg_ptr.scalar_type(), {{"heads", heads}, {"feat_size", feat}}, false, target});
-  ICHECK(kernel->kernel().target().is_cuda()) << "sddmm_heads_segments has only a cuda schedule";
-  KernelCall(*kernel)
-      .Set("x", x)
+  const std::string script = per_head ? "sddmm_heads_segments" : "sddmm_segments";
+  std::map<std::string, int64_t> sizes = {{"feat_size", feat}};
+  if (per_head) sizes["heads"] = heads;
+  auto kernel = GetOpKernel({script, script, x.scalar_type(), seg_ptr.scalar_type(), sizes, false,
+                             TargetFor(x, script)});
+  ICHECK(kernel->kernel().target().is_cuda()) << script << " has only a cuda schedule";
+  KernelCall call(*kernel);
+  call.Set("x", x)
       .Set("y", y)
       .Set("out", out)
       .Set("seg_row", seg_row)
@@ -272,10 +252,10 @@ void RunSddmmHeadsSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr,
       .Set("segs", segments)
       .Set("m", x.size(0))
       .Set("n", y.size(0))
-      .Set("heads", heads)
       .Set("feat_size", feat)
-      .Set("nnz", indices.numel())
-      .Run(2 * indices.numel() * heads * feat);
+      .Set("nnz", indices.numel());
+  if (per_head) call.Set("heads", heads);
+  call.Run(2 * indices.numel() * heads * feat);
 }
 
 int64_t CudaSddmmSegmentLength(int64_t feat) {

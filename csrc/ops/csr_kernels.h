@@ -51,17 +51,13 @@ int64_t CudaFeaturesPerThreadFor(int64_t feat, at::ScalarType dtype);
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
                  const at::Tensor& out, bool prefetch = true);
 
-// RunSddmmDot over the row segments (seg_row, seg_ptr) of GraphInfo::Segments
-// (kernels/sddmm_segments.py), each non-zero written once. A cuda kernel:
-// CUDA tensors, or CPU tensors under EmulateCuda().
+// RunSddmmDot (x (m, D), y (n, D), out (nnz,)), or per head RunSddmmHeads
+// (x (m, H, D), y (n, H, D), out (nnz, H)), over the row segments (seg_row,
+// seg_ptr) of GraphInfo::Segments (kernels/sddmm_segments.py,
+// kernels/sddmm_heads_segments.py), each output element written once. A cuda
+// kernel: CUDA tensors, or CPU tensors under EmulateCuda().
 void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
                       const at::Tensor& x, const at::Tensor& y, const at::Tensor& out);
-
-// RunSddmmHeads (x (m, H, D), y (n, H, D), out (nnz, H)) over the row
-// segments (seg_row, seg_ptr) of GraphInfo::Segments
-// (kernels/sddmm_heads_segments.py). A cuda kernel, like RunSddmmSegments.
-void RunSddmmHeadsSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
-                           const at::Tensor& x, const at::Tensor& y, const at::Tensor& out);
 
 // The row segment length of the cuda sddmm (dot; per head too) of operands
 // of `feat` columns (a head's), or 0 where the fused loop over the non-zeros (a thread per

@@ -51,22 +51,17 @@ int64_t DotSegmentLength(const CheckedCsr& csr, const at::Tensor& x) {
 }
 
 at::Tensor Dot(const CheckedCsr& csr, const at::Tensor& x, const at::Tensor& y) {
-  const bool prefetch = PrefetchPays(csr, y.size(0), TrailingSize(y) * y.element_size());
-  const int64_t segment = DotSegmentLength(csr, x);
-  if (x.dim() == 2) {
-    at::Tensor out = EmptyOutput({csr.nnz()}, x.options());
-    if (segment > 0) {
-      const RowSegments segments = csr.info->Segments(csr.indptr, segment);
-      RunSddmmSegments(segments.row, segments.ptr, csr.indices, x, y, out);
-    } else {
-      RunSddmmDot(csr.indptr, csr.indices, x, y, out, prefetch);
-    }
+  std::vector<int64_t> shape = {csr.nnz()};
+  if (x.dim() == 3) shape.push_back(x.size(1));  // per head
+  at::Tensor out = EmptyOutput(shape, x.options());
+  if (const int64_t segment = DotSegmentLength(csr, x); segment > 0) {
+    const RowSegments segments = csr.info->Segments(csr.indptr, segment);
+    RunSddmmSegments(segments.row, segments.ptr, csr.indices, x, y, out);
     return out;
   }
-  at::Tensor out = EmptyOutput({csr.nnz(), x.size(1)}, x.options());
-  if (segment > 0) {
-    const RowSegments segments = csr.info->Segments(csr.indptr, segment);
-    RunSddmmHeadsSegments(segments.row, segments.ptr, csr.indices, x, y, out);
+  const bool prefetch = PrefetchPays(csr, y.size(0), TrailingSize(y) * y.element_size());
+  if (x.dim() == 2) {
+    RunSddmmDot(csr.indptr, csr.indices, x, y, out, prefetch);
   } else {
     RunSddmmHeads(csr.indptr, csr.indices, x, y, out, prefetch);
   }
