@@ -5,10 +5,13 @@
 # (benchmarks/bench_cuda.py) against cuSPARSE. Every log and CSV goes into
 # DIR (default build/gpu-check), packed into DIR.tgz at the end unless PACK=0.
 # Each step has a time limit (BUILD_LIMIT, TEST_LIMIT, SWEEP_LIMIT,
-# BENCH_LIMIT, BENCH2_LIMIT seconds) so that one slow step leaves the others
-# their time; a limit of 0 skips the step. TEST_K narrows the tests (pytest
-# -k); BENCH2_ARGS, when set, runs
-# bench_cuda.py a second time with another selection (into DIR/bench2).
+# BENCH_LIMIT, BENCH2_LIMIT, SDDMM_LIMIT seconds) so that one slow step leaves
+# the others their time; a limit of 0 skips the step. TEST_K narrows the
+# tests (pytest -k); BENCH2_ARGS, when set, runs bench_cuda.py a second time
+# with another selection (into DIR/bench2); SDDMM_SEGMENTS, when set
+# ("8 16 0"), times the sddmm once per row segment length
+# $SPARSETIR_CUDA_SDDMM_SEGMENT (0: the fused loop) at the widths SDDMM_K
+# (default "16 32 128"; SDDMM_ARGS adds options), each into DIR/sddmm-L.
 #
 #     bash tools/gpu_check.sh [DIR]
 set -uo pipefail
@@ -51,4 +54,10 @@ if [ -n "${BENCH2_ARGS:-}" ]; then
   TAIL=40 step bench2 "${BENCH2_LIMIT:-180}" "$PY" benchmarks/bench_cuda.py $BENCH2_ARGS \
     --time-limit "$(( ${BENCH2_LIMIT:-180} - 30 ))" --out "$out/bench2"
 fi
+for length in ${SDDMM_SEGMENTS:-}; do
+  # shellcheck disable=SC2086
+  TAIL=8 step "sddmm-$length" "${SDDMM_LIMIT:-90}" env SPARSETIR_CUDA_SDDMM_SEGMENT="$length" "$PY" \
+    benchmarks/bench_cuda.py --ops sddmm --k ${SDDMM_K:-16 32 128} ${SDDMM_ARGS:-} \
+    --time-limit "$(( ${SDDMM_LIMIT:-90} - 15 ))" --out "$out/sddmm-$length"
+done
 pack
