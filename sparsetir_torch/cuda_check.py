@@ -97,19 +97,16 @@ def variants(quick: bool = False) -> Iterator[Variant]:
         yield Variant("csrmm_mean", "csrmm_mean", dtype, idtype, feat)
     for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else CSRMM_WIDTHS):
         yield Variant("csrmm_segments", "csrmm_segments", dtype, idtype, feat)
+    # From 32 features (a head's) the operators take the row segments; narrower
+    # rows keep the fused loop (CudaSddmmSegmentLength).
     for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else SDDMM_WIDTHS):
         yield Variant("sddmm_dot", "sddmm", dtype, idtype, feat)
-    for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else SDDMM_WIDTHS):
-        if feat >= 32:  # narrower rows keep the fused loop (CudaSddmmSegmentLength)
+        if feat >= 32:
             yield Variant("sddmm_segments", "sddmm_segments", dtype, idtype, feat)
-    for script in ("csrmm_heads", "sddmm_heads"):
-        for dtype, idtype, (heads, feat) in itertools.product(dtypes, index_dtypes,
-                                                              QUICK_HEAD_SHAPES if quick else HEAD_SHAPES):
-            yield Variant(script, script, dtype, idtype, feat, heads)
     for dtype, idtype, (heads, feat) in itertools.product(dtypes, index_dtypes,
                                                           QUICK_HEAD_SHAPES if quick else HEAD_SHAPES):
-        if feat >= 32:  # narrower heads keep the fused loop (CudaSddmmSegmentLength)
-            yield Variant("sddmm_heads_segments", "sddmm_heads_segments", dtype, idtype, feat, heads)
+        for script in ("csrmm_heads", "sddmm_heads") + (("sddmm_heads_segments",) if feat >= 32 else ()):
+            yield Variant(script, script, dtype, idtype, feat, heads)
     for script in ("edge_softmax", "edge_softmax_backward"):
         # Scores in the compute dtype: float32 (also for 16-bit inputs) or float64.
         for dtype, idtype, heads in itertools.product(("float32", "float64"), index_dtypes, (1, 4)):

@@ -60,8 +60,9 @@ void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
                       const at::Tensor& x, const at::Tensor& y, const at::Tensor& out);
 
 // The row segment length of the cuda sddmm (dot; per head too) of operands
-// of `feat` columns (a head's), or 0 where the fused loop over the non-zeros (a thread per
-// non-zero, its row found by binary search) serves: narrow rows.
+// of `feat` columns (a head's), or 0 where the fused loop over the non-zeros
+// (a thread per non-zero, its row found by binary search) serves: narrow
+// rows.
 // $SPARSETIR_CUDA_SDDMM_SEGMENT sets the length at every width (0: never).
 int64_t CudaSddmmSegmentLength(int64_t feat);
 

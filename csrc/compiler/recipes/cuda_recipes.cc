@@ -207,20 +207,22 @@ void BindGridOrSerial(Schedule& sch, const std::string& loop, int64_t extent, co
   if (extent <= kMaxGridYZ) sch.Bind(loop, axis);
 }
 
+// A segment's non-zeros (loop `j_at` of `block`, the features right after
+// it) in unrolled groups, so that the gathers of a group are in flight
+// together, each dot product over the warp's lanes (WarpDotProduct).
+void SegmentDotProducts(Schedule& sch, const std::string& block, size_t j_at, int64_t feat, DataType values) {
+  sch.Unroll(sch.Split(sch.GetLoops(block)[j_at], {std::nullopt, kNonZerosInFlight})[1]);
+  auto loops = sch.GetLoops(block);  // ..., j_0, j_1, k
+  WarpDotProduct(sch, loops[j_at + 1], loops[j_at + 2], feat, values);
+}
+
 // sddmm_segments: loops s, i (one slot), j, k. A warp per row segment: the
 // segment's row comes with it (seg_row), where the fused loop's warp per
 // non-zero searched indptr for it, a chain of dependent loads that bound the
-// kernel at any width. Its non-zeros in unrolled groups, so that the gathers
-// of a group are in flight together; each dot product over the warp's lanes
-// (WarpDotProduct).
+// kernel at any width.
 void SddmmSegments(Schedule& sch, int64_t feat, DataType values) {
-  auto loops = sch.GetLoops("sddmm_segments");  // s, i, j, k
-  BindSplit(sch, loops[0], kBlockThreads / kWarp, "blockIdx.x", "threadIdx.y");
-  loops = sch.GetLoops("sddmm_segments");  // s_0, s_1, i, j, k
-  auto j = sch.Split(loops[3], {std::nullopt, kNonZerosInFlight});
-  sch.Unroll(j[1]);
-  loops = sch.GetLoops("sddmm_segments");  // s_0, s_1, i, j_0, j_1, k
-  WarpDotProduct(sch, loops[4], loops[5], feat, values);
+  BindSplit(sch, sch.GetLoops("sddmm_segments")[0], kBlockThreads / kWarp, "blockIdx.x", "threadIdx.y");
+  SegmentDotProducts(sch, "sddmm_segments", 3, feat, values);  // s_0, s_1, i, j, k
 }
 
 // sddmm_heads_segments: loops s, i (one slot), j, h, k. sddmm_segments'
@@ -228,16 +230,11 @@ void SddmmSegments(Schedule& sch, int64_t feat, DataType values) {
 // (as sddmm_heads'), so that a warp walks its segment for one head.
 void SddmmHeadsSegments(Schedule& sch, int64_t heads, int64_t feat, DataType values) {
   const std::string block = "sddmm_heads_segments";
-  auto loops = sch.GetLoops(block);  // s, i, j, h, k
-  BindSplit(sch, loops[0], kBlockThreads / kWarp, "blockIdx.x", "threadIdx.y");
-  loops = sch.GetLoops(block);  // s_0, s_1, i, j, h, k
+  BindSplit(sch, sch.GetLoops(block)[0], kBlockThreads / kWarp, "blockIdx.x", "threadIdx.y");
+  auto loops = sch.GetLoops(block);  // s_0, s_1, i, j, h, k
   sch.Reorder({loops[4], loops[3]});
-  loops = sch.GetLoops(block);  // s_0, s_1, i, h, j, k
-  BindGridOrSerial(sch, loops[3], heads, "blockIdx.y");
-  auto j = sch.Split(loops[4], {std::nullopt, kNonZerosInFlight});
-  sch.Unroll(j[1]);
-  loops = sch.GetLoops(block);  // s_0, s_1, i, h, j_0, j_1, k
-  WarpDotProduct(sch, loops[5], loops[6], feat, values);
+  BindGridOrSerial(sch, sch.GetLoops(block)[3], heads, "blockIdx.y");
+  SegmentDotProducts(sch, block, 4, feat, values);  // s_0, s_1, i, h, j, k
 }
 
 // csrmm_heads: loops i, j, h, k. The csrmm mapping with the heads over
