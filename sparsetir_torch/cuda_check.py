@@ -83,6 +83,8 @@ class Variant:
             sizes["tile_rows"] = 16  # a tensor core's rows
         if self.dims:
             sizes.update(head_dim=self.dims[0], value_dim=self.dims[1])
+        if self.script == "sparse_attention_online_columns":
+            sizes["column_lanes"] = _C.cuda_attention_column_lanes(self.dims[0])
         return sizes
 
 
@@ -133,6 +135,8 @@ def variants(quick: bool = False) -> Iterator[Variant]:
     for dtype, idtype, dims in itertools.product(dtypes, index_dtypes,
                                                  ((64, 64),) if quick else ((64, 64), (1, 1), (40, 256))):
         yield Variant("sparse_attention_online", "sparse_attention_online", dtype, idtype, 0, dims=dims)
+        yield Variant("sparse_attention_online_columns", "sparse_attention_online_columns", dtype, idtype, 0,
+                      dims=dims)
     # The backward computes in the compute dtype: float32 (also for 16-bit inputs) or float64.
     for dtype, idtype, dims in itertools.product(("float32", "float64"), index_dtypes,
                                                  ((64, 64),) if quick else ((64, 64), (1, 1), (40, 256))):

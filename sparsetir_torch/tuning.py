@@ -512,6 +512,11 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
             return out
         out["backward"] = "sparse_attention_backward_online, csrmm_heads"
         sizes = {"head_dim": k, "value_dim": k}
+        # Lanes per scored column (0: the warp scores one column after another).
+        out["column_lanes"] = _C.cuda_attention_column_lanes(k)
+        if out["column_lanes"]:
+            out["script"] = recipe = script = "sparse_attention_online_columns"
+            sizes["column_lanes"] = out["column_lanes"]
     if op == "bsrmm":
         if A is None or not A.is_block:
             raise ValueError("st.explain: op='bsrmm' needs A with blocks (a BSR tensor or a block st.SparseMatrix)")

@@ -11,7 +11,11 @@
 # with another selection (into DIR/bench2); SDDMM_SEGMENTS, when set
 # ("8 16 0"), times the sddmm once per row segment length
 # $SPARSETIR_CUDA_SDDMM_SEGMENT (0: the fused loop) at the widths SDDMM_K
-# (default "16 32 128"; SDDMM_ARGS adds options), each into DIR/sddmm-L.
+# (default "16 32 128"; SDDMM_ARGS adds options), each into DIR/sddmm-L;
+# ATTENTION_LANES, when set ("1 2 4 0"), times the attention once per
+# $SPARSETIR_CUDA_ATTENTION_COLUMN_LANES (lanes that score a column; 0: a
+# warp per column; ATTENTION_ARGS adds options, ATTENTION_LIMIT bounds each),
+# each into DIR/attention-L.
 #
 #     bash tools/gpu_check.sh [DIR]
 set -uo pipefail
@@ -59,5 +63,11 @@ for length in ${SDDMM_SEGMENTS:-}; do
   TAIL=8 step "sddmm-$length" "${SDDMM_LIMIT:-90}" env SPARSETIR_CUDA_SDDMM_SEGMENT="$length" "$PY" \
     benchmarks/bench_cuda.py --ops sddmm --k ${SDDMM_K:-16 32 128} ${SDDMM_ARGS:-} \
     --time-limit "$(( ${SDDMM_LIMIT:-90} - 15 ))" --out "$out/sddmm-$length"
+done
+for lanes in ${ATTENTION_LANES:-}; do
+  # shellcheck disable=SC2086
+  TAIL=10 step "attention-$lanes" "${ATTENTION_LIMIT:-60}" env SPARSETIR_CUDA_ATTENTION_COLUMN_LANES="$lanes" "$PY" \
+    benchmarks/bench_cuda.py --ops attention --no-flex ${ATTENTION_ARGS:-} \
+    --time-limit "$(( ${ATTENTION_LIMIT:-60} - 10 ))" --out "$out/attention-$lanes"
 done
 pack

@@ -95,6 +95,8 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
                                    ("float64", "int64", (1, 1)), ("bfloat16", "int32", (64, 64))):
         yield ("sparse_attention_online", "sparse_attention_online", dtype, idtype,
                {"head_dim": d, "value_dim": dv})
+        yield ("sparse_attention_online_columns", "sparse_attention_online_columns", dtype, idtype,
+               {"head_dim": d, "value_dim": dv, "column_lanes": _column_lanes(d)})
     for dtype, idtype, (d, dv) in (("float32", "int32", (64, 64)), ("float64", "int64", (40, 100))):
         yield ("sparse_attention_backward_online", "sparse_attention_backward_online", dtype, idtype,
                {"head_dim": d, "value_dim": dv})
@@ -131,6 +133,12 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
         yield "csrmm", recipe, "float32", "int64", {"feat_size": 64}
 
 
+def _column_lanes(head_dim: int) -> int:
+    from sparsetir_torch import _C
+
+    return _C.cuda_attention_column_lanes(head_dim)
+
+
 def kernel_name(script: str, recipe: str, dtype: str, idtype: str, sizes: Dict[str, int]) -> str:
     """Named by the script, or for a recipe that makes its own function from
     the script (hyb's csrmm_ell_<mode>: the script on an ELL bucket) by the
@@ -153,7 +161,7 @@ def has_cpu_recipe(recipe: str) -> bool:
     # The one-pass attention and its backward are cuda kernels (lanes, shuffles).
     return recipe not in ("csrmm_segments", "sddmm_segments", "sddmm_heads_segments", "bsr_linear_tiles",
                           "bsr_linear_grad_blocks_tiles", "sparse_attention_online",
-                          "sparse_attention_backward_online")
+                          "sparse_attention_online_columns", "sparse_attention_backward_online")
 
 
 def generate_one(target: str, request) -> Tuple[str, str]:

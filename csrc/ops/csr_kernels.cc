@@ -64,6 +64,13 @@ constexpr int64_t kSddmmSegment = 16;
 // rows keep the fused loop's thread per non-zero, which has 32 times the
 // warps' non-zeros in flight.
 constexpr int64_t kSddmmSegmentsFrom = 32;
+// The most features of q (and of a k row) a lane of the one-pass cuda
+// attention keeps and reads when a group of lanes scores a column. At 16,
+// heads of 64 take groups of 4 lanes, 8 columns a step: 48 registers in
+// float16 and 62 in float32 on sm_90, where 32 (groups of 2, 16 columns)
+// took 77 and 78, and fewer warps fit a multiprocessor to hide the latency
+// of the step's shuffles and exponentials.
+constexpr int64_t kAttentionFeaturesPerLane = 16;
 // The resident warps of the device the emulator stands for (an H100: 132
 // multiprocessors x 64 warps).
 constexpr int64_t kEmulatedResidentWarps = 132 * 64;
@@ -256,6 +263,20 @@ void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
       .Set("nnz", indices.numel());
   if (per_head) call.Set("heads", heads);
   call.Run(2 * indices.numel() * heads * feat);
+}
+
+int64_t CudaAttentionColumnLanes(int64_t head_dim) {
+  const char* name = "SPARSETIR_CUDA_ATTENTION_COLUMN_LANES";
+  const char* what = "a power of two from 1 to 32 (lanes per column), or 0 (a warp per column)";
+  const int64_t set = EnvSetting(name, -1, 32, what);
+  if (set > 0 && (set & (set - 1)) != 0) {
+    throw UserError(UserErrorKind::kArgument,
+                    std::string(name) + " must be " + what + ", got '" + std::to_string(set) + "'");
+  }
+  if (set >= 0) return set;
+  int64_t lanes = 1;
+  while (lanes < 32 && lanes * kAttentionFeaturesPerLane < head_dim) lanes *= 2;
+  return lanes;
 }
 
 int64_t CudaSddmmSegmentLength(int64_t feat) {

@@ -66,6 +66,13 @@ void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
 // $SPARSETIR_CUDA_SDDMM_SEGMENT sets the length at every width (0: never).
 int64_t CudaSddmmSegmentLength(int64_t feat);
 
+// The lanes of a group that scores one column in the one-pass cuda attention
+// of heads of `head_dim` features (kernels/sparse_attention_online_columns.py:
+// a power of two, each lane with at most 16 features of q), or 0 for a warp
+// per column (kernels/sparse_attention_online.py, four columns at a time).
+// $SPARSETIR_CUDA_ATTENTION_COLUMN_LANES sets it at every width.
+int64_t CudaAttentionColumnLanes(int64_t head_dim);
+
 // out (rows, H, D) = sum over the non-zeros e = (i, j) of
 // values[e, h] * dense[j, h, :], every head in one kernel (csrmm_heads).
 void RunCsrmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,

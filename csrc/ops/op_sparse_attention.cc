@@ -137,21 +137,28 @@ constexpr int64_t kOnlineMaxHeads = 65535;
 
 bool OnlineApplies(const AttentionArgs& a) { return SparseAttentionRunsOnline(a.q.size(2), a.v.size(2), a.heads()); }
 
-// Every head in one launch of kernels/sparse_attention_online.py: a warp per
-// (row, head) with an online softmax, nothing but the output written. `a`
-// holds the inputs' dtype: 16-bit k and v are read as such, q is scaled in
-// the compute dtype, and the output is rounded once. The backward
-// recomputes the probabilities (BackwardByHeadsOps).
+// Every head in one launch: a warp per (row, head) with an online softmax,
+// nothing but the output written. Groups of lanes each score a column
+// (kernels/sparse_attention_online_columns.py), or, where
+// CudaAttentionColumnLanes says 0, the warp scores one column after another
+// (kernels/sparse_attention_online.py). `a` holds the inputs' dtype: 16-bit
+// k and v are read as such, q is scaled in the compute dtype, and the output
+// is rounded once. The backward recomputes the probabilities.
 at::Tensor ForwardOnline(const AttentionArgs& a) {
   const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
-  auto kernel = GetOpKernel(Request("sparse_attention_online", a, {{"head_dim", D}, {"value_dim", Dv}}));
+  const int64_t lanes = CudaAttentionColumnLanes(D);
+  std::map<std::string, int64_t> sizes = {{"head_dim", D}, {"value_dim", Dv}};
+  if (lanes > 0) sizes["column_lanes"] = lanes;
+  auto kernel = GetOpKernel(Request(lanes > 0 ? "sparse_attention_online_columns" : "sparse_attention_online", a,
+                                    sizes));
   at::Tensor out = EmptyOutput({a.heads(), L, Dv}, a.v.options());
-  KernelCall(*kernel)
-      .Set("q", (a.q.to(ComputeDtype(a.dtype)) * a.scale).contiguous()).Set("k", a.k).Set("v", a.v).Set("out", out)
+  KernelCall call(*kernel);
+  call.Set("q", (a.q.to(ComputeDtype(a.dtype)) * a.scale).contiguous()).Set("k", a.k).Set("v", a.v).Set("out", out)
       .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
       .Set("m", L).Set("n", a.k.size(1)).Set("nnz", nnz).Set("heads", a.heads()).Set("head_dim", D)
-      .Set("value_dim", Dv)
-      .Run(2 * a.heads() * nnz * (D + Dv));
+      .Set("value_dim", Dv);
+  if (lanes > 0) call.Set("column_lanes", lanes);
+  call.Run(2 * a.heads() * nnz * (D + Dv));
   return out;
 }
 

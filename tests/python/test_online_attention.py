@@ -1,9 +1,12 @@
-"""sparse_attention's forward on cuda: one launch of kernels/sparse_attention_online.py.
+"""sparse_attention's forward on cuda: one launch of kernels/sparse_attention_online_columns.py
+(or, with SPARSETIR_CUDA_ATTENTION_COLUMN_LANES=0, kernels/sparse_attention_online.py).
 
-A warp per (row, head) walks the row's allowed columns once, its lanes
-summing the parts of each score with shuffles (T.sp.lane_sum) and keeping a
-running max, sum of exponentials and weighted sum of v rows that it rescales
-when the max grows (the online softmax). The kernel runs under the SIMT
+A warp per (row, head) walks the row's allowed columns once, groups of its
+lanes scoring a column each (T.sp.lane_sum over the group; the warp scores
+one column at a time in the second kernel), keeping a running max, sum of
+exponentials and weighted sum of v rows that it rescales when the max grows
+(the online softmax); T.sp.lane_shuffle gives every lane each column's
+weight. Both kernels run under the SIMT
 emulator (SPARSETIR_EMULATE_CUDA=1) against a float64 dense reference, over
 the edge-case patterns, every dtype and both index dtypes, in every thread
 order of the race check; wider heads than it takes fall back to the
@@ -25,9 +28,14 @@ CASES = ("1x1", "1x1_empty", "empty_rows", "dense_row", "fully_dense", "tall", "
 TOLERANCE = {"float32": 2e-5, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1.6e-2}
 
 
-@pytest.fixture
-def emulate(monkeypatch):
+@pytest.fixture(params=["column_groups", "warp_per_column"])
+def emulate(monkeypatch, request):
+    """The emulated cuda path, with each of the forward's two kernels."""
     monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "1")
+    if request.param == "warp_per_column":
+        monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_COLUMN_LANES", "0")
+    else:
+        monkeypatch.delenv("SPARSETIR_CUDA_ATTENTION_COLUMN_LANES", raising=False)
     yield
 
 
@@ -86,15 +94,18 @@ def test_head_widths(emulate, d, dv):
     check(a, q, k, v, d ** -0.5, "float32", "int32")
 
 
-def test_rows_of_every_length_around_the_groups_of_four(emulate):
-    """Row i holds i columns (0 to 9): rounds of four columns, full and partial."""
+@pytest.mark.parametrize("d", [20, 64])
+def test_rows_of_every_length_around_the_column_groups(emulate, d):
+    """Row i holds i columns (0 to 9), then rows of 15-17, 31-33 and 63-65:
+    rounds of four columns (a warp per column) and of 16 or 8 columns (groups
+    of two or four lanes at these widths), full and partial."""
     from conftest import Csr
 
-    lengths = np.arange(10)
+    lengths = np.concatenate([np.arange(10), [15, 16, 17, 31, 32, 33, 63, 64, 65]])
     indptr = np.concatenate([[0], np.cumsum(lengths)])
-    indices = np.concatenate([np.sort(np.random.default_rng(int(n)).choice(12, n, replace=False)) for n in lengths])
-    a = Csr(indptr, indices.astype(np.int64), np.ones(len(indices)), (10, 12))
-    q, k, v = inputs(a, (2,), 20, 12, "float32", seed=8)
+    indices = np.concatenate([np.sort(np.random.default_rng(int(n)).choice(70, n, replace=False)) for n in lengths])
+    a = Csr(indptr, indices.astype(np.int64), np.ones(len(indices)), (len(lengths), 70))
+    q, k, v = inputs(a, (2,), d, 12, "float32", seed=8)
     check(a, q, k, v, 0.4, "float32", "int64")
 
 
@@ -242,13 +253,71 @@ def test_lane_reductions_in_a_script(op, lanes):
     torch.testing.assert_close(y, combined.repeat_interleave(lanes, -1))
 
 
-@pytest.mark.parametrize("lanes", ["33", "12", "n", "0"])
+@pytest.mark.parametrize("lanes", ["33", "12", "n * 2", "0"])
 def test_lane_reduction_script_errors(lanes):
     text = LANE_MAX.replace("LANE_OP", "lane_sum").replace("LANES", lanes)
     with pytest.raises(st.ScriptError, match="T.sp.lane_sum: the lanes must be a constant power of two from 1 to 32"):
         st.parse(text)
     with pytest.raises(st.ScriptError, match="T.sp.lane_max takes 2 arguments"):
         st.parse(LANE_MAX.replace("LANE_OP", "lane_max").replace(", LANES", ""))
+
+
+def test_lanes_named_by_a_size_parameter_must_be_specialized():
+    text = LANE_MAX.replace("LANE_OP", "lane_sum").replace("LANES", "n")
+    with pytest.raises(st.ScheduleError, match=r"T.sp.lane_sum: the lanes must be a power of two from 1 to 1024 "
+                                               "when the kernel is built; specialize the size parameter"):
+        st.compile(text, target="cuda")
+    with pytest.raises(st.ScheduleError, match="the lanes must be a power of two from 1 to 1024 when the kernel"):
+        st.compile(st.specialize(st.parse(text), n=12), target="cuda")
+    kernel = st.compile(st.specialize(st.parse(text), n=4), target="cuda")
+    x = torch.randn(4, 32, generator=torch.Generator().manual_seed(4))
+    y = torch.empty_like(x)
+    kernel(x=x, y=y, n=4)
+    torch.testing.assert_close(y, x.reshape(4, 8, 4).sum(-1).repeat_interleave(4, -1))
+
+
+LANE_SHUFFLE = '''
+@T.prim_func
+def lane_shuffle(x: T.handle, y: T.handle, n: T.int32) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 0})
+    X = T.match_buffer(x, (n, 32), "float32")
+    Y = T.match_buffer(y, (n, 32), "float32")
+    for i in T.thread_binding(n, thread="blockIdx.x"):
+        for lane in T.thread_binding(32, thread="threadIdx.x"):
+            Y[i, lane] = T.sp.lane_shuffle(X[i, lane], SOURCE, LANES)
+'''
+
+
+@pytest.mark.parametrize("source,lanes", [("0", 32), ("31", 32), ("3", 4), ("(i + 1) % 8", 8), ("0", 1)])
+def test_lane_shuffle_gives_the_group_one_lanes_value(source, lanes):
+    text = LANE_SHUFFLE.replace("SOURCE", source).replace("LANES", str(lanes))
+    if source.isdigit():  # printed as parsed
+        assert st.parse(text).script().count(f"T.sp.lane_shuffle(X[i, lane], {source}, {lanes})") == 1
+    kernel = st.compile(text, target="cuda")
+    assert "sparsetir_lane_shuffle(" in kernel.source
+    x = torch.randn(3, 32, generator=torch.Generator().manual_seed(lanes))
+    y = torch.empty_like(x)
+    kernel(x=x, y=y, n=3)
+    sources = [eval(source, {"i": i}) for i in range(3)]  # noqa: S307 - the test's own expressions
+    expected = torch.stack([x[i].reshape(32 // lanes, lanes)[:, sources[i]] for i in range(3)])
+    torch.testing.assert_close(y, expected.repeat_interleave(lanes, -1), rtol=0, atol=0)
+
+
+def test_lane_shuffle_errors():
+    text = LANE_SHUFFLE.replace("SOURCE", "0").replace("LANES", "32")
+    with pytest.raises(st.ScriptError, match="T.sp.lane_shuffle takes 3 arguments"):
+        st.parse(text.replace("lane], 0, 32)", "lane], 0)"))
+    with pytest.raises(st.ScriptError, match="T.sp.lane_shuffle: the lanes must be a constant power of two"):
+        st.parse(text.replace("lane], 0, 32)", "lane], 0, 48)"))
+    with pytest.raises(st.ScriptError, match="the source lane of T.sp.lane_shuffle must be an integer, got float32"):
+        st.parse(text.replace("X[i, lane], 0,", "X[i, lane], X[i, 0],"))
+    with pytest.raises(st.ScheduleError, match="T.sp.lane_shuffle passes values between the lanes of a warp, which "
+                                               "only the cuda target has"):
+        st.compile(text.replace('thread="blockIdx.x"', "").replace("T.thread_binding(n, )", "T.serial(n)")
+                   .replace('T.thread_binding(32, thread="threadIdx.x")', "T.serial(32)"), target="cpu")
+    narrow = text.replace('T.thread_binding(32, thread="threadIdx.x")', 'T.thread_binding(16, thread="threadIdx.x")')
+    with pytest.raises(st.ScheduleError, match=r"T.sp.lane_shuffle\(..., 32\) combines groups of 32 lanes"):
+        st.compile(narrow.replace("(n, 32)", "(n, 16)"), target="cuda")
 
 
 def test_lane_reductions_need_lanes():
@@ -263,11 +332,23 @@ def test_lane_reductions_need_lanes():
         st.compile(narrow.replace("(n, 32)", "(n, 16)"), target="cuda")
 
 
-def test_explain_says_which_attention_runs():
+def test_explain_says_which_attention_runs(monkeypatch):
     online = st.explain(None, op="attention", k=64, dtype=torch.float16, device="cuda")
-    assert online["online_softmax"] and online["script"] == "sparse_attention_online"
+    assert online["online_softmax"] and online["script"] == "sparse_attention_online_columns"
+    assert online["column_lanes"] == 4  # 16 features of q per lane
     assert online["backward"] == "sparse_attention_backward_online, csrmm_heads"
-    assert 'sch.specialize(head_dim=64, value_dim=64)' in online["schedule"]
+    assert 'sch.specialize(column_lanes=4, head_dim=64, value_dim=64)' in online["schedule"]
+    assert st.explain(None, op="attention", k=16, device="cuda")["column_lanes"] == 1
+    assert st.explain(None, op="attention", k=17, device="cuda")["column_lanes"] == 2
+    assert st.explain(None, op="attention", k=256, device="cuda")["column_lanes"] == 16
+    monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_COLUMN_LANES", "0")
+    warp = st.explain(None, op="attention", k=64, device="cuda")
+    assert warp["column_lanes"] == 0 and warp["script"] == "sparse_attention_online"
+    for bad in ("3", "64", "-1", "two"):
+        monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_COLUMN_LANES", bad)
+        with pytest.raises(ValueError, match="SPARSETIR_CUDA_ATTENTION_COLUMN_LANES must be a power of two from 1 "
+                                             r"to 32 \(lanes per column\), or 0"):
+            st.explain(None, op="attention", k=64, device="cuda")
     wide = st.explain(None, op="attention", k=512, device="cuda")
     # The scores of 512-wide heads: a warp per row segment and head.
     assert not wide["online_softmax"] and wide["script"] == "sddmm_heads_segments, edge_softmax, csrmm_heads"

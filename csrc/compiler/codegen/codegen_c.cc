@@ -280,6 +280,11 @@ std::string CodegenC::LaneReduction(const CallNode* n) {
                                                 "target has; compile it with target=\"cuda\"");
 }
 
+std::string CodegenC::LaneShuffle(const CallNode* n) {
+  throw UserError(UserErrorKind::kSchedule, "T.sp.lane_shuffle passes values between the lanes of a warp, which only "
+                                            "the cuda target has; compile it with target=\"cuda\"");
+}
+
 std::string CodegenC::Expr2C(const Expr& e) {
   switch (e->kind) {
     case ExprKind::kIntImm: {
@@ -343,6 +348,8 @@ std::string CodegenC::Expr2C(const Expr& e) {
         case Intrinsic::kLaneMax:
         case Intrinsic::kLaneMin:
           return LaneReduction(n);
+        case Intrinsic::kLaneShuffle:
+          return LaneShuffle(n);
       }
       ICHECK(false) << "intrinsic " << ToString(n->op) << " has no CPU lowering";
       return "";

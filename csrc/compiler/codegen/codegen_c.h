@@ -55,6 +55,8 @@ class CodegenC {
   virtual void EmitMma(const MmaNode* n);
   // A lane reduction (Intrinsic::kLaneSum & co.): only the CUDA target has lanes.
   virtual std::string LaneReduction(const CallNode* n);
+  // A lane's value given to its group (Intrinsic::kLaneShuffle): cuda only.
+  virtual std::string LaneShuffle(const CallNode* n);
 
   // ---- shared printing
   void EmitStmt(const Stmt& s);

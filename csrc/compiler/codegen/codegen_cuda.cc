@@ -16,6 +16,8 @@ namespace sparsetir {
 namespace {
 
 constexpr int64_t kWarpLanes = 32;
+// The widest group a lane reduction combines: a block (lower_lane_reductions).
+constexpr int64_t kMaxLaneGroup = 1024;
 // The static shared memory a block may declare (more needs an opt-in to
 // dynamic shared memory at launch).
 constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
@@ -219,11 +221,35 @@ class CodegenCudaImpl : public CodegenC {
     synchronizes_ = true;
     const char* op = n->op == Intrinsic::kLaneSum ? "SparsetirSum" : n->op == Intrinsic::kLaneMax ? "SparsetirMax"
                                                                                                    : "SparsetirMin";
-    const int64_t* lanes = AsConstInt(n->args[1]);
-    ICHECK(lanes) << "a lane reduction's lanes are a constant";
-    lane_groups_.emplace_back(n->op, *lanes);
-    const char* reduce = *lanes > kWarpLanes ? "sparsetir_block_reduce<" : "sparsetir_lane_reduce<";
-    return std::string(reduce) + op + ">(" + Expr2C(n->args[0]) + ", " + Expr2C(n->args[1]) + ")";
+    const int64_t lanes = LaneGroup(n, n->args[1]);
+    lane_groups_.emplace_back(n->op, lanes);
+    const char* reduce = lanes > kWarpLanes ? "sparsetir_block_reduce<" : "sparsetir_lane_reduce<";
+    return std::string(reduce) + op + ">(" + Expr2C(n->args[0]) + ", " + std::to_string(lanes) + ")";
+  }
+
+  // __shfl_sync over the caller's group of lanes (the prelude's
+  // sparsetir_lane_shuffle).
+  std::string LaneShuffle(const CallNode* n) override {
+    synchronizes_ = true;
+    const int64_t lanes = LaneGroup(n, n->args[2]);
+    lane_groups_.emplace_back(n->op, lanes);
+    return "sparsetir_lane_shuffle(" + Expr2C(n->args[0]) + ", " + Expr2C(n->args[1]) + ", " + std::to_string(lanes) +
+           ")";
+  }
+
+  // The lanes of a lane operation's group: a script may name a size
+  // parameter, which must have been specialized to a power of two (a
+  // reduction that lower_lane_reductions made may span a block).
+  static int64_t LaneGroup(const CallNode* n, const Expr& lanes) {
+    const int64_t* count = AsConstInt(lanes);
+    const int64_t most = IsLaneReduction(n->op) ? kMaxLaneGroup : kWarpLanes;
+    if (!count || *count < 1 || *count > most || (*count & (*count - 1)) != 0) {
+      throw UserError(UserErrorKind::kSchedule,
+                      std::string("T.sp.") + ToString(n->op) + ": the lanes must be a power of two from 1 to " +
+                          std::to_string(most) + " when the kernel is built; specialize the size parameter " +
+                          "that names them");
+    }
+    return *count;
   }
 
   // A warp's m16n8k16 tile (the prelude's sparsetir_mma_m16n8k16): the

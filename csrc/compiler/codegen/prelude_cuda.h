@@ -119,12 +119,22 @@ struct SparsetirMax {
 struct SparsetirMin {
   template <typename T> SPARSETIR_DEVICE_MEMBER T operator()(T a, T b) const { return sparsetir_min(a, b); }
 };
-template <typename Op, typename T> SPARSETIR_DEVICE T sparsetir_lane_reduce(T v, int lanes) {
+// The mask of the caller's group of `lanes` consecutive lanes of its warp.
+SPARSETIR_DEVICE unsigned sparsetir_lane_group_mask(int lanes) {
   const unsigned rank = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
   const unsigned first = (rank & 31u) & ~(unsigned)(lanes - 1);
-  const unsigned mask = lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << first;
+  return lanes == 32 ? 0xffffffffu : ((1u << lanes) - 1u) << first;
+}
+template <typename Op, typename T> SPARSETIR_DEVICE T sparsetir_lane_reduce(T v, int lanes) {
+  const unsigned mask = sparsetir_lane_group_mask(lanes);
   for (int d = lanes / 2; d > 0; d /= 2) v = Op()(v, __shfl_xor_sync(mask, v, d, lanes));
   return v;
+}
+
+// The value of lane `source` of the caller's group of `lanes` consecutive
+// lanes, given to every lane of the group (T.sp.lane_shuffle).
+template <typename T> SPARSETIR_DEVICE T sparsetir_lane_shuffle(T v, int source, int lanes) {
+  return __shfl_sync(sparsetir_lane_group_mask(lanes), v, source, lanes);
 }
 
 // A reduction across more than a warp (lower_lane_reductions.h): the group

@@ -41,6 +41,7 @@ const char* ToString(Intrinsic op) {
     case Intrinsic::kLaneSum: return "lane_sum";
     case Intrinsic::kLaneMax: return "lane_max";
     case Intrinsic::kLaneMin: return "lane_min";
+    case Intrinsic::kLaneShuffle: return "lane_shuffle";
   }
   return "?";
 }
@@ -110,7 +111,10 @@ Expr MakeCast(DataType dtype, Expr value) {
 }
 
 Expr MakeCall(Intrinsic op, std::vector<Expr> args, DataType dtype) {
-  size_t arity = op == Intrinsic::kPow || IsLaneReduction(op) ? 2 : op == Intrinsic::kLowerBound ? 4 : 1;
+  size_t arity = op == Intrinsic::kPow || IsLaneReduction(op) ? 2
+                 : op == Intrinsic::kLaneShuffle              ? 3
+                 : op == Intrinsic::kLowerBound               ? 4
+                                                              : 1;
   ICHECK(args.size() == arity) << ToString(op) << " takes " << arity << " arguments";
   for (const Expr& arg : args) ICHECK(arg) << "null argument of " << ToString(op);
   return std::make_shared<CallNode>(dtype, op, std::move(args));

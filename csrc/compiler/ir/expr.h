@@ -109,10 +109,16 @@ enum class Intrinsic {
   // LowerLaneReductions (transforms/lower_lane_reductions.h) from a reduction
   // loop bound to threadIdx.x.
   kLaneSum, kLaneMax, kLaneMin,
+  // lane_shuffle(value, source, lanes): the `value` of lane `source` of the
+  // caller's group of `lanes` consecutive lanes, given to every lane of the
+  // group (a broadcast). CUDA only; every lane of the group must reach it.
+  kLaneShuffle,
 };
 inline bool IsLaneReduction(Intrinsic op) {
   return op == Intrinsic::kLaneSum || op == Intrinsic::kLaneMax || op == Intrinsic::kLaneMin;
 }
+// A lane operation exchanges values between the lanes of a warp.
+inline bool IsLaneOperation(Intrinsic op) { return IsLaneReduction(op) || op == Intrinsic::kLaneShuffle; }
 const char* ToString(Intrinsic op);
 
 struct CallNode : ExprNode {

@@ -948,6 +948,24 @@ class Builder {
   }
   DataType StrongType(const Expr& e) { return e->dtype; }
 
+  // The `lanes` argument of a lane operation: a constant power of two from 1
+  // to 32, a group of consecutive lanes within a warp, or the name of an
+  // integer parameter that the schedule specializes to one (the cuda
+  // backend checks it then).
+  Expr LaneGroup(const std::string& callee, const AstExprPtr& e) {
+    if (e->kind == Kind::kName) {
+      const Symbol* s = Lookup(e->text);
+      if (s && s->kind == Symbol::Kind::kParam && IsInteger(s->var->dtype)) return s->var;
+    }
+    const Expr lanes = BuildExpr(e);
+    const int64_t* count = AsConstInt(lanes);
+    if (!count || *count < 1 || *count > 32 || (*count & (*count - 1)) != 0) {
+      ThrowScriptError(callee + ": the lanes must be a constant power of two from 1 to 32 (a group within a warp), "
+                       "or an integer parameter specialized to one", e->span);
+    }
+    return MakeInt(*count);
+  }
+
   // Gives an untyped literal the type its context asks for.
   Expr CastLiteralTo(const Expr& e, DataType dtype, const Span& span) {
     if (!IsWeak(e) || e->dtype == dtype) return e;
@@ -1192,16 +1210,25 @@ class Builder {
       if (!IsFloat(value->dtype) && !IsInteger(value->dtype)) {
         ThrowScriptError(callee + " combines a number, got " + ToString(value->dtype), args[0]->span);
       }
-      const Expr lanes = BuildExpr(args[1]);
-      const int64_t* count = AsConstInt(lanes);
-      if (!count || *count < 1 || *count > 32 || (*count & (*count - 1)) != 0) {
-        ThrowScriptError(callee + ": the lanes must be a constant power of two from 1 to 32 (a group within a warp)",
-                         args[1]->span);
-      }
       const Intrinsic op = callee == "T.sp.lane_sum" ? Intrinsic::kLaneSum
                            : callee == "T.sp.lane_max" ? Intrinsic::kLaneMax
                                                        : Intrinsic::kLaneMin;
-      return MakeCall(op, {value, MakeInt(*count)}, value->dtype);
+      return MakeCall(op, {value, LaneGroup(callee, args[1])}, value->dtype);
+    }
+    if (callee == "T.sp.lane_shuffle") {
+      // T.sp.lane_shuffle(value, source, lanes): the `value` of lane `source`
+      // (counted from the group's first lane) of the caller's group of
+      // `lanes` consecutive lanes along threadIdx.x (cuda), given to every
+      // lane of the group; every lane of the group must reach it.
+      arity(3);
+      Expr value = BuildExpr(args[0]);
+      if (IsWeak(value)) value = CastLiteralTo(value, DataType::kFloat32, args[0]->span);
+      if (!IsFloat(value->dtype) && !IsInteger(value->dtype)) {
+        ThrowScriptError(callee + " passes a number, got " + ToString(value->dtype), args[0]->span);
+      }
+      const Expr source = BuildIndexScalar(args[1], "the source lane of T.sp.lane_shuffle");
+      return MakeCall(Intrinsic::kLaneShuffle, {value, MakeCast(DataType::kInt32, source), LaneGroup(callee, args[2])},
+                      value->dtype);
     }
     if (callee == "T.sp.lower_bound") {
       // T.sp.lower_bound(array_handle, begin, end, value): the first position in
