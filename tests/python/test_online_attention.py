@@ -226,7 +226,7 @@ def test_the_backward_gives_the_same_bits_in_every_thread_order(emulate, monkeyp
         assert torch.equal(again, first)
 
 
-# --------------------------------------------------------------------------- T.sp.lane_sum in scripts
+# --------------------------------------------------------------------------- lane operations in scripts
 
 LANE_MAX = '''
 @T.prim_func
@@ -276,16 +276,8 @@ def test_lanes_named_by_a_size_parameter_must_be_specialized():
     torch.testing.assert_close(y, x.reshape(4, 8, 4).sum(-1).repeat_interleave(4, -1))
 
 
-LANE_SHUFFLE = '''
-@T.prim_func
-def lane_shuffle(x: T.handle, y: T.handle, n: T.int32) -> None:
-    T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 0})
-    X = T.match_buffer(x, (n, 32), "float32")
-    Y = T.match_buffer(y, (n, 32), "float32")
-    for i in T.thread_binding(n, thread="blockIdx.x"):
-        for lane in T.thread_binding(32, thread="threadIdx.x"):
-            Y[i, lane] = T.sp.lane_shuffle(X[i, lane], SOURCE, LANES)
-'''
+# The same kernel, each lane given the value of one lane of its group.
+LANE_SHUFFLE = LANE_MAX.replace("T.sp.LANE_OP(X[i, lane], LANES)", "T.sp.lane_shuffle(X[i, lane], SOURCE, LANES)")
 
 
 @pytest.mark.parametrize("source,lanes", [("0", 32), ("31", 32), ("3", 4), ("(i + 1) % 8", 8), ("0", 1)])
