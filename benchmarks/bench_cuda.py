@@ -13,6 +13,8 @@
                attn_mask=bool mask) and FlexAttention               10 % of each row allowed ("rand": random columns;
                (torch.compile'd flex_attention, block mask from     "win+rand": a 64-wide local window plus random
                create_block_mask reading the same bool mask)        columns); float16 and float32
+    attention_train  the same forward and its backward (dq, dk, dv  batch 1, 4 heads, D = 64, L = 1024 and 4096,
+               for an upstream gradient) against SDPA's             random columns; float16 and float32
 
 Ours: if `import sparsetir_torch` works and torch.ops.sparsetir.spmm accepts CUDA tensors (one tiny call), our
 operators are checked and timed the same way and ratio = peer time / our time (> 1: ours faster). Otherwise the
@@ -77,7 +79,7 @@ import torch.nn.functional as F
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
-ALL_OPS = ("spmm", "sddmm", "bsrmm", "bsr_linear", "attention")
+ALL_OPS = ("spmm", "sddmm", "bsrmm", "bsr_linear", "attention", "attention_train")
 DTYPES = {"float32": torch.float32, "float16": torch.float16}
 TOL = {torch.float32: 1e-4, torch.float16: 1e-2}
 ATTENTION_TOL = {torch.float32: 2e-3, torch.float16: 2e-2}
@@ -724,6 +726,45 @@ def bench_attention(bench: Bench, lengths, windows, dtypes, flex: Flex, heads: i
             torch.cuda.empty_cache()
 
 
+def attention_gradients_reference(q, k, v, mask, grad_out):
+    """(dq, dk, dv) of the masked softmax attention in float64, flattened into one vector, and the same sums over
+    the absolute values of the factors (the magnitudes compare() scales its tolerance by)."""
+    q64, k64, v64 = (t.detach().double().requires_grad_() for t in (q, k, v))
+    scores = (q64 @ k64.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    p = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    grads = torch.autograd.grad(p @ v64, (q64, k64, v64), grad_out.double())
+    ref = torch.cat([g.reshape(-1) for g in grads])
+    return ref, ref.abs() + float(ref.abs().mean())
+
+
+def bench_attention_train(bench: Bench, lengths, dtypes, heads: int = 4, D: int = 64, density: float = 0.1) -> None:
+    """The forward and backward of the attention (the gradients of q, k and v for a random upstream gradient),
+    ours against SDPA's with the boolean mask, on the random pattern."""
+    for L in lengths:
+        indptr, indices, mask = attention_pattern(L, L, density, 0, seed=L)
+        name = f"L{L}_h{heads}_rand{round(density * 100)}_fwd+bwd"
+        for dname in dtypes:
+            dtype = DTYPES[dname]
+            g = torch.Generator(device=DEVICE).manual_seed(L)
+            q, k, v = (torch.randn(1, heads, L, D, device=DEVICE, generator=g).to(dtype).requires_grad_()
+                       for _ in range(3))
+            grad_out = torch.randn(1, heads, L, D, device=DEVICE, generator=g).to(dtype)
+            ref, mag = attention_gradients_reference(q, k, v, mask, grad_out)
+
+            def step(forward):
+                grads = torch.autograd.grad(forward(), (q, k, v), grad_out)
+                return torch.cat([t.reshape(-1) for t in grads])
+
+            ours = bench.ours.attention(indptr, indices, q, k, v)
+            case = Case("attention_train", name, L, L, indices.numel() * heads, D, dname)
+            bench.run(case, {"sdpa(bool mask) fwd+bwd": lambda: step(
+                          lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask))},
+                      lambda out: compare(out, ref, mag, 5 * ATTENTION_TOL[dtype]),
+                      None if ours is None else (lambda: step(ours)))
+            del q, k, v, grad_out, ref, mag
+        torch.cuda.empty_cache()
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Reporting
 
@@ -873,6 +914,7 @@ def emulator_mode(args) -> int:
         "bsrmm": lambda: bench_bsrmm(bench, [0.9], [64], ["float32", "float16"], n=256),
         "bsr_linear": lambda: bench_bsr_linear(bench, [0.9], [32], ["float32", "float16"], n=256),
         "attention": lambda: bench_attention(bench, [128], [0, 16], ["float16", "float32"], Flex(False)),
+        "attention_train": lambda: bench_attention_train(bench, [128], ["float16", "float32"]),
     }
     for op in args.ops:
         runners[op]()
@@ -1013,6 +1055,8 @@ def main() -> int:
                                                [256] if quick else [256, 2048], ["float32", "float16"]),
         "attention": lambda: bench_attention(bench, [1024] if quick else [1024, 4096], [0] if quick else [0, 64],
                                              ["float16"] if quick else ["float16", "float32"], Flex(not args.no_flex)),
+        "attention_train": lambda: bench_attention_train(bench, [1024] if quick else [1024, 4096],
+                                                         ["float16"] if quick else ["float16", "float32"]),
     }
     for op in args.ops:
         runners[op]()

@@ -85,6 +85,8 @@ class Variant:
             sizes.update(head_dim=self.dims[0], value_dim=self.dims[1])
         if self.script == "sparse_attention_online_columns":
             sizes["column_lanes"] = _C.cuda_attention_column_lanes(self.dims[0])
+        if self.script == "sparse_attention_backward_online_columns":  # runs of dO and v too
+            sizes["column_lanes"] = _C.cuda_attention_column_lanes(max(self.dims))
         return sizes
 
 
@@ -142,6 +144,8 @@ def variants(quick: bool = False) -> Iterator[Variant]:
                                                  ((64, 64),) if quick else ((64, 64), (1, 1), (40, 256))):
         yield Variant("sparse_attention_backward_online", "sparse_attention_backward_online", dtype, idtype, 0,
                       dims=dims)
+        yield Variant("sparse_attention_backward_online_columns", "sparse_attention_backward_online_columns", dtype,
+                      idtype, 0, dims=dims)
 
 
 def cuda_source(v: Variant) -> str:

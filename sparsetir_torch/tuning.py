@@ -516,6 +516,7 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
         out["column_lanes"] = _C.cuda_attention_column_lanes(k)
         if out["column_lanes"]:
             out["script"] = recipe = script = "sparse_attention_online_columns"
+            out["backward"] = "sparse_attention_backward_online_columns, csrmm_heads"
             sizes["column_lanes"] = out["column_lanes"]
     if op == "bsrmm":
         if A is None or not A.is_block:

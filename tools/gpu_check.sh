@@ -12,10 +12,10 @@
 # ("8 16 0"), times the sddmm once per row segment length
 # $SPARSETIR_CUDA_SDDMM_SEGMENT (0: the fused loop) at the widths SDDMM_K
 # (default "16 32 128"; SDDMM_ARGS adds options), each into DIR/sddmm-L;
-# ATTENTION_LANES, when set ("1 2 4 0"), times the attention once per
-# $SPARSETIR_CUDA_ATTENTION_COLUMN_LANES (lanes that score a column; 0: a
-# warp per column; ATTENTION_ARGS adds options, ATTENTION_LIMIT bounds each),
-# each into DIR/attention-L.
+# ATTENTION_LANES, when set ("1 2 4 0"), times the attention (forward, and
+# forward + backward) once per $SPARSETIR_CUDA_ATTENTION_COLUMN_LANES (lanes
+# that score a column; 0: a warp per column; ATTENTION_ARGS adds options,
+# ATTENTION_LIMIT bounds each), each into DIR/attention-L.
 #
 #     bash tools/gpu_check.sh [DIR]
 set -uo pipefail
@@ -66,8 +66,8 @@ for length in ${SDDMM_SEGMENTS:-}; do
 done
 for lanes in ${ATTENTION_LANES:-}; do
   # shellcheck disable=SC2086
-  TAIL=10 step "attention-$lanes" "${ATTENTION_LIMIT:-60}" env SPARSETIR_CUDA_ATTENTION_COLUMN_LANES="$lanes" "$PY" \
-    benchmarks/bench_cuda.py --ops attention --no-flex ${ATTENTION_ARGS:-} \
-    --time-limit "$(( ${ATTENTION_LIMIT:-60} - 10 ))" --out "$out/attention-$lanes"
+  TAIL=10 step "attention-$lanes" "${ATTENTION_LIMIT:-90}" env SPARSETIR_CUDA_ATTENTION_COLUMN_LANES="$lanes" "$PY" \
+    benchmarks/bench_cuda.py --ops attention,attention_train --no-flex ${ATTENTION_ARGS:-} \
+    --time-limit "$(( ${ATTENTION_LIMIT:-90} - 10 ))" --out "$out/attention-$lanes"
 done
 pack

@@ -100,6 +100,8 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
     for dtype, idtype, (d, dv) in (("float32", "int32", (64, 64)), ("float64", "int64", (40, 100))):
         yield ("sparse_attention_backward_online", "sparse_attention_backward_online", dtype, idtype,
                {"head_dim": d, "value_dim": dv})
+        yield ("sparse_attention_backward_online_columns", "sparse_attention_backward_online_columns", dtype, idtype,
+               {"head_dim": d, "value_dim": dv, "column_lanes": _column_lanes(max(d, dv))})
     for bh, bw in ((32, 32), (16, 8), (1, 1)):
         yield "bsr_linear", "bsr_linear", "float32", "int32", {"block_h": bh, "block_w": bw}
     yield "bsr_linear", "bsr_linear", "bfloat16", "int64", {"block_h": 32, "block_w": 32}
@@ -161,7 +163,8 @@ def has_cpu_recipe(recipe: str) -> bool:
     # The one-pass attention and its backward are cuda kernels (lanes, shuffles).
     return recipe not in ("csrmm_segments", "sddmm_segments", "sddmm_heads_segments", "bsr_linear_tiles",
                           "bsr_linear_grad_blocks_tiles", "sparse_attention_online",
-                          "sparse_attention_online_columns", "sparse_attention_backward_online")
+                          "sparse_attention_online_columns", "sparse_attention_backward_online",
+                          "sparse_attention_backward_online_columns")
 
 
 def generate_one(target: str, request) -> Tuple[str, str]:

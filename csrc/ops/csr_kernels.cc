@@ -71,6 +71,9 @@ constexpr int64_t kSddmmSegmentsFrom = 32;
 // took 77 and 78, and fewer warps fit a multiprocessor to hide the latency
 // of the step's shuffles and exponentials.
 constexpr int64_t kAttentionFeaturesPerLane = 16;
+// The largest group: two columns a step (a group of 32 would be the warp,
+// one column a step, which the warp-per-column kernels do better).
+constexpr int64_t kMaxAttentionColumnLanes = 16;
 // The resident warps of the device the emulator stands for (an H100: 132
 // multiprocessors x 64 warps).
 constexpr int64_t kEmulatedResidentWarps = 132 * 64;
@@ -267,15 +270,15 @@ void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
 
 int64_t CudaAttentionColumnLanes(int64_t head_dim) {
   const char* name = "SPARSETIR_CUDA_ATTENTION_COLUMN_LANES";
-  const char* what = "a power of two from 1 to 32 (lanes per column), or 0 (a warp per column)";
-  const int64_t set = EnvSetting(name, -1, 32, what);
+  const char* what = "a power of two from 1 to 16 (lanes per column), or 0 (a warp per column)";
+  const int64_t set = EnvSetting(name, -1, kMaxAttentionColumnLanes, what);
   if (set > 0 && (set & (set - 1)) != 0) {
     throw UserError(UserErrorKind::kArgument,
                     std::string(name) + " must be " + what + ", got '" + std::to_string(set) + "'");
   }
   if (set >= 0) return set;
   int64_t lanes = 1;
-  while (lanes < 32 && lanes * kAttentionFeaturesPerLane < head_dim) lanes *= 2;
+  while (lanes < kMaxAttentionColumnLanes && lanes * kAttentionFeaturesPerLane < head_dim) lanes *= 2;
   return lanes;
 }
 

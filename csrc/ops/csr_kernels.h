@@ -67,9 +67,10 @@ void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
 int64_t CudaSddmmSegmentLength(int64_t feat);
 
 // The lanes of a group that scores one column in the one-pass cuda attention
-// of heads of `head_dim` features (kernels/sparse_attention_online_columns.py:
-// a power of two, each lane with at most 16 features of q), or 0 for a warp
-// per column (kernels/sparse_attention_online.py, four columns at a time).
+// of heads of `head_dim` features (kernels/sparse_attention_online_columns.py
+// and its backward: a power of two up to 16, each lane with at most 16
+// features of q where that suffices), or 0 for a warp per column
+// (kernels/sparse_attention_online.py, four columns at a time).
 // $SPARSETIR_CUDA_ATTENTION_COLUMN_LANES sets it at every width.
 int64_t CudaAttentionColumnLanes(int64_t head_dim);
 

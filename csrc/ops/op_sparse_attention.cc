@@ -5,6 +5,7 @@
 // computed in float32 (the probabilities and row sums need the range).
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "csr_kernels.h"
@@ -177,25 +178,34 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardByHeadsOps(const Attentio
   return {HeadsFirst(dq), HeadsFirst(dk), HeadsFirst(dv)};
 }
 
-// The backward of every head through kernels/sparse_attention_backward_online.py
-// (a warp per (row, head): the softmax recomputed online, then P, dS and
-// dq in one more pass), then dk = scale dS^T q and dv = P^T dO over the
-// transposed pattern with the multi-head spmm. `a`, `o` and `go` are in the
-// compute dtype.
+// The backward of every head in one launch (a warp per (row, head): the
+// softmax recomputed online, then P, dS and dq in one more pass), its
+// columns spread over groups of lanes as the forward's
+// (kernels/sparse_attention_backward_online_columns.py) or scored one after
+// another where CudaAttentionColumnLanes says 0
+// (kernels/sparse_attention_backward_online.py); then dk = scale dS^T q and
+// dv = P^T dO over the transposed pattern with the multi-head spmm. `a`, `o`
+// and `go` are in the compute dtype.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardOnline(const AttentionArgs& a, const at::Tensor& o,
                                                               const at::Tensor& go) {
   const int64_t L = a.q.size(1), S = a.k.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
-  auto kernel = GetOpKernel(Request("sparse_attention_backward_online", a, {{"head_dim", D}, {"value_dim", Dv}}));
+  // A lane keeps runs of q, k, dq, dO and v: the wider side sets the group.
+  const int64_t lanes = CudaAttentionColumnLanes(std::max(D, Dv));
+  std::map<std::string, int64_t> sizes = {{"head_dim", D}, {"value_dim", Dv}};
+  if (lanes > 0) sizes["column_lanes"] = lanes;
+  auto kernel = GetOpKernel(Request(lanes > 0 ? "sparse_attention_backward_online_columns"
+                                              : "sparse_attention_backward_online", a, sizes));
   const at::Tensor qs = (a.q * a.scale).contiguous();
   at::Tensor dq = EmptyOutput({a.heads(), L, D}, a.q.options());
   at::Tensor probs = EmptyOutput({nnz, a.heads()}, a.q.options());
   at::Tensor grad_scores = EmptyOutput({nnz, a.heads()}, a.q.options());
-  KernelCall(*kernel)
-      .Set("q", qs).Set("k", a.k).Set("v", a.v).Set("out", o).Set("grad_out", go).Set("grad_q", dq)
+  KernelCall call(*kernel);
+  call.Set("q", qs).Set("k", a.k).Set("v", a.v).Set("out", o).Set("grad_out", go).Set("grad_q", dq)
       .Set("probs", probs).Set("grad_scores", grad_scores)
       .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
-      .Set("m", L).Set("n", S).Set("nnz", nnz).Set("heads", a.heads()).Set("head_dim", D).Set("value_dim", Dv)
-      .Run(4 * a.heads() * nnz * (D + Dv));
+      .Set("m", L).Set("n", S).Set("nnz", nnz).Set("heads", a.heads()).Set("head_dim", D).Set("value_dim", Dv);
+  if (lanes > 0) call.Set("column_lanes", lanes);
+  call.Run(4 * a.heads() * nnz * (D + Dv));
   dq.mul_(a.scale);
   const CsrTranspose t = a.csr.info->Transpose(a.csr.indptr, a.csr.indices, S);
   // qs holds scale * q: this is scale * dS^T q.

@@ -13,13 +13,17 @@ order of the race check; wider heads than it takes fall back to the
 multi-head operators. T.sp.lane_sum and its kin are part of the script
 language for stage-III kernels.
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
-from conftest import CSR_CASES, TORCH_DTYPES, make_csr
+from conftest import CSR_CASES, REPO_ROOT, TORCH_DTYPES, make_csr
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
 
@@ -98,7 +102,8 @@ def test_head_widths(emulate, d, dv):
 def test_rows_of_every_length_around_the_column_groups(emulate, d):
     """Row i holds i columns (0 to 9), then rows of 15-17, 31-33 and 63-65:
     rounds of four columns (a warp per column) and of 16 or 8 columns (groups
-    of two or four lanes at these widths), full and partial."""
+    of two or four lanes at these widths), full and partial; forward and
+    backward."""
     from conftest import Csr
 
     lengths = np.concatenate([np.arange(10), [15, 16, 17, 31, 32, 33, 63, 64, 65]])
@@ -107,6 +112,7 @@ def test_rows_of_every_length_around_the_column_groups(emulate, d):
     a = Csr(indptr, indices.astype(np.int64), np.ones(len(indices)), (len(lengths), 70))
     q, k, v = inputs(a, (2,), d, 12, "float32", seed=8)
     check(a, q, k, v, 0.4, "float32", "int64")
+    check_gradients(a, (2,), d, 12, "float64", "int64", seed=d)
 
 
 def test_batch_and_heads(emulate):
@@ -328,7 +334,7 @@ def test_explain_says_which_attention_runs(monkeypatch):
     online = st.explain(None, op="attention", k=64, dtype=torch.float16, device="cuda")
     assert online["online_softmax"] and online["script"] == "sparse_attention_online_columns"
     assert online["column_lanes"] == 4  # 16 features of q per lane
-    assert online["backward"] == "sparse_attention_backward_online, csrmm_heads"
+    assert online["backward"] == "sparse_attention_backward_online_columns, csrmm_heads"
     assert 'sch.specialize(column_lanes=4, head_dim=64, value_dim=64)' in online["schedule"]
     assert st.explain(None, op="attention", k=16, device="cuda")["column_lanes"] == 1
     assert st.explain(None, op="attention", k=17, device="cuda")["column_lanes"] == 2
@@ -336,14 +342,27 @@ def test_explain_says_which_attention_runs(monkeypatch):
     monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_COLUMN_LANES", "0")
     warp = st.explain(None, op="attention", k=64, device="cuda")
     assert warp["column_lanes"] == 0 and warp["script"] == "sparse_attention_online"
-    for bad in ("3", "64", "-1", "two"):
+    assert warp["backward"] == "sparse_attention_backward_online, csrmm_heads"
+    for bad in ("3", "32", "-1", "two"):
         monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_COLUMN_LANES", bad)
         with pytest.raises(ValueError, match="SPARSETIR_CUDA_ATTENTION_COLUMN_LANES must be a power of two from 1 "
-                                             r"to 32 \(lanes per column\), or 0"):
+                                             r"to 16 \(lanes per column\), or 0"):
             st.explain(None, op="attention", k=64, device="cuda")
     wide = st.explain(None, op="attention", k=512, device="cuda")
     # The scores of 512-wide heads: a warp per row segment and head.
     assert not wide["online_softmax"] and wide["script"] == "sddmm_heads_segments, edge_softmax, csrmm_heads"
+
+
+def test_the_cuda_benchmark_checks_the_training_step_under_the_emulator(tmp_path):
+    """Without a GPU, benchmarks/bench_cuda.py --ops attention_train runs our
+    forward and backward (the column-group kernels) under the emulator and
+    checks dq, dk and dv against float64; nothing is timed."""
+    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "benchmarks", "bench_cuda.py"), "--ops",
+                           "attention_train", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": REPO_ROOT})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "emulated: 2 cases checked, 0 wrong; nothing timed" in proc.stdout, proc.stdout
+    assert "attention_train L128_h4_rand10_fwd+bwd K=64 float16: ok (emulated, not timed)" in proc.stdout
 
 
 # --------------------------------------------------------------------------- on a GPU
