@@ -22,16 +22,16 @@ def sparse_attention_online_columns(
     # head_dim / column_lanes features of q_i in registers (QL) and reads the
     # same run of its column's k row (vector loads where the lanes' runs are
     # equal), so a step has every group's k row in flight at once, not four;
-    # a group sums its parts with
-    # T.sp.lane_sum(..., column_lanes). The step's largest score (lane_max)
-    # rescales the running sums as in the online softmax; then the lanes turn
-    # to the features: each column's weight and number go to every lane
-    # (T.sp.lane_shuffle) and the warp adds the weighted v row, each lane its
-    # features (ACC: a run of value_dim / 32 in vector loads where 32 divides
-    # value_dim, else every 32nd), the step's v rows in flight together. A column past the
-    # row's end scores -inf and adds nothing; a row without allowed columns
-    # gives zeros. The lane operations are bound to names before any
-    # condition uses them: every lane of the warp must reach each of them.
+    # a group sums its parts with T.sp.lane_sum(..., column_lanes). The
+    # step's largest score (lane_max) rescales the running sums as in the
+    # online softmax; then the lanes turn to the features: each column's
+    # weight and number go to every lane (T.sp.lane_shuffle) and the warp
+    # adds the weighted v rows, each lane its features (ACC: a run of
+    # value_dim / 32 in vector loads where 32 divides value_dim, else every
+    # 32nd), the step's v rows in flight together. A column past the row's
+    # end scores -inf and adds nothing; a row without allowed columns gives
+    # zeros. The lane operations are bound to names before any condition
+    # uses them: every lane of the warp must reach each of them.
     T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 0})
     Q = T.match_buffer(q, (heads, m, head_dim), T.float32)
     K = T.match_buffer(k, (heads, n, head_dim), "float32")
