@@ -81,6 +81,25 @@ def nvrtc():
 needs_nvrtc = pytest.mark.usefixtures("nvrtc")
 
 
+def run_emulated_cuda_benchmark(ops: str, out_dir) -> str:
+    """benchmarks/bench_cuda.py --ops `ops` without a GPU: our operators' cuda
+    path under the SIMT emulator on small cases, checked against float64 and
+    not timed. Its output, once it exited 0 (skips where a GPU would time the
+    cases instead)."""
+    import subprocess
+    import sys
+
+    import sparsetir_torch as st
+
+    if not st.cuda_unavailable_reason():
+        pytest.skip("a GPU is present: the benchmark times it instead")
+    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "benchmarks", "bench_cuda.py"), "--ops", ops,
+                           "--out", str(out_dir)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": REPO_ROOT})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
 def read_script(name: str, dtype: str = "float32", idtype: str = "int32") -> str:
     """The text of tests/scripts/<name>.py with its buffer dtype and iterator
     idtype replaced (the scripts declare "float32" buffers and "int32" indices)."""

@@ -13,17 +13,13 @@ order of the race check; wider heads than it takes fall back to the
 multi-head operators. T.sp.lane_sum and its kin are part of the script
 language for stage-III kernels.
 """
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import torch
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
-from conftest import CSR_CASES, REPO_ROOT, TORCH_DTYPES, make_csr
+from conftest import CSR_CASES, TORCH_DTYPES, make_csr, run_emulated_cuda_benchmark
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
 
@@ -357,12 +353,9 @@ def test_the_cuda_benchmark_checks_the_training_step_under_the_emulator(tmp_path
     """Without a GPU, benchmarks/bench_cuda.py --ops attention_train runs our
     forward and backward (the column-group kernels) under the emulator and
     checks dq, dk and dv against float64; nothing is timed."""
-    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "benchmarks", "bench_cuda.py"), "--ops",
-                           "attention_train", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": REPO_ROOT})
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "emulated: 2 cases checked, 0 wrong; nothing timed" in proc.stdout, proc.stdout
-    assert "attention_train L128_h4_rand10_fwd+bwd K=64 float16: ok (emulated, not timed)" in proc.stdout
+    stdout = run_emulated_cuda_benchmark("attention_train", tmp_path)
+    assert "emulated: 2 cases checked, 0 wrong; nothing timed" in stdout, stdout
+    assert "attention_train L128_h4_rand10_fwd+bwd K=64 float16: ok (emulated, not timed)" in stdout
 
 
 # --------------------------------------------------------------------------- on a GPU

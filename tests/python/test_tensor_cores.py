@@ -15,7 +15,6 @@ and ptxas compile it for sm_80 and sm_90.
 import os
 import re
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -23,7 +22,7 @@ import torch
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
-from conftest import REPO_ROOT, TORCH_DTYPES, needs_nvrtc, to_tensor
+from conftest import REPO_ROOT, TORCH_DTYPES, needs_nvrtc, run_emulated_cuda_benchmark, to_tensor
 from test_cuda_backend import bsr_dense, random_bsr
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
@@ -494,19 +493,13 @@ def test_explain_shows_the_tensor_core_recipe():
 # --------------------------------------------------------------------------- the CUDA benchmark without a GPU
 
 
-@pytest.mark.skipif(not bool(GPU_REASON), reason="a GPU is present: the benchmark times it instead")
 def test_cuda_benchmark_checks_under_the_emulator(tmp_path):
     """Without a GPU, benchmarks/bench_cuda.py runs our operators' CUDA path
     under the emulator on small cases (the tensor-core bsrmm and bsr_linear
     among them), checks them against float64 and times nothing."""
-    import sys
-
-    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "benchmarks", "bench_cuda.py"), "--ops",
-                           "bsrmm,bsr_linear", "--out", str(tmp_path)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": REPO_ROOT})
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "emulated: 4 cases checked, 0 wrong; nothing timed" in proc.stdout, proc.stdout
-    assert "bsr_linear 256x256_b32_s90 K=32 float16: ok (emulated, not timed)" in proc.stdout
+    stdout = run_emulated_cuda_benchmark("bsrmm,bsr_linear", tmp_path)
+    assert "emulated: 4 cases checked, 0 wrong; nothing timed" in stdout, stdout
+    assert "bsr_linear 256x256_b32_s90 K=32 float16: ok (emulated, not timed)" in stdout
     with open(tmp_path / "bench_cuda.csv", encoding="utf-8") as f:
         rows = f.read().splitlines()
     assert len(rows) == 5 and all("not timed (emulated)" in r for r in rows[1:])
