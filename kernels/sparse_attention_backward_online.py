@@ -5,6 +5,7 @@ def sparse_attention_backward_online(
     v: T.handle,
     out: T.handle,
     grad_out: T.handle,
+    lse: T.handle,
     grad_q: T.handle,
     probs: T.handle,
     grad_scores: T.handle,
@@ -16,12 +17,14 @@ def sparse_attention_backward_online(
     heads: T.int32,
     head_dim: T.int32,
     value_dim: T.int32,
+    has_lse: T.int32,
 ) -> None:
     # The backward of sparse attention on cuda, every head, a warp per
     # (row, head) with its 32 lanes over the features (q is already scaled;
-    # everything is in the compute dtype). A first pass over the row's allowed
-    # columns recomputes the softmax's max MX and sum SM online, as the
-    # forward does; rowdot = dO_i . O_i. A second pass, four columns at a time,
+    # everything is in the compute dtype). With has_lse, the forward's row
+    # log-sum-exp (LSE) stands for the softmax's max MX (and SM = 1);
+    # without, a first pass over the row's allowed columns recomputes MX and
+    # the sum SM online, as the forward does. rowdot = dO_i . O_i. A second pass, four columns at a time,
     # recomputes each score (a lane keeps its features of the k rows, KR),
     # P_ij = exp(s - MX) / SM and dP_ij = dO_i . v_j, and adds
     # dS_ij = P_ij (dP_ij - rowdot) times k_j into dq_i (DQL, the scale is the
@@ -34,6 +37,7 @@ def sparse_attention_backward_online(
     V = T.match_buffer(v, (heads, n, value_dim), "float32")
     O = T.match_buffer(out, (heads, m, value_dim), "float32")
     DO = T.match_buffer(grad_out, (heads, m, value_dim), "float32")
+    LSE = T.match_buffer(lse, (heads, m), "float32")
     DQ = T.match_buffer(grad_q, (heads, m, head_dim), "float32")
     P = T.match_buffer(probs, (nnz, heads), "float32")
     DS = T.match_buffer(grad_scores, (nnz, heads), "float32")
@@ -72,7 +76,7 @@ def sparse_attention_backward_online(
                         SM[0] = T.float32(0.0)
                         start: T.int32 = J_indptr[i]
                         length: T.int32 = J_indptr[i + 1] - start
-                        for j in T.serial((length + 3) // 4):
+                        for j in T.serial(T.if_then_else(has_lse != 0, 0, (length + 3) // 4)):
                             for u in T.unroll(4):
                                 COL[u] = J_indices[start + T.min(j * 4 + u, length - 1)]
                                 DOT[u] = T.float32(0.0)
@@ -86,6 +90,10 @@ def sparse_attention_backward_online(
                             MX[0] = grown
                             for u in T.unroll(4):
                                 SM[0] = SM[0] + T.exp(SCORE[u] - grown)
+                        if has_lse != 0:
+                            # The forward's log-sum-exp: P_ij = exp(s - LSE) / 1.
+                            MX[0] = LSE[h, i]
+                            SM[0] = T.float32(1.0)
                         for j in T.serial((length + 3) // 4):
                             for u in T.unroll(4):
                                 COL[u] = J_indices[start + T.min(j * 4 + u, length - 1)]

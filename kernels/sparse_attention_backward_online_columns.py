@@ -5,6 +5,7 @@ def sparse_attention_backward_online_columns(
     v: T.handle,
     out: T.handle,
     grad_out: T.handle,
+    lse: T.handle,
     grad_q: T.handle,
     probs: T.handle,
     grad_scores: T.handle,
@@ -16,6 +17,7 @@ def sparse_attention_backward_online_columns(
     heads: T.int32,
     head_dim: T.int32,
     value_dim: T.int32,
+    has_lse: T.int32,
     column_lanes: T.int32,
 ) -> None:
     # The backward of sparse attention on cuda, every head, as
@@ -24,8 +26,10 @@ def sparse_attention_backward_online_columns(
     # each group of `column_lanes` lanes on its own column, 32 / column_lanes
     # columns a step (q is already scaled; everything is in the compute
     # dtype). A lane keeps its run of head_dim / column_lanes features of q_i
-    # (QL) and of value_dim / column_lanes features of dO_i (GL). A first pass
-    # recomputes the softmax's max MX and sum SM online; rowdot = dO_i . O_i.
+    # (QL) and of value_dim / column_lanes features of dO_i (GL). With
+    # has_lse, the forward's row log-sum-exp (LSE) stands for the softmax's
+    # max MX (and SM = 1); without, a first pass recomputes MX and the sum SM
+    # online. rowdot = dO_i . O_i.
     # A second pass recomputes each score from the lane's run of the k row
     # (KL), P_ij = exp(s - MX) / SM and dP_ij = dO_i . v_j from its run of the
     # v row (VL; both runs in vector loads where the lanes' runs are equal),
@@ -43,6 +47,7 @@ def sparse_attention_backward_online_columns(
     V = T.match_buffer(v, (heads, n, value_dim), "float32")
     O = T.match_buffer(out, (heads, m, value_dim), "float32")
     DO = T.match_buffer(grad_out, (heads, m, value_dim), "float32")
+    LSE = T.match_buffer(lse, (heads, m), "float32")
     DQ = T.match_buffer(grad_q, (heads, m, head_dim), "float32")
     P = T.match_buffer(probs, (nnz, heads), "float32")
     DS = T.match_buffer(grad_scores, (nnz, heads), "float32")
@@ -88,7 +93,8 @@ def sparse_attention_backward_online_columns(
                         SM[0] = T.float32(0.0)
                         start: T.int32 = J_indptr[i]
                         length: T.int32 = J_indptr[i + 1] - start
-                        for j in T.serial((length + 32 // column_lanes - 1) // (32 // column_lanes)):
+                        steps: T.int32 = (length + 32 // column_lanes - 1) // (32 // column_lanes)
+                        for j in T.serial(T.if_then_else(has_lse != 0, 0, steps)):
                             position: T.int32 = j * (32 // column_lanes) + lane // column_lanes
                             col: T.int32 = J_indices[start + T.min(position, length - 1)]
                             DOT[0] = T.float32(0.0)
@@ -103,7 +109,11 @@ def sparse_attention_backward_online_columns(
                             step_sum: T.float32 = T.sp.lane_sum(T.if_then_else(part == 0, weight, T.float32(0.0)), 32)
                             SM[0] = SM[0] * T.exp(MX[0] - grown) + step_sum
                             MX[0] = grown
-                        for j in T.serial((length + 32 // column_lanes - 1) // (32 // column_lanes)):
+                        if has_lse != 0:
+                            # The forward's log-sum-exp: P_ij = exp(s - LSE) / 1.
+                            MX[0] = LSE[h, i]
+                            SM[0] = T.float32(1.0)
+                        for j in T.serial(steps):
                             position: T.int32 = j * (32 // column_lanes) + lane // column_lanes
                             col: T.int32 = J_indices[start + T.min(position, length - 1)]
                             DOT[0] = T.float32(0.0)

@@ -4,6 +4,7 @@ def sparse_attention_online(
     k: T.handle,
     v: T.handle,
     out: T.handle,
+    lse: T.handle,
     indptr: T.handle,
     indices: T.handle,
     m: T.int32,
@@ -26,14 +27,17 @@ def sparse_attention_online(
     # exponentials SM and weighted sum of v rows ACC (each lane its features)
     # are rescaled by exp(old max - new max) if the max grew (the online
     # softmax), and the four columns added. No score or probability goes to
-    # memory. A column past the row's end scores -inf and adds nothing; a row
-    # without allowed columns gives zeros. The loops are bound here: this is
-    # a stage-III script, its own schedule.
+    # memory but the row's log-sum-exp MX + log(SM) (LSE, in the accumulator's
+    # dtype; -inf for a row without columns), which the backward reads instead
+    # of recomputing the softmax. A column past the row's end scores -inf and
+    # adds nothing; a row without allowed columns gives zeros. The loops are
+    # bound here: this is a stage-III script, its own schedule.
     T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 0})
     Q = T.match_buffer(q, (heads, m, head_dim), T.float32)
     K = T.match_buffer(k, (heads, n, head_dim), "float32")
     V = T.match_buffer(v, (heads, n, value_dim), "float32")
     O = T.match_buffer(out, (heads, m, value_dim), "float32")
+    LSE = T.match_buffer(lse, (heads, m), T.float32)
     J_indptr = T.match_buffer(indptr, (m + 1,), "int32")
     J_indices = T.match_buffer(indices, (nnz,), "int32")
     T.assume_buffer_domain(J_indptr, [0, nnz])
@@ -86,3 +90,6 @@ def sparse_attention_online(
                         for t in T.unroll((value_dim + 31) // 32):
                             if t * 32 + lane < value_dim:
                                 O[h, i, t * 32 + lane] = T.Cast("float32", ACC[t] * norm)
+                        if lane == 0:
+                            # (i + lane is i here: the index shows that one lane writes.)
+                            LSE[h, i + lane] = MX[0] + T.log(SM[0])

@@ -4,6 +4,7 @@ def sparse_attention_online_columns(
     k: T.handle,
     v: T.handle,
     out: T.handle,
+    lse: T.handle,
     indptr: T.handle,
     indices: T.handle,
     m: T.int32,
@@ -30,13 +31,16 @@ def sparse_attention_online_columns(
     # value_dim / 32 in vector loads where 32 divides value_dim, else every
     # 32nd), the step's v rows in flight together. A column past the row's
     # end scores -inf and adds nothing; a row without allowed columns gives
-    # zeros. The lane operations are bound to names before any condition
+    # zeros. The row's log-sum-exp MX + log(SM) goes to LSE (-inf for a row
+    # without columns): the backward reads it instead of recomputing the
+    # softmax. The lane operations are bound to names before any condition
     # uses them: every lane of the warp must reach each of them.
     T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 0})
     Q = T.match_buffer(q, (heads, m, head_dim), T.float32)
     K = T.match_buffer(k, (heads, n, head_dim), "float32")
     V = T.match_buffer(v, (heads, n, value_dim), "float32")
     O = T.match_buffer(out, (heads, m, value_dim), "float32")
+    LSE = T.match_buffer(lse, (heads, m), T.float32)
     J_indptr = T.match_buffer(indptr, (m + 1,), "int32")
     J_indices = T.match_buffer(indices, (nnz,), "int32")
     T.assume_buffer_domain(J_indptr, [0, nnz])
@@ -114,3 +118,6 @@ def sparse_attention_online_columns(
                             for t in T.unroll((value_dim + 31) // 32):
                                 if t * 32 + lane < value_dim:
                                     O[h, i, t * 32 + lane] = T.Cast("float32", ACC[t] * norm)
+                        if lane == 0:
+                            # (i + lane is i here: the index shows that one lane writes.)
+                            LSE[h, i + lane] = MX[0] + T.log(SM[0])

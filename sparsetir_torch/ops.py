@@ -91,6 +91,13 @@ def _sparse_attention_fake(indptr, indices, q, k, v, scale=None):
     return q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],))
 
 
+@torch.library.register_fake("sparsetir::_sparse_attention_forward")
+def _sparse_attention_forward_fake(indptr, indices, q, k, v, scale=None):
+    _check_devices("sparsetir._sparse_attention_forward", indptr=indptr, indices=indices, q=q, k=k, v=v)
+    compute = torch.float64 if q.dtype == torch.float64 else torch.float32
+    return q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],)), q.new_empty(tuple(q.shape[:-1]), dtype=compute)
+
+
 @torch.library.register_fake("sparsetir::bsr_linear")
 def _bsr_linear_fake(x, indptr, indices, blocks):
     _check_devices("sparsetir.bsr_linear", x=x, indptr=indptr, indices=indices, blocks=blocks)
@@ -135,9 +142,9 @@ def _spmm_extremum_backward_fake(indptr, indices, values, dense, out, grad, valu
 
 
 @torch.library.register_fake("sparsetir::_sparse_attention_backward")
-def _sparse_attention_backward_fake(indptr, indices, q, k, v, out, grad_out, scale=None):
+def _sparse_attention_backward_fake(indptr, indices, q, k, v, out, grad_out, scale=None, lse=None):
     _check_devices("sparsetir._sparse_attention_backward", indptr=indptr, indices=indices, q=q, k=k, v=v,
-                   out=out, grad_out=grad_out)
+                   out=out, grad_out=grad_out, lse=lse)
     # The kernel returns contiguous gradients whatever the inputs' strides.
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 

@@ -3,7 +3,8 @@
 // sparsetir_torch/ops.py, "autograd").
 //
 // The gradients of q, k and v come from one fused kernel
-// (_sparse_attention_backward, from q, k, v, the saved output and the
+// (_sparse_attention_backward, from q, k, v, the saved output, each row's
+// log-sum-exp that the forward (_sparse_attention_forward) saved, and the
 // incoming gradient). That kernel has no backward of its own: a second derivative
 // says so instead of being silently zero.
 #include <ATen/ATen.h>
@@ -24,21 +25,21 @@ class SparseAttentionFunction : public torch::autograd::Function<SparseAttention
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& indptr, const at::Tensor& indices,
                             const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                             std::optional<double> scale) {
-    at::Tensor out;
+    at::Tensor out, lse;
     {
       at::AutoDispatchBelowADInplaceOrView below;
-      out = CallSparseAttention(indptr, indices, q, k, v, scale);
+      std::tie(out, lse) = CallSparseAttentionForward(indptr, indices, q, k, v, scale);
     }
     ctx->saved_data["scale"] = scale;
-    ctx->save_for_backward({indptr, indices, q, k, v, out});
+    ctx->save_for_backward({indptr, indices, q, k, v, out, lse});
     return out;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const std::optional<double> scale = ctx->saved_data["scale"].toOptional<double>();
-    auto [dq, dk, dv] =
-        CallSparseAttentionBackward(saved[0], saved[1], saved[2], saved[3], saved[4], saved[5], grads[0], scale);
+    auto [dq, dk, dv] = CallSparseAttentionBackward(saved[0], saved[1], saved[2], saved[3], saved[4], saved[5],
+                                                    grads[0], scale, saved[6]);
     // One kernel gives all three; only the needed ones are handed on.
     return {at::Tensor(),
             at::Tensor(),
@@ -53,9 +54,10 @@ class SparseAttentionBackwardFunction : public torch::autograd::Function<SparseA
  public:
   static variable_list forward(AutogradContext* ctx, const at::Tensor& indptr, const at::Tensor& indices,
                                const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
-                               const at::Tensor& grad_out, std::optional<double> scale) {
+                               const at::Tensor& grad_out, std::optional<double> scale,
+                               const std::optional<at::Tensor>& lse) {
     at::AutoDispatchBelowADInplaceOrView below;
-    auto [dq, dk, dv] = CallSparseAttentionBackward(indptr, indices, q, k, v, out, grad_out, scale);
+    auto [dq, dk, dv] = CallSparseAttentionBackward(indptr, indices, q, k, v, out, grad_out, scale, lse);
     return {dq, dk, dv};
   }
 
@@ -78,8 +80,9 @@ at::Tensor SparseAttentionAutograd(const at::Tensor& indptr, const at::Tensor& i
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackwardAutograd(
     const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q, const at::Tensor& k,
-    const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale) {
-  variable_list grads = SparseAttentionBackwardFunction::apply(indptr, indices, q, k, v, out, grad_out, scale);
+    const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale,
+    const std::optional<at::Tensor>& lse) {
+  variable_list grads = SparseAttentionBackwardFunction::apply(indptr, indices, q, k, v, out, grad_out, scale, lse);
   return {grads[0], grads[1], grads[2]};
 }
 

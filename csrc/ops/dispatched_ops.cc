@@ -60,6 +60,13 @@ at::Tensor CallSparseAttention(T indptr, T indices, T q, T k, T v, std::optional
   return op.call(indptr, indices, q, k, v, scale);
 }
 
+std::tuple<at::Tensor, at::Tensor> CallSparseAttentionForward(T indptr, T indices, T q, T k, T v,
+                                                              std::optional<double> scale) {
+  static auto op = Find<std::tuple<at::Tensor, at::Tensor>(T, T, T, T, T, std::optional<double>)>(
+      "sparsetir::_sparse_attention_forward");
+  return op.call(indptr, indices, q, k, v, scale);
+}
+
 at::Tensor CallEdgeSoftmax(T indptr, T indices, T scores) {
   static auto op = Find<at::Tensor(T, T, T)>("sparsetir::edge_softmax");
   return op.call(indptr, indices, scores);
@@ -82,10 +89,12 @@ at::Tensor CallScatterBySlot(T values, T slot, T indptr, int64_t size, int64_t g
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CallSparseAttentionBackward(T indptr, T indices, T q, T k, T v, T out,
-                                                                           T grad_out, std::optional<double> scale) {
-  static auto op = Find<std::tuple<at::Tensor, at::Tensor, at::Tensor>(T, T, T, T, T, T, T, std::optional<double>)>(
+                                                                           T grad_out, std::optional<double> scale,
+                                                                           const std::optional<at::Tensor>& lse) {
+  static auto op = Find<std::tuple<at::Tensor, at::Tensor, at::Tensor>(T, T, T, T, T, T, T, std::optional<double>,
+                                                                       const std::optional<at::Tensor>&)>(
       "sparsetir::_sparse_attention_backward");
-  return op.call(indptr, indices, q, k, v, out, grad_out, scale);
+  return op.call(indptr, indices, q, k, v, out, grad_out, scale, lse);
 }
 
 at::Tensor CallEdgeSoftmaxBackward(T indptr, T indices, T out, T grad) {

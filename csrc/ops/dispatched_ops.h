@@ -24,6 +24,9 @@ at::Tensor CallBsrmm(const at::Tensor& indptr, const at::Tensor& indices, const 
                      const at::Tensor& dense);
 at::Tensor CallSparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
                                const at::Tensor& k, const at::Tensor& v, std::optional<double> scale);
+std::tuple<at::Tensor, at::Tensor> CallSparseAttentionForward(const at::Tensor& indptr, const at::Tensor& indices,
+                                                              const at::Tensor& q, const at::Tensor& k,
+                                                              const at::Tensor& v, std::optional<double> scale);
 at::Tensor CallEdgeSoftmax(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& scores);
 std::tuple<at::Tensor, at::Tensor> CallGatAttentionForward(const at::Tensor& indptr, const at::Tensor& indices,
                                                            const at::Tensor& a_dst, const at::Tensor& a_src,
@@ -43,7 +46,8 @@ std::tuple<at::Tensor, at::Tensor> CallSpmmExtremumBackward(const at::Tensor& in
                                                             bool values_grad = true);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CallSparseAttentionBackward(
     const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q, const at::Tensor& k,
-    const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale);
+    const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale,
+    const std::optional<at::Tensor>& lse = std::nullopt);
 at::Tensor CallEdgeSoftmaxBackward(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& out,
                                    const at::Tensor& grad);
 std::tuple<at::Tensor, at::Tensor, at::Tensor> CallGatAttentionBackward(

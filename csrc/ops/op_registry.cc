@@ -51,7 +51,11 @@ TORCH_LIBRARY(sparsetir, m) {
   m.def("_scatter_by_slot(Tensor values, Tensor slot, Tensor indptr, int size, int group_rows) -> Tensor", tags);
   m.def(
       "_sparse_attention_backward(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, Tensor out, "
-      "Tensor grad_out, float? scale=None) -> (Tensor, Tensor, Tensor)",
+      "Tensor grad_out, float? scale=None, Tensor? lse=None) -> (Tensor, Tensor, Tensor)",
+      tags);
+  m.def(
+      "_sparse_attention_forward(Tensor indptr, Tensor indices, Tensor q, Tensor k, Tensor v, float? scale=None) -> "
+      "(Tensor out, Tensor lse)",
       tags);
   m.def(
       "_bsr_linear_grad_blocks(Tensor x, Tensor grad, Tensor indptr, Tensor indices, int block_h, int block_w) -> "
@@ -90,6 +94,7 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("_csr_rcm", &CsrRcmOp);
   m.impl("_scatter_by_slot", &ScatterBySlot);
   m.impl("_sparse_attention_backward", &SparseAttentionBackward);
+  m.impl("_sparse_attention_forward", &SparseAttentionForward);
   m.impl("_spmm_extremum_backward", &SpmmExtremumBackward);
   m.impl("_spmm_dense_backward", &SpmmDenseBackward);
 }
@@ -121,6 +126,7 @@ TORCH_LIBRARY_IMPL(sparsetir, CUDA, m) {
   m.impl("_bsr_linear_grad_blocks", &BsrLinearGradBlocks);
   m.impl("sparse_attention", &SparseAttention);
   m.impl("_sparse_attention_backward", &SparseAttentionBackward);
+  m.impl("_sparse_attention_forward", &SparseAttentionForward);
   m.impl("gat_attention", &GatAttention);
   m.impl("_gat_attention_forward", &GatAttentionForward);
   m.impl("_gat_attention_backward", &GatAttentionBackward);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "csr_kernels.h"
 #include "kernel_library.h"
@@ -114,20 +115,33 @@ at::Tensor HeadsLast(const at::Tensor& t) { return t.permute({1, 0, 2}).contiguo
 at::Tensor HeadsFirst(const at::Tensor& t) { return t.permute({1, 0, 2}).contiguous(); }
 
 struct HeadsLastAttention {
-  at::Tensor qs, k, v;  // (L, heads, D) with q scaled, (S, heads, D), (S, heads, Dv)
-  at::Tensor probs;     // (nnz, heads)
+  at::Tensor qs, k, v;      // (L, heads, D) with q scaled, (S, heads, D), (S, heads, Dv)
+  at::Tensor scores, probs;  // (nnz, heads)
 };
 
 HeadsLastAttention Probabilities(const AttentionArgs& a) {
-  HeadsLastAttention h{HeadsLast(a.q * a.scale), HeadsLast(a.k), HeadsLast(a.v), {}};
-  const at::Tensor scores = Sddmm(a.csr.indptr, a.csr.indices, std::nullopt, h.qs, h.k, "dot");
-  h.probs = EdgeSoftmax(a.csr.indptr, a.csr.indices, scores);
+  HeadsLastAttention h{HeadsLast(a.q * a.scale), HeadsLast(a.k), HeadsLast(a.v), {}, {}};
+  h.scores = Sddmm(a.csr.indptr, a.csr.indices, std::nullopt, h.qs, h.k, "dot");
+  h.probs = EdgeSoftmax(a.csr.indptr, a.csr.indices, h.scores);
   return h;
 }
 
-at::Tensor ForwardByHeadsOps(const AttentionArgs& a) {
+// Each row's log-sum-exp of its scores (nnz, heads) as (heads, L): -inf for a
+// row without columns (a max over nothing, plus the log of an empty sum).
+at::Tensor RowLogSumExp(const CheckedCsr& csr, const at::Tensor& scores) {
+  const at::Tensor offsets = csr.indptr.to(at::kLong);
+  const at::Tensor lengths = offsets.slice(0, 1) - offsets.slice(0, 0, -1);
+  const at::Tensor top = at::segment_reduce(scores, "max", std::nullopt, std::nullopt, offsets, 0, /*unsafe=*/true,
+                                            -std::numeric_limits<double>::infinity());
+  const at::Tensor shifted = (scores - top.repeat_interleave(lengths, 0, csr.nnz())).exp_();
+  const at::Tensor sums = at::segment_reduce(shifted, "sum", std::nullopt, std::nullopt, offsets, 0, true, 0.0);
+  return (top + sums.log()).t().contiguous();
+}
+
+// (out (heads, L, Dv), lse (heads, L)).
+std::tuple<at::Tensor, at::Tensor> ForwardByHeadsOps(const AttentionArgs& a) {
   const HeadsLastAttention h = Probabilities(a);
-  return HeadsFirst(Spmm(a.csr.indptr, a.csr.indices, h.probs, h.v, "sum"));
+  return {HeadsFirst(Spmm(a.csr.indptr, a.csr.indices, h.probs, h.v, "sum")), RowLogSumExp(a.csr, h.scores)};
 }
 
 // The widest head and value dimensions the one-pass kernel takes: a lane
@@ -144,8 +158,10 @@ bool OnlineApplies(const AttentionArgs& a) { return SparseAttentionRunsOnline(a.
 // CudaAttentionColumnLanes says 0, the warp scores one column after another
 // (kernels/sparse_attention_online.py). `a` holds the inputs' dtype: 16-bit
 // k and v are read as such, q is scaled in the compute dtype, and the output
-// is rounded once. The backward recomputes the probabilities.
-at::Tensor ForwardOnline(const AttentionArgs& a) {
+// is rounded once. Returns the output (heads, L, Dv) and each row's
+// log-sum-exp (heads, L) in the compute dtype, from which the backward
+// recomputes the probabilities in one pass.
+std::tuple<at::Tensor, at::Tensor> ForwardOnline(const AttentionArgs& a) {
   const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
   const int64_t lanes = CudaAttentionColumnLanes(D);
   std::map<std::string, int64_t> sizes = {{"head_dim", D}, {"value_dim", Dv}};
@@ -153,14 +169,15 @@ at::Tensor ForwardOnline(const AttentionArgs& a) {
   auto kernel = GetOpKernel(Request(lanes > 0 ? "sparse_attention_online_columns" : "sparse_attention_online", a,
                                     sizes));
   at::Tensor out = EmptyOutput({a.heads(), L, Dv}, a.v.options());
+  at::Tensor lse = at::empty({a.heads(), L}, a.q.options().dtype(ComputeDtype(a.dtype)));
   KernelCall call(*kernel);
   call.Set("q", (a.q.to(ComputeDtype(a.dtype)) * a.scale).contiguous()).Set("k", a.k).Set("v", a.v).Set("out", out)
-      .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
+      .Set("lse", lse).Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
       .Set("m", L).Set("n", a.k.size(1)).Set("nnz", nnz).Set("heads", a.heads()).Set("head_dim", D)
       .Set("value_dim", Dv);
   if (lanes > 0) call.Set("column_lanes", lanes);
   call.Run(2 * a.heads() * nnz * (D + Dv));
-  return out;
+  return {out, lse};
 }
 
 // dP = dO . V over the pattern; dS = P * (dP - rowdot(P, dP)) (edge_softmax's
@@ -179,7 +196,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardByHeadsOps(const Attentio
 }
 
 // The backward of every head in one launch (a warp per (row, head): the
-// softmax recomputed online, then P, dS and dq in one more pass), its
+// softmax from the forward's log-sum-exp `lse` (heads, L) where it is
+// defined, else recomputed online in a first pass; then P, dS and dq), its
 // columns spread over groups of lanes as the forward's
 // (kernels/sparse_attention_backward_online_columns.py) or scored one after
 // another where CudaAttentionColumnLanes says 0
@@ -187,7 +205,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardByHeadsOps(const Attentio
 // dv = P^T dO over the transposed pattern with the multi-head spmm. `a`, `o`
 // and `go` are in the compute dtype.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardOnline(const AttentionArgs& a, const at::Tensor& o,
-                                                              const at::Tensor& go) {
+                                                              const at::Tensor& go, const at::Tensor& lse) {
   const int64_t L = a.q.size(1), S = a.k.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
   // A lane keeps runs of q, k, dq, dO and v: the wider side sets the group.
   const int64_t lanes = CudaAttentionColumnLanes(std::max(D, Dv));
@@ -199,11 +217,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardOnline(const AttentionArg
   at::Tensor dq = EmptyOutput({a.heads(), L, D}, a.q.options());
   at::Tensor probs = EmptyOutput({nnz, a.heads()}, a.q.options());
   at::Tensor grad_scores = EmptyOutput({nnz, a.heads()}, a.q.options());
+  // Without the forward's log-sum-exp the kernel recomputes it (a first
+  // pass over the row); its buffer is then bound but not read.
+  const at::Tensor row_lse = lse.defined() ? lse : at::empty({a.heads(), L}, a.q.options());
   KernelCall call(*kernel);
-  call.Set("q", qs).Set("k", a.k).Set("v", a.v).Set("out", o).Set("grad_out", go).Set("grad_q", dq)
-      .Set("probs", probs).Set("grad_scores", grad_scores)
+  call.Set("q", qs).Set("k", a.k).Set("v", a.v).Set("out", o).Set("grad_out", go).Set("lse", row_lse)
+      .Set("grad_q", dq).Set("probs", probs).Set("grad_scores", grad_scores)
       .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
-      .Set("m", L).Set("n", S).Set("nnz", nnz).Set("heads", a.heads()).Set("head_dim", D).Set("value_dim", Dv);
+      .Set("m", L).Set("n", S).Set("nnz", nnz).Set("heads", a.heads()).Set("head_dim", D).Set("value_dim", Dv)
+      .Set("has_lse", lse.defined() ? 1 : 0);
   if (lanes > 0) call.Set("column_lanes", lanes);
   call.Run(4 * a.heads() * nnz * (D + Dv));
   dq.mul_(a.scale);
@@ -220,23 +242,31 @@ bool SparseAttentionRunsOnline(int64_t head_dim, int64_t value_dim, int64_t head
   return head_dim <= kOnlineMaxDim && value_dim <= kOnlineMaxDim && heads <= kOnlineMaxHeads;
 }
 
-at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
-                           const at::Tensor& k, const at::Tensor& v, std::optional<double> scale) {
-  const std::string op = "sparsetir.sparse_attention";
+std::tuple<at::Tensor, at::Tensor> SparseAttentionForward(const at::Tensor& indptr, const at::Tensor& indices,
+                                                          const at::Tensor& q, const at::Tensor& k,
+                                                          const at::Tensor& v, std::optional<double> scale) {
+  const std::string op = "sparsetir._sparse_attention_forward";
   AttentionArgs a = CheckAttention(op, indptr, indices, q, k, v, scale, /*convert=*/false);
   const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
   std::vector<int64_t> shape = q.sizes().vec();
   shape.back() = Dv;
+  const auto lse_shape = q.sizes().slice(0, q.dim() - 1);
   const bool any = a.heads() * L * Dv > 0 && nnz > 0;
-  if (any && OnCudaPath(a.q) && OnlineApplies(a)) return ForwardOnline(a).reshape(shape);
+  if (any && OnCudaPath(a.q) && OnlineApplies(a)) {
+    auto [out, lse] = ForwardOnline(a);
+    return {out.reshape(shape), lse.reshape(lse_shape)};
+  }
   a = InComputeDtype(std::move(a));
   // The kernel writes every row (an empty one gets its zero init), so only a
   // pattern without non-zeros needs zeros from here.
   at::Tensor out = nnz > 0 ? EmptyOutput({a.heads(), L, Dv}, a.q.options()) : at::zeros({a.heads(), L, Dv}, a.q.options());
+  at::Tensor lse = at::full({a.heads(), L}, -std::numeric_limits<double>::infinity(), a.q.options());
   if (any && OnCudaPath(a.q)) {
-    out = ForwardByHeadsOps(a);
+    std::tie(out, lse) = ForwardByHeadsOps(a);
   } else if (any) {
     at::Tensor qs = (a.q * a.scale).contiguous();
+    // A row without columns keeps lse = -inf (its max and sum are not written).
+    const at::Tensor empty_rows = (a.csr.indptr.slice(0, 1) == a.csr.indptr.slice(0, 0, -1));
     auto kernel = GetOpKernel(Request("sparse_attention", a, {{"head_dim", D}, {"value_dim", Dv}}));
     ForEachHead(kernel->kernel().target(), a.heads(), 2 * nnz * (D + Dv), [&](int64_t h) {
       at::Tensor probs = EmptyOutput({nnz}, a.q.options()), row_max = at::empty({L}, a.q.options()),
@@ -248,14 +278,21 @@ at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, 
           .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
           .Set("m", L).Set("n", a.k.size(1)).Set("nnz", nnz).Set("head_dim", D).Set("value_dim", Dv)
           .Run(2 * nnz * (D + Dv));
+      lse[h].copy_(row_max.add_(row_sum.log_()).masked_fill_(empty_rows, -std::numeric_limits<double>::infinity()));
     });
   }
-  return out.reshape(shape).to(a.dtype);
+  return {out.reshape(shape).to(a.dtype), lse.reshape(lse_shape)};
+}
+
+at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
+                           const at::Tensor& k, const at::Tensor& v, std::optional<double> scale) {
+  return std::get<0>(SparseAttentionForward(indptr, indices, q, k, v, scale));
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
     const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q, const at::Tensor& k,
-    const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale) {
+    const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale,
+    const std::optional<at::Tensor>& lse) {
   const std::string op = "sparsetir._sparse_attention_backward";
   AttentionArgs a = CheckAttention(op, indptr, indices, q, k, v, scale);
   const int64_t L = a.q.size(1), S = a.k.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
@@ -265,9 +302,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
                     ShapeString(q.sizes().slice(0, q.dim() - 1)), " + (", Dv, ",), got ", ShapeString(out.sizes()));
   at::Tensor o = out.reshape({a.heads(), L, Dv}).to(compute).contiguous();
   at::Tensor go = grad_out.reshape({a.heads(), L, Dv}).to(compute).contiguous();
+  at::Tensor row_lse;  // (heads, L) in the compute dtype, or undefined
+  if (lse.has_value()) {
+    at::Tensor l = CheckFloat(op, "lse", *lse, -1);
+    CheckSameDevice(op, "lse", l, indptr, "indptr");
+    TORCH_CHECK_VALUE(l.sizes() == q.sizes().slice(0, q.dim() - 1), op, ": argument 'lse' must have shape (..., L) = ",
+                      ShapeString(q.sizes().slice(0, q.dim() - 1)), ", got ", ShapeString(l.sizes()));
+    row_lse = l.reshape({a.heads(), L}).to(compute).contiguous();
+  }
   at::Tensor dq = at::zeros_like(a.q), dk = at::zeros_like(a.k), dv = at::zeros_like(a.v);
   if (nnz > 0 && L > 0 && OnCudaPath(a.q)) {
-    std::tie(dq, dk, dv) = OnlineApplies(a) ? BackwardOnline(a, o, go) : BackwardByHeadsOps(a, go);
+    std::tie(dq, dk, dv) = OnlineApplies(a) ? BackwardOnline(a, o, go, row_lse) : BackwardByHeadsOps(a, go);
   } else if (nnz > 0 && L > 0) {
     CsrTranspose t = a.csr.info->Transpose(a.csr.indptr, a.csr.indices, S);
     at::Tensor qs = (a.q * a.scale).contiguous();

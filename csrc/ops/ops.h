@@ -38,6 +38,12 @@ at::Tensor Bsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::
 bool SparseAttentionRunsOnline(int64_t head_dim, int64_t value_dim, int64_t heads);
 at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
                            const at::Tensor& k, const at::Tensor& v, std::optional<double> scale);
+// sparse_attention's output and each row's log-sum-exp of its scaled scores,
+// q.shape[:-1] in the compute dtype (float64 for float64 inputs, else
+// float32; -inf for a row without columns), which the backward takes.
+std::tuple<at::Tensor, at::Tensor> SparseAttentionForward(const at::Tensor& indptr, const at::Tensor& indices,
+                                                          const at::Tensor& q, const at::Tensor& k,
+                                                          const at::Tensor& v, std::optional<double> scale);
 
 // x @ W^T for a BSR weight W (blocks (nnzb, bh, bw), indptr over its block
 // rows): a Linear layer's forward pass with a block-sparse weight.
@@ -66,10 +72,13 @@ at::Tensor EdgeSoftmax(const at::Tensor& indptr, const at::Tensor& indices, cons
 at::Tensor EdgeSoftmaxBackward(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& out,
                                const at::Tensor& grad);
 
-// Gradients of sparse_attention with respect to q, k and v.
+// Gradients of sparse_attention with respect to q, k and v; `lse`, the
+// forward's log-sum-exp (SparseAttentionForward), spares the one-pass cuda
+// kernel its recomputation of the softmax (the other paths do not need it).
 std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
     const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q, const at::Tensor& k,
-    const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale);
+    const at::Tensor& v, const at::Tensor& out, const at::Tensor& grad_out, std::optional<double> scale,
+    const std::optional<at::Tensor>& lse);
 
 // The transpose of a CSR structure with `columns` columns: (indptr, indices,
 // perm) with values_t = values[perm]; cached per graph.

@@ -146,7 +146,7 @@ def test_every_thread_order_gives_the_same_bits(emulate, monkeypatch, order):
     assert torch.equal(torch.ops.sparsetir.sparse_attention(indptr, indices, q, k, v), forward)
 
 
-def test_the_kernel_writes_nothing_but_the_output():
+def test_the_kernel_writes_nothing_but_the_output_and_each_rows_log_sum_exp():
     source = _C.op_kernel_source("sparse_attention_online", "sparse_attention_online", "float32", "int32",
                                  {"head_dim": 64, "value_dim": 64}, "cuda")
     body = source[source.index('extern "C"'):]
@@ -154,8 +154,10 @@ def test_the_kernel_writes_nothing_but_the_output():
     assert "? sparsetir_lane_reduce<SparsetirSum>(DOT[u_1], 32) : -INFINITY)" in body
     assert "for (int32_t u_1 = 0, u_1_end = 4;" in body
     stores = [line for line in body.splitlines() if "] = " in line and "float" not in line.split("=")[0]]
-    assert stores and all(line.strip().startswith(("QL[", "MX[", "SM[", "COL[", "DOT[", "SCORE[", "ACC[", "O["))
+    assert stores and all(line.strip().startswith(("QL[", "MX[", "SM[", "COL[", "DOT[", "SCORE[", "ACC[", "O[",
+                                                   "LSE["))
                           for line in stores), stores
+    assert sum(line.strip().startswith("LSE[") for line in stores) == 1
 
 
 # --------------------------------------------------------------------------- the backward
@@ -192,6 +194,74 @@ def check_gradients(a, lead, d, dv, dtype, idtype, seed, launches=4):
     for got, ref, name in zip(grads, reference_gradients(a, q, k, v, 0.3, weight), ("dq", "dk", "dv")):
         assert got.dtype == q.dtype, name
         np.testing.assert_allclose(got.double().numpy(), ref.numpy(), rtol=tol, atol=tol, err_msg=name)
+
+
+def reference_log_sum_exp(a, q, k, scale):
+    """float64: each row's log-sum-exp of its scaled scores, -inf without columns."""
+    q, k = q.double().numpy(), k.double().numpy()
+    out = np.full(q.shape[:-1], -np.inf)
+    for i in range(a.m):
+        cols = a.indices[a.indptr[i]:a.indptr[i + 1]]
+        if len(cols):
+            s = np.einsum("...d,...jd->...j", q[..., i, :], k[..., cols, :]) * scale
+            top = s.max(axis=-1)
+            out[..., i] = top + np.log(np.exp(s - top[..., None]).sum(axis=-1))
+    return out
+
+
+@pytest.mark.parametrize("path", ["cpu", "column_groups", "warp_per_column", "multi_head_operators"])
+@pytest.mark.parametrize("case", ("1x1", "1x1_empty", "empty_rows", "dense_row", "unsorted_with_duplicates",
+                                  "zero_nnz"))
+@pytest.mark.parametrize("dtype", ("float32", "float64", "float16"))
+def test_the_forward_returns_each_rows_log_sum_exp(monkeypatch, path, case, dtype):
+    """_sparse_attention_forward: the output of sparse_attention and, for the
+    backward, each row's log-sum-exp of its scaled scores in the compute dtype
+    (float64 for float64, else float32), -inf for a row without columns, from
+    the CPU kernel, both one-pass cuda kernels and the multi-head operators
+    (heads wider than the one-pass kernels take)."""
+    if path != "cpu":
+        monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "1")
+    if path == "warp_per_column":
+        monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_COLUMN_LANES", "0")
+    a = make_csr(seed=5, **CSR_CASES[case])
+    d = 257 if path == "multi_head_operators" else 24
+    q, k, v = inputs(a, (2,), d, 8, dtype, seed=len(case))
+    indptr, indices = a.torch_structure("int32")
+    out, lse = torch.ops.sparsetir._sparse_attention_forward(indptr, indices, q, k, v, 0.3)
+    assert torch.equal(out, torch.ops.sparsetir.sparse_attention(indptr, indices, q, k, v, 0.3))
+    assert lse.dtype == (torch.float64 if dtype == "float64" else torch.float32)
+    assert lse.shape == q.shape[:-1]
+    ref = reference_log_sum_exp(a, q, k, 0.3)
+    got = lse.double().numpy()
+    assert np.array_equal(np.isneginf(got), np.isneginf(ref))
+    tol = 1e-12 if dtype == "float64" else 1e-5
+    np.testing.assert_allclose(got[np.isfinite(ref)], ref[np.isfinite(ref)], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("case", ("empty_rows", "dense_row", "unsorted_with_duplicates"))
+def test_the_backward_from_the_forwards_log_sum_exp_matches_its_recomputation(emulate, case):
+    """The one-pass backward kernel reads the forward's log-sum-exp (autograd
+    passes it) or, called without it, recomputes the softmax in a first pass:
+    the same gradients either way, one launch less of reading k."""
+    a = make_csr(seed=6, **CSR_CASES[case])
+    q, k, v = inputs(a, (2,), 32, 16, "float64", seed=3)
+    indptr, indices = a.torch_structure("int64")
+    out, lse = torch.ops.sparsetir._sparse_attention_forward(indptr, indices, q, k, v, 0.3)
+    grad = torch.randn(out.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    given = torch.ops.sparsetir._sparse_attention_backward(indptr, indices, q, k, v, out, grad, 0.3, lse)
+    recomputed = torch.ops.sparsetir._sparse_attention_backward(indptr, indices, q, k, v, out, grad, 0.3)
+    for x, y, name in zip(given, recomputed, ("dq", "dk", "dv")):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12, msg=name)
+
+
+def test_a_log_sum_exp_of_the_wrong_shape_is_refused():
+    a = make_csr(6, 5, density=0.5, seed=1)
+    q, k, v = inputs(a, (2,), 8, 8, "float32", seed=1)
+    indptr, indices = a.torch_structure("int32")
+    out = torch.ops.sparsetir.sparse_attention(indptr, indices, q, k, v)
+    with pytest.raises(ValueError, match=r"sparsetir\._sparse_attention_backward: argument 'lse' must have shape "
+                                         r"\(\.\.\., L\) = \(2, 6\), got \(2, 5\)"):
+        torch.ops.sparsetir._sparse_attention_backward(indptr, indices, q, k, v, out, out, None, torch.zeros(2, 5))
 
 
 @pytest.mark.parametrize("case", ("1x1", "empty_rows", "dense_row", "unsorted_with_duplicates", "zero_nnz"))

@@ -298,6 +298,11 @@ def _opcheck_cases(dtype, idtype, requires_grad, contiguous=True):
         "_sparse_attention_backward": (
             ops._sparse_attention_backward.default,
             (aip, aix, q, k, v, out.requires_grad_(requires_grad), nc(r(*out.shape)), 0.5)),
+        "_sparse_attention_backward_lse": (
+            ops._sparse_attention_backward.default,
+            (aip, aix, q, k, v, out, nc(r(*out.shape)), 0.5,
+             ops._sparse_attention_forward(aip, aix, q.detach(), k.detach(), v.detach(), 0.5)[1])),
+        "_sparse_attention_forward": (ops._sparse_attention_forward.default, (aip, aix, q, k, v, 0.5)),
         "_spmm_extremum_backward": (
             ops._spmm_extremum_backward.default,
             (ip, ix, ev, ed, eout, nc(r(c.m, K)))),
@@ -307,13 +312,17 @@ def _opcheck_cases(dtype, idtype, requires_grad, contiguous=True):
 
 OPCHECK_NAMES = [f"spmm_{red}" for red in REDUCES] + [
     "sddmm", "sddmm_none", "bsrmm", "sparse_attention", "sparse_attention_default_scale", "_csr_transpose",
-    "_csr_to_bsr", "_sparse_attention_backward", "_spmm_extremum_backward"]
+    "_csr_to_bsr", "_sparse_attention_backward", "_sparse_attention_backward_lse", "_sparse_attention_forward",
+    "_spmm_extremum_backward"]
 INT_ONLY_OPS = ("_csr_transpose", "_csr_to_bsr")  # integer inputs only: one dtype, no requires_grad
 OPCHECK_XFAIL = {}
 # The backward helpers of sparse_attention and of spmm max/min raise if
 # differentiated (their second derivatives are not supported, and say so), so opcheck's
-# autograd checks, which backpropagate through it, do not apply to it.
-NO_BACKWARD_OPS = ("_sparse_attention_backward", "_spmm_extremum_backward")
+# autograd checks, which backpropagate through it, do not apply to it; nor
+# to _sparse_attention_forward, which sparse_attention's autograd kernel calls
+# below autograd (the log-sum-exp it returns is saved, not differentiated).
+NO_BACKWARD_OPS = ("_sparse_attention_backward", "_sparse_attention_backward_lse", "_sparse_attention_forward",
+                   "_spmm_extremum_backward")
 
 # Every op is checked in float32 and float64, with int32 and int64 indices,
 # with and without requires_grad. test_aot_dispatch_dynamic (AOT tracing of

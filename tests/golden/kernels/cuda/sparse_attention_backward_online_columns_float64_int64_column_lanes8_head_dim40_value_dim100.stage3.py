@@ -5,6 +5,7 @@ def sparse_attention_backward_online_columns(
     v: T.handle,
     out: T.handle,
     grad_out: T.handle,
+    lse: T.handle,
     grad_q: T.handle,
     probs: T.handle,
     grad_scores: T.handle,
@@ -16,6 +17,7 @@ def sparse_attention_backward_online_columns(
     heads: T.int32,
     head_dim: T.int32,
     value_dim: T.int32,
+    has_lse: T.int32,
     column_lanes: T.int32,
 ) -> None:
     T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"column_lanes": 8, "head_dim": 40, "value_dim": 100}, "sparse_tir_level": 0})
@@ -24,6 +26,7 @@ def sparse_attention_backward_online_columns(
     V = T.match_buffer(v, (heads, n, 100), "float64")
     O = T.match_buffer(out, (heads, m, 100), "float64")
     DO = T.match_buffer(grad_out, (heads, m, 100), "float64")
+    LSE = T.match_buffer(lse, (heads, m), "float64")
     DQ = T.match_buffer(grad_q, (heads, m, 40), "float64")
     P = T.match_buffer(probs, (nnz, heads), "float64")
     DS = T.match_buffer(grad_scores, (nnz, heads), "float64")
@@ -66,7 +69,8 @@ def sparse_attention_backward_online_columns(
                         MX[0] = T.float64(-T.inf)
                         SM[0] = T.float64(0.0)
                         length: T.int64 = v2 - v1
-                        for j in T.serial((length + T.int64(4) - T.int64(1)) // T.int64(4)):
+                        steps: T.int64 = (length + T.int64(4) - T.int64(1)) // T.int64(4)
+                        for j in T.serial(T.Select(has_lse != 0, T.int64(0), steps)):
                             position: T.int64 = j * T.int64(4) + T.Cast("int64", lane // 8)
                             col: T.int64 = J_indices[v1 + T.min(position, length - T.int64(1))]
                             DOT[0] = T.float64(0.0)
@@ -81,7 +85,10 @@ def sparse_attention_backward_online_columns(
                             step_sum: T.float64 = T.sp.lane_sum(T.Select(part == 0, weight, T.float64(0.0)), 32)
                             SM[0] = SM[0] * T.exp(MX[0] - grown) + step_sum
                             MX[0] = grown
-                        for j in T.serial((length + T.int64(4) - T.int64(1)) // T.int64(4)):
+                        if has_lse != 0:
+                            MX[0] = LSE[h, i]
+                            SM[0] = T.float64(1.0)
+                        for j in T.serial(steps):
                             position: T.int64 = j * T.int64(4) + T.Cast("int64", lane // 8)
                             col: T.int64 = J_indices[v1 + T.min(position, length - T.int64(1))]
                             DOT[0] = T.float64(0.0)

@@ -5,6 +5,7 @@ def sparse_attention_backward_online(
     v: T.handle,
     out: T.handle,
     grad_out: T.handle,
+    lse: T.handle,
     grad_q: T.handle,
     probs: T.handle,
     grad_scores: T.handle,
@@ -16,6 +17,7 @@ def sparse_attention_backward_online(
     heads: T.int32,
     head_dim: T.int32,
     value_dim: T.int32,
+    has_lse: T.int32,
 ) -> None:
     T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"head_dim": 40, "value_dim": 100}, "sparse_tir_level": 0})
     Q = T.match_buffer(q, (heads, m, 40), "float64")
@@ -23,6 +25,7 @@ def sparse_attention_backward_online(
     V = T.match_buffer(v, (heads, n, 100), "float64")
     O = T.match_buffer(out, (heads, m, 100), "float64")
     DO = T.match_buffer(grad_out, (heads, m, 100), "float64")
+    LSE = T.match_buffer(lse, (heads, m), "float64")
     DQ = T.match_buffer(grad_q, (heads, m, 40), "float64")
     P = T.match_buffer(probs, (nnz, heads), "float64")
     DS = T.match_buffer(grad_scores, (nnz, heads), "float64")
@@ -62,7 +65,7 @@ def sparse_attention_backward_online(
                         MX[0] = T.float64(-T.inf)
                         SM[0] = T.float64(0.0)
                         length: T.int64 = v1 - v0
-                        for j in T.serial((length + T.int64(3)) // T.int64(4)):
+                        for j in T.serial(T.Select(has_lse != 0, T.int64(0), (length + T.int64(3)) // T.int64(4))):
                             for u in T.unroll(4):
                                 COL[u] = J_indices[v0 + T.min(j * T.int64(4) + T.Cast("int64", u), length - T.int64(1))]
                                 DOT[u] = T.float64(0.0)
@@ -76,6 +79,9 @@ def sparse_attention_backward_online(
                             MX[0] = grown
                             for u in T.unroll(4):
                                 SM[0] = SM[0] + T.exp(SCORE[u] - grown)
+                        if has_lse != 0:
+                            MX[0] = LSE[h, i]
+                            SM[0] = T.float64(1.0)
                         for j in T.serial((length + T.int64(3)) // T.int64(4)):
                             for u in T.unroll(4):
                                 COL[u] = J_indices[v0 + T.min(j * T.int64(4) + T.Cast("int64", u), length - T.int64(1))]

@@ -4,6 +4,7 @@ def sparse_attention_online(
     k: T.handle,
     v: T.handle,
     out: T.handle,
+    lse: T.handle,
     indptr: T.handle,
     indices: T.handle,
     m: T.int32,
@@ -18,6 +19,7 @@ def sparse_attention_online(
     K = T.match_buffer(k, (heads, n, 64), "bfloat16")
     V = T.match_buffer(v, (heads, n, 64), "bfloat16")
     O = T.match_buffer(out, (heads, m, 64), "bfloat16")
+    LSE = T.match_buffer(lse, (heads, m), "float32")
     J_indptr = T.match_buffer(indptr, (m + 1,), "int32")
     J_indices = T.match_buffer(indices, (nnz,), "int32")
     T.assume_buffer_domain(J_indptr, [0, nnz])
@@ -71,3 +73,5 @@ def sparse_attention_online(
                         for t in T.unroll(2):
                             if t * 32 + lane < 64:
                                 O[h, i, t * 32 + lane] = T.Cast("bfloat16", ACC[t] * norm)
+                        if lane == 0:
+                            LSE[h, i + lane] = MX[0] + T.log(SM[0])

@@ -4,6 +4,7 @@ def sparse_attention_online(
     k: T.handle,
     v: T.handle,
     out: T.handle,
+    lse: T.handle,
     indptr: T.handle,
     indices: T.handle,
     m: T.int32,
@@ -18,6 +19,7 @@ def sparse_attention_online(
     K = T.match_buffer(k, (heads, n, 1), "float64")
     V = T.match_buffer(v, (heads, n, 1), "float64")
     O = T.match_buffer(out, (heads, m, 1), "float64")
+    LSE = T.match_buffer(lse, (heads, m), "float64")
     J_indptr = T.match_buffer(indptr, (m + 1,), "int64")
     J_indices = T.match_buffer(indices, (nnz,), "int64")
     T.assume_buffer_domain(J_indptr, [0, nnz])
@@ -71,3 +73,5 @@ def sparse_attention_online(
                         for t in T.unroll(1):
                             if t * 32 + lane < 1:
                                 O[h, i, t * 32 + lane] = ACC[t] * norm
+                        if lane == 0:
+                            LSE[h, i + lane] = MX[0] + T.log(SM[0])
