@@ -263,6 +263,9 @@ std::tuple<at::Tensor, at::Tensor> SparseAttentionForward(const at::Tensor& indp
   at::Tensor lse = at::full({a.heads(), L}, -std::numeric_limits<double>::infinity(), a.q.options());
   if (any && OnCudaPath(a.q)) {
     std::tie(out, lse) = ForwardByHeadsOps(a);
+  } else if (Dv == 0 && nnz > 0 && a.heads() * L > 0) {
+    // Nothing to sum, but the scores still have their log-sum-exp.
+    lse = RowLogSumExp(a.csr, Probabilities(a).scores);
   } else if (any) {
     at::Tensor qs = (a.q * a.scale).contiguous();
     // A row without columns keeps lse = -inf (its max and sum are not written).

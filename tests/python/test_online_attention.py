@@ -254,6 +254,24 @@ def test_the_backward_from_the_forwards_log_sum_exp_matches_its_recomputation(em
         torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12, msg=name)
 
 
+@pytest.mark.parametrize("path", ["cpu", "column_groups"])
+def test_values_without_features_still_give_the_scores_log_sum_exp(monkeypatch, path):
+    """v of width 0: an empty output, but the log-sum-exp of the scores all the
+    same, and zero gradients from it (not exp(score + inf) * 0)."""
+    if path != "cpu":
+        monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "1")
+    a = make_csr(7, 6, density=0.5, seed=2, empty_rows=(1,))
+    q, k, v = inputs(a, (2,), 8, 0, "float64", seed=2)
+    indptr, indices = a.torch_structure("int64")
+    out, lse = torch.ops.sparsetir._sparse_attention_forward(indptr, indices, q, k, v, 0.5)
+    assert out.shape == (2, 7, 0)
+    ref = reference_log_sum_exp(a, q, k, 0.5)
+    np.testing.assert_allclose(lse.numpy(), ref, rtol=1e-12, atol=1e-12)
+    grads = torch.ops.sparsetir._sparse_attention_backward(indptr, indices, q, k, v, out, out, 0.5, lse)
+    for g, t in zip(grads, (q, k, v)):
+        assert torch.equal(g, torch.zeros_like(t))
+
+
 def test_a_log_sum_exp_of_the_wrong_shape_is_refused():
     a = make_csr(6, 5, density=0.5, seed=1)
     q, k, v = inputs(a, (2,), 8, 8, "float32", seed=1)
