@@ -93,7 +93,7 @@ def _sparse_attention_fake(indptr, indices, q, k, v, scale=None):
 
 @torch.library.register_fake("sparsetir::_sparse_attention_forward")
 def _sparse_attention_forward_fake(indptr, indices, q, k, v, scale=None):
-    _check_devices("sparsetir._sparse_attention_forward", indptr=indptr, indices=indices, q=q, k=k, v=v)
+    _check_devices("sparsetir.sparse_attention", indptr=indptr, indices=indices, q=q, k=k, v=v)
     compute = torch.float64 if q.dtype == torch.float64 else torch.float32
     return q.new_empty(tuple(q.shape[:-1]) + (v.shape[-1],)), q.new_empty(tuple(q.shape[:-1]), dtype=compute)
 

@@ -245,7 +245,9 @@ bool SparseAttentionRunsOnline(int64_t head_dim, int64_t value_dim, int64_t head
 std::tuple<at::Tensor, at::Tensor> SparseAttentionForward(const at::Tensor& indptr, const at::Tensor& indices,
                                                           const at::Tensor& q, const at::Tensor& k,
                                                           const at::Tensor& v, std::optional<double> scale) {
-  const std::string op = "sparsetir._sparse_attention_forward";
+  // Errors name the operator the user called: this is sparse_attention's
+  // forward (its autograd kernel calls it), as gat_attention's helper is.
+  const std::string op = "sparsetir.sparse_attention";
   AttentionArgs a = CheckAttention(op, indptr, indices, q, k, v, scale, /*convert=*/false);
   const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
   std::vector<int64_t> shape = q.sizes().vec();

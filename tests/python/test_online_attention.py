@@ -272,6 +272,18 @@ def test_values_without_features_still_give_the_scores_log_sum_exp(monkeypatch, 
         assert torch.equal(g, torch.zeros_like(t))
 
 
+def test_errors_through_the_autograd_kernel_name_sparse_attention():
+    """With inputs that require grad the autograd kernel calls the forward
+    helper (_sparse_attention_forward); its errors still name the operator
+    the user called."""
+    a = make_csr(6, 5, density=0.5, seed=1)
+    q, k, v = inputs(a, (2,), 8, 8, "float32", seed=1)
+    indptr, indices = a.torch_structure("int32")
+    with pytest.raises(ValueError, match=r"^sparsetir\.sparse_attention: argument 'k' \(2, 5, 7\) must have the head "
+                                         r"dimension of 'q'"):
+        torch.ops.sparsetir.sparse_attention(indptr, indices, q.requires_grad_(), k[..., :7], v)
+
+
 def test_a_log_sum_exp_of_the_wrong_shape_is_refused():
     a = make_csr(6, 5, density=0.5, seed=1)
     q, k, v = inputs(a, (2,), 8, 8, "float32", seed=1)
