@@ -10,6 +10,7 @@ and optimization, and linked whole into the extension with the torch glue
 """
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,6 +74,38 @@ def sources():
     return sorted(glob.glob(os.path.join("csrc", "ops", "*.cc")))
 
 
+def reusable_core_build(jobs: str):
+    """SPARSETIR_CORE_BUILD: an existing CMake build folder whose sparsetir_core
+    (brought up to date here) is linked instead of a new build; the C++
+    suite's sanitized build serves the sanitized extension (tools/test.sh),
+    so the core is compiled once with the sanitizers, not twice. Its flags
+    must carry SPARSETIR_SANITIZE's sanitizers, or none when that is unset."""
+    build_dir = os.environ.get("SPARSETIR_CORE_BUILD", "").strip()
+    if not build_dir:
+        return None
+    build_dir = os.path.abspath(build_dir)
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            cache = f.read()
+    except OSError:
+        sys.exit(f"sparsetir_torch: SPARSETIR_CORE_BUILD={build_dir} is not a configured CMake build folder")
+    found = re.search(r"^CMAKE_CXX_FLAGS:STRING=(.*)$", cache, re.MULTILINE)
+    flags = found.group(1) if found else ""
+    built_with = re.findall(r"-fsanitize=(\S+)", flags)
+    wanted = os.environ.get("SPARSETIR_SANITIZE", "").strip()
+    if built_with != ([wanted] if wanted else []):
+        sys.exit(f"sparsetir_torch: the core in SPARSETIR_CORE_BUILD={build_dir} was built with sanitizers "
+                 f"{built_with or 'none'}, this extension asks for {wanted or 'none'} (SPARSETIR_SANITIZE)")
+    import torch
+
+    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    if abi != 1 and f"-D_GLIBCXX_USE_CXX11_ABI={abi}" not in flags:
+        sys.exit(f"sparsetir_torch: torch uses _GLIBCXX_USE_CXX11_ABI={abi}; the core in "
+                 f"SPARSETIR_CORE_BUILD={build_dir} was not built with it")
+    subprocess.run(["cmake", "--build", build_dir, "--target", "sparsetir_core", "-j", jobs], check=True)
+    return build_dir
+
+
 def build_core(build_dir: str, jobs: str) -> str:
     """Configures and builds the CMake target sparsetir_core (Release, without
     the tests) in `build_dir`; returns the static library. The sanitizers of
@@ -105,8 +138,12 @@ class BuildExtensionWithCore(BuildExtension):
 
     def build_extensions(self):
         jobs = os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)
-        core_dir = os.path.join(os.path.abspath(self.build_temp), "core")
-        core = build_core(core_dir, jobs)
+        core_dir = reusable_core_build(jobs)
+        if core_dir is not None:
+            core = os.path.join(core_dir, "libsparsetir_core.a")
+        else:
+            core_dir = os.path.join(os.path.abspath(self.build_temp), "core")
+            core = build_core(core_dir, jobs)
         for ext in self.extensions:
             # Whole: nothing of the core may be dropped for being unreferenced
             # by the glue at link time.

@@ -50,6 +50,7 @@ for isa in $("$PY" -c "from sparsetir_torch.recipes import runnable_levels; prin
     "$PY" -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py -q "${PYTEST_JOBS[@]}" "$@"
 done
 # A part of the Python suite once more on an extension built with ASan + UBSan.
+# Its core is the one the C++ suite under ASan + UBSan was built with.
 step "the sanitized extension"
-bash tools/test_sanitized.sh "$@"
+SPARSETIR_CORE_BUILD=build/asan bash tools/test_sanitized.sh "$@"
 step "done"

@@ -5,6 +5,10 @@
 # front end called from Python, where torch tensors meet the C++ core. Any
 # sanitizer report fails the run.
 #
+# SPARSETIR_CORE_BUILD names a CMake build of the core made with the same
+# sanitizers to link instead of building another (tools/test.sh passes the C++
+# suite's build/asan; see setup.py).
+#
 # The build goes to build/sanitized and is imported from there (PYTHONPATH),
 # so the installed extension is left as it is. Python is not instrumented,
 # so the ASan runtime is preloaded; leak detection is off (the interpreter

@@ -54,3 +54,30 @@ def test_no_file_names_a_path_of_one_machine():
             if marker in text:
                 offenders.append(f"{name}: {marker}")
     assert not offenders, offenders
+
+
+def _build_ext_with_core(tmp_path, core_build, sanitize=""):
+    env = dict(os.environ, SPARSETIR_CORE_BUILD=str(core_build), SPARSETIR_SANITIZE=sanitize)
+    return subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--build-temp", str(tmp_path / "temp"),
+                           "--build-lib", str(tmp_path / "lib")], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True)
+
+
+def test_a_reused_core_build_must_be_a_cmake_build_folder(tmp_path):
+    """SPARSETIR_CORE_BUILD (the sanitized extension linking the C++ suite's
+    sanitized core) refuses a folder CMake did not configure, before compiling."""
+    result = _build_ext_with_core(tmp_path, tmp_path / "nothing")
+    assert result.returncode != 0
+    assert "SPARSETIR_CORE_BUILD=" in result.stderr and "is not a configured CMake build folder" in result.stderr
+
+
+def test_a_reused_core_build_must_have_the_extensions_sanitizers(tmp_path):
+    core = tmp_path / "core"
+    core.mkdir()
+    (core / "CMakeCache.txt").write_text("CMAKE_CXX_FLAGS:STRING=-O1 -g -fsanitize=address,undefined "
+                                         "-fno-sanitize-recover=undefined\n")
+    result = _build_ext_with_core(tmp_path, core)  # an extension without sanitizers
+    assert result.returncode != 0
+    assert "built with sanitizers ['address,undefined'], this extension asks for none" in result.stderr
+    result = _build_ext_with_core(tmp_path, core, sanitize="address")
+    assert "built with sanitizers ['address,undefined'], this extension asks for address" in result.stderr
