@@ -63,13 +63,11 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 # The lowering target must not write IR dumps.
 unset SPARSETIR_DUMP_IR
 
-summary=()
-failed=()
-for entry in "${TARGETS[@]}"; do
-  read -r name max_len dict <<<"$entry"
-  corpus="$BUILD/corpus/$name"
-  artifacts="$BUILD/artifacts/$name"
-  log="$BUILD/logs/$name.log"
+# One target: fuzzes it, writes its summary line to $BUILD/logs/<name>.summary
+# and its exit status to $BUILD/logs/<name>.status.
+fuzz_target() {
+  local name="$1" max_len="$2" dict="$3"
+  local corpus="$BUILD/corpus/$name" artifacts="$BUILD/artifacts/$name" log="$BUILD/logs/$name.log"
   # A fresh copy each run: libFuzzer adds new inputs to its first corpus
   # folder, and the committed seeds stay as they are.
   rm -rf "$corpus" "$artifacts"
@@ -82,25 +80,52 @@ for entry in "${TARGETS[@]}"; do
       [ -f "$script" ] && cp "$script" "$corpus/seed_$(echo "$script" | tr '/' '_')"
     done
   fi
-  args=(-max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/")
+  local args=(-max_len="$max_len" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/")
   if [ "$SECONDS_PER_TARGET" = 0 ]; then args+=(-runs=0); else args+=(-max_total_time="$SECONDS_PER_TARGET"); fi
   if [ -n "$dict" ]; then args+=(-dict="$dict"); fi
   echo "==> fuzzing $name for ${SECONDS_PER_TARGET} s$([ "$SECONDS_PER_TARGET" = 0 ] && echo ': the seeds only') (log: $log)"
+  local t0 status
   t0=$(date +%s)
   set +e
   # The outer limit only matters if libFuzzer itself stops answering.
   timeout -k 10 $((SECONDS_PER_TARGET + 300)) "$BUILD/${name}_fuzzer" "${args[@]}" "$corpus" >"$log" 2>&1
   status=$?
   set -e
+  local elapsed execs units
   elapsed=$(( $(date +%s) - t0 ))
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
   units="$(find "$corpus" -type f | wc -l)"
-  summary+=("$(printf '%-14s %10s execs %5s s %6s inputs in corpus  exit %s' "$name" "${execs:-?}" "$elapsed" "$units" "$status")")
+  printf '%-14s %10s execs %5s s %6s inputs in corpus  exit %s\n' "$name" "${execs:-?}" "$elapsed" "$units" "$status" \
+    >"$BUILD/logs/$name.summary"
+  echo "$status" >"$BUILD/logs/$name.status"
+}
+
+# libFuzzer runs one process on one core: the targets run side by side, as
+# many at a time as there are cores, each for its full time.
+rm -f "$BUILD"/logs/*.summary "$BUILD"/logs/*.status
+running=0
+for entry in "${TARGETS[@]}"; do
+  read -r name max_len dict <<<"$entry"
+  if [ "$running" -ge "$(nproc)" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_target "$name" "$max_len" "$dict" &
+  running=$((running + 1))
+done
+wait
+
+summary=()
+failed=()
+for entry in "${TARGETS[@]}"; do
+  read -r name _ _ <<<"$entry"
+  summary+=("$(cat "$BUILD/logs/$name.summary" 2>/dev/null || echo "$name: no summary")")
+  status="$(cat "$BUILD/logs/$name.status" 2>/dev/null || echo "?")"
   if [ "$status" != "0" ]; then
     failed+=("$name")
     echo "==> $name FAILED (exit $status); the end of its log:" >&2
-    tail -n 60 "$log" >&2
-    for artifact in "$artifacts"/*; do
+    tail -n 60 "$BUILD/logs/$name.log" >&2
+    for artifact in "$BUILD/artifacts/$name"/*; do
       if [ -e "$artifact" ]; then echo "    reproduce: $BUILD/${name}_fuzzer $artifact" >&2; fi
     done
   fi
