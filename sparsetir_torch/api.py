@@ -57,10 +57,11 @@ def spmm(A, B: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
         # The format chosen for this graph (tuning.py); inside torch.compile
         # only a choice made earlier in eager mode is used. Every format runs
         # through a torch.ops operator, so each is traceable.
-        choice = A._derived.get(("choice", "spmm", B.shape[1], B.dtype))
         # Formats are chosen among CPU kernels; CUDA tensors run CSR.
-        if choice is None and A.values.dtype == B.dtype and not B.is_cuda and not torch.compiler.is_compiling():
-            choice = tuning.choose(A, "spmm", B.shape[1], B.dtype)
+        if A.values.dtype == B.dtype and not B.is_cuda and not torch.compiler.is_compiling():
+            choice = tuning.choose(A, "spmm", B.shape[1], B.dtype)  # made once per graph, K and dtype
+        else:
+            choice = A._derived.get(("choice", "spmm", B.shape[1], B.dtype))
         if choice is not None:
             return tuning.run_choice(A, B, choice)
     return ops.spmm(A.indptr, A.indices, A.values, B, reduce)

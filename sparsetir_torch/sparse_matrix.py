@@ -364,7 +364,7 @@ class _ConversionCache:
             return matrix  # inference tensors have no versions: nothing would tell that they changed
         # The entry keeps the structure, not matrix: matrix.values is the view
         # t.values(), and holding it would keep t (and so the entry) alive forever.
-        structure = (matrix.indptr, matrix.indices, matrix.shape, matrix._derived)
+        structure = (matrix.indptr, matrix.indices, matrix.shape, matrix._derived_store)
         with self._lock:
             self._entries[key] = [weakref.ref(t, self._forget(key)), fingerprint, structure, None]
             self._entries.move_to_end(key)

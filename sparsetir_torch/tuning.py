@@ -165,12 +165,17 @@ def _cannot_be_timed(b: int, fills: dict, least: float) -> bool:
     return any(b % d == 0 and (fill > MAX_FILL or fill > BLOCK_FILL_SLACK * least) for d, fill in fills.items())
 
 
-def block_candidates(A) -> list:
+def block_candidates(A, derived: dict | None = None) -> list:
     """(block size, fill ratio) of the BSR formats the chooser may time, most
     promising first: least fill (the kernel's work is stored values times K),
     then the larger block (fewer gathers). Sizes that a divisor's fill rules
-    out are not counted; the rest are counted once per graph."""
-    cached = A._derived.get("block_candidates")
+    out are not counted; the rest are counted once per graph.
+
+    `derived`: A._derived when the caller holds it (here and below: each
+    reading of the property checks the structure's versions again, and a
+    graph seen once, as in minibatch training, pays for every reading)."""
+    derived = A._derived if derived is None else derived
+    cached = derived.get("block_candidates")
     if cached is not None:
         return cached
     m, n = A.shape
@@ -182,7 +187,7 @@ def block_candidates(A) -> list:
         least = min(least, fills[b])
     out = sorted(((b, fill) for b, fill in fills.items() if fill <= MAX_FILL),
                  key=lambda c: (round(c[1], 2), -c[0]))
-    A._derived["block_candidates"] = out
+    derived["block_candidates"] = out
     return out
 
 
@@ -200,24 +205,25 @@ def bsr_operands(A, b: int):
     return indptr, indices, A.values_derived(("bsr_blocks", b), scatter, structure=slot)
 
 
-def structure_summary(A, caller: str = "st.spmm") -> dict:
+def structure_summary(A, caller: str = "st.spmm", derived: dict | None = None) -> dict:
     """The validation pass's summary of A's rows (_C.check_csr: rows, nnz,
     longest row, the lengths' sum of squares, hyb's padded slots), cached per
     graph. A malformed A is refused here, named for `caller`."""
-    summary = A._derived.get("csr_summary")
+    derived = A._derived if derived is None else derived
+    summary = derived.get("csr_summary")
     if summary is None:
         summary = _C.check_csr(caller, A.indptr, A.indices, A.shape[1],
                                f"the columns of argument 'A' of shape {tuple(A.shape)}")
-        A._derived["csr_summary"] = summary
+        derived["csr_summary"] = summary
     return summary
 
 
-def hyb_form(A):
+def hyb_form(A, derived: dict | None = None):
     """(parts, max_width) of the hyb form for a graph with skewed row
     lengths, or None: one part, the longest row in one ELL width."""
     if A.nnz == 0 or A.values.dtype not in (torch.float32, torch.float64):
         return None
-    s = structure_summary(A)
+    s = structure_summary(A, derived=derived)
     mean = s["nnz"] / s["rows"]
     spread = math.sqrt(max(0.0, s["row_length_squares"] / s["rows"] - mean * mean)) / mean
     longest = s["max_row_length"]
@@ -226,12 +232,12 @@ def hyb_form(A):
     return 1, 1 << max(0, (longest - 1).bit_length())
 
 
-def hyb_candidate(A):
+def hyb_candidate(A, derived: dict | None = None):
     """hyb_form(A) where it is worth timing (padding within HYB_MAX_PADDING), or None."""
-    form = hyb_form(A)
+    form = hyb_form(A, derived)
     if form is None:
         return None
-    s = structure_summary(A)
+    s = structure_summary(A, derived=derived)
     return None if s["padded_slots"] / s["nnz"] > HYB_MAX_PADDING else form
 
 
@@ -288,13 +294,13 @@ def _best_times(fns, repeats: int) -> list:
     return best
 
 
-def candidates_for(A) -> list:
+def candidates_for(A, derived: dict | None = None) -> list:
     """The formats timed for A, CSR first."""
     candidates = [{"format": "csr", "fill": 1.0}]
-    hyb = hyb_candidate(A)
+    hyb = hyb_candidate(A, derived)
     if hyb is not None:
         candidates.append({"format": "hyb", "parts": hyb[0], "max_width": hyb[1]})
-    blocks = block_candidates(A)[:MAX_BLOCK_CANDIDATES]
+    blocks = block_candidates(A, derived)[:MAX_BLOCK_CANDIDATES]
     candidates += [{"format": "bsr", "block": b, "fill": round(fill, 3)}
                    for b, fill in blocks if fill <= BLOCK_FILL_SLACK * blocks[0][1]]
     return candidates
@@ -370,11 +376,12 @@ def choose(A, op: str, K: int, dtype, caller: str = "st.spmm") -> dict:
     named for `caller` (the candidates' block counters would otherwise name
     themselves)."""
     memo = ("choice", op, K, dtype)
-    if memo in A._derived:
-        return A._derived[memo]
+    derived = A._derived
+    if memo in derived:
+        return derived[memo]
     if not A.is_block:
-        structure_summary(A, caller)
-    candidates = [] if A.is_block or not tuning_enabled() or A.nnz == 0 else candidates_for(A)
+        structure_summary(A, caller, derived)
+    candidates = [] if A.is_block or not tuning_enabled() or A.nnz == 0 else candidates_for(A, derived)
     if len(candidates) < 2:
         # Nothing but CSR to choose from (most sampled minibatches of a GNN:
         # no block size fits, the row lengths spread little), so nothing is
@@ -392,7 +399,7 @@ def choose(A, op: str, K: int, dtype, caller: str = "st.spmm") -> dict:
         else:
             record = _measure(A, K, dtype, candidates)
             _store_choice(key, record)
-    A._derived[memo] = record
+    derived[memo] = record
     return record
 
 
