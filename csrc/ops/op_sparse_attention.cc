@@ -119,9 +119,15 @@ struct HeadsLastAttention {
   at::Tensor scores, probs;  // (nnz, heads)
 };
 
-HeadsLastAttention Probabilities(const AttentionArgs& a) {
+// The scaled scores alone (probs left empty).
+HeadsLastAttention Scores(const AttentionArgs& a) {
   HeadsLastAttention h{HeadsLast(a.q * a.scale), HeadsLast(a.k), HeadsLast(a.v), {}, {}};
   h.scores = Sddmm(a.csr.indptr, a.csr.indices, std::nullopt, h.qs, h.k, "dot");
+  return h;
+}
+
+HeadsLastAttention Probabilities(const AttentionArgs& a) {
+  HeadsLastAttention h = Scores(a);
   h.probs = EdgeSoftmax(a.csr.indptr, a.csr.indices, h.scores);
   return h;
 }
@@ -267,7 +273,7 @@ std::tuple<at::Tensor, at::Tensor> SparseAttentionForward(const at::Tensor& indp
     std::tie(out, lse) = ForwardByHeadsOps(a);
   } else if (Dv == 0 && nnz > 0 && a.heads() * L > 0) {
     // Nothing to sum, but the scores still have their log-sum-exp.
-    lse = RowLogSumExp(a.csr, Probabilities(a).scores);
+    lse = RowLogSumExp(a.csr, Scores(a).scores);
   } else if (any) {
     at::Tensor qs = (a.q * a.scale).contiguous();
     // A row without columns keeps lse = -inf (its max and sum are not written).
