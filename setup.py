@@ -6,7 +6,8 @@ One build of the compiler core: the torch-free core (csrc/compiler) is the
 CMake target `sparsetir_core` that the GoogleTest suite tests, built here by
 CMake with the same standard (C++20, which torch's headers need too), warnings
 and optimization, and linked whole into the extension with the torch glue
-(csrc/ops).
+(csrc/ops). With GCC the glue loads torch's headers from a precompiled header
+(SPARSETIR_PCH=0: without).
 """
 import glob
 import os
@@ -151,6 +152,61 @@ class BuildExtensionWithCore(BuildExtension):
                                    core_link_libraries(core_dir) + ext.extra_link_args)
             ext.depends = list(ext.depends) + [core]  # a rebuilt core relinks the module
         super().build_extensions()
+
+    def build_extension(self, ext):
+        # torch's own flags are on ext by now (BuildExtension.build_extensions).
+        pch = precompile_torch_headers(self.compiler.compiler_so, ext.include_dirs + self.compiler.include_dirs,
+                                       ext.extra_compile_args, os.path.abspath(self.build_temp))
+        ext.extra_compile_args = list(ext.extra_compile_args) + pch
+        super().build_extension(ext)
+
+
+# Every glue file parses torch's headers first, which is most of its compile
+# time (about 5 of 9 s a file at -O2): they are parsed once into a GCC
+# precompiled header that each compile loads instead.
+TORCH_HEADERS = "#include <ATen/ATen.h>\n#include <torch/autograd.h>\n#include <torch/library.h>\n"
+
+
+def precompile_torch_headers(compiler: list, include_dirs: list, flags: list, build_dir: str) -> list:
+    """Builds build_dir/pch/torch_headers.h.gch with the glue's compiler and
+    flags (again only when they or torch change) and returns the flags that
+    make each compile load it. GCC uses it only where the flags match and
+    falls back to parsing the headers otherwise (-Winvalid-pch says so), so a
+    mismatch costs time, never correctness. Nothing for other compilers, or
+    with SPARSETIR_PCH=0."""
+    if os.environ.get("SPARSETIR_PCH", "1") == "0" or not compiler_is_gcc(compiler[0]):
+        return []
+    import torch
+
+    folder = os.path.join(build_dir, "pch")
+    header = os.path.join(folder, "torch_headers.h")
+    command = (list(compiler) + [f"-I{d}" for d in include_dirs] + ["-x", "c++-header", header, "-o", header + ".gch"] +
+               list(flags))
+    stamp = "\n".join(command + [torch.__version__, torch.__file__])
+    try:
+        with open(header + ".stamp") as f:
+            if f.read() == stamp and os.path.exists(header + ".gch"):
+                return ["-include", header, "-Winvalid-pch"]
+    except OSError:
+        pass
+    os.makedirs(folder, exist_ok=True)
+    with open(header, "w") as f:
+        f.write(TORCH_HEADERS)
+    print("sparsetir_torch: precompiling torch's headers", flush=True)
+    if subprocess.run(command).returncode != 0:
+        print("sparsetir_torch: the precompiled header failed; each file parses torch's headers", flush=True)
+        return []
+    with open(header + ".stamp", "w") as f:
+        f.write(stamp)
+    return ["-include", header, "-Winvalid-pch"]
+
+
+def compiler_is_gcc(compiler: str) -> bool:
+    try:
+        version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return False
+    return "clang" not in version.lower() and ("gcc" in version.lower() or "g++" in version.lower())
 
 
 class BuildPyWithKernels(build_py):
