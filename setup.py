@@ -202,11 +202,11 @@ def precompile_torch_headers(compiler: list, include_dirs: list, flags: list, bu
 
 
 def compiler_is_gcc(compiler: str) -> bool:
-    try:
-        version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
-    except OSError:
-        return False
-    return "clang" not in version.lower() and ("gcc" in version.lower() or "g++" in version.lower())
+    """torch's own test (absent from old torch: no precompiled header there)."""
+    from torch.utils import cpp_extension
+
+    check = getattr(cpp_extension, "check_compiler_is_gcc", None)
+    return bool(check and check(compiler))
 
 
 class BuildPyWithKernels(build_py):

@@ -144,10 +144,11 @@ at::Tensor RowLogSumExp(const CheckedCsr& csr, const at::Tensor& scores) {
   return (top + sums.log()).t().contiguous();
 }
 
-// (out (heads, L, Dv), lse (heads, L)).
-std::tuple<at::Tensor, at::Tensor> ForwardByHeadsOps(const AttentionArgs& a) {
+// (out (heads, L, Dv), lse (heads, L), or undefined without `with_lse`).
+std::tuple<at::Tensor, at::Tensor> ForwardByHeadsOps(const AttentionArgs& a, bool with_lse) {
   const HeadsLastAttention h = Probabilities(a);
-  return {HeadsFirst(Spmm(a.csr.indptr, a.csr.indices, h.probs, h.v, "sum")), RowLogSumExp(a.csr, h.scores)};
+  return {HeadsFirst(Spmm(a.csr.indptr, a.csr.indices, h.probs, h.v, "sum")),
+          with_lse ? RowLogSumExp(a.csr, h.scores) : at::Tensor()};
 }
 
 // The widest head and value dimensions the one-pass kernel takes: a lane
@@ -248,11 +249,17 @@ bool SparseAttentionRunsOnline(int64_t head_dim, int64_t value_dim, int64_t head
   return head_dim <= kOnlineMaxDim && value_dim <= kOnlineMaxDim && heads <= kOnlineMaxHeads;
 }
 
-std::tuple<at::Tensor, at::Tensor> SparseAttentionForward(const at::Tensor& indptr, const at::Tensor& indices,
-                                                          const at::Tensor& q, const at::Tensor& k,
-                                                          const at::Tensor& v, std::optional<double> scale) {
-  // Errors name the operator the user called: this is sparse_attention's
-  // forward (its autograd kernel calls it), as gat_attention's helper is.
+namespace {
+
+// The output and, `with_lse`, each row's log-sum-exp (else undefined):
+// sparse_attention itself (inference, no gradient) skips what only the
+// log-sum-exp needs.
+std::tuple<at::Tensor, at::Tensor> AttentionForward(const at::Tensor& indptr, const at::Tensor& indices,
+                                                    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                    std::optional<double> scale, bool with_lse) {
+  // Errors name the operator the user called: _sparse_attention_forward is
+  // sparse_attention's forward (its autograd kernel calls it), as
+  // gat_attention's helper is.
   const std::string op = "sparsetir.sparse_attention";
   AttentionArgs a = CheckAttention(op, indptr, indices, q, k, v, scale, /*convert=*/false);
   const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
@@ -262,22 +269,24 @@ std::tuple<at::Tensor, at::Tensor> SparseAttentionForward(const at::Tensor& indp
   const bool any = a.heads() * L * Dv > 0 && nnz > 0;
   if (any && OnCudaPath(a.q) && OnlineApplies(a)) {
     auto [out, lse] = ForwardOnline(a);
-    return {out.reshape(shape), lse.reshape(lse_shape)};
+    return {out.reshape(shape), with_lse ? lse.reshape(lse_shape) : at::Tensor()};
   }
   a = InComputeDtype(std::move(a));
   // The kernel writes every row (an empty one gets its zero init), so only a
   // pattern without non-zeros needs zeros from here.
   at::Tensor out = nnz > 0 ? EmptyOutput({a.heads(), L, Dv}, a.q.options()) : at::zeros({a.heads(), L, Dv}, a.q.options());
-  at::Tensor lse = at::full({a.heads(), L}, -std::numeric_limits<double>::infinity(), a.q.options());
+  at::Tensor lse =
+      with_lse ? at::full({a.heads(), L}, -std::numeric_limits<double>::infinity(), a.q.options()) : at::Tensor();
   if (any && OnCudaPath(a.q)) {
-    std::tie(out, lse) = ForwardByHeadsOps(a);
-  } else if (Dv == 0 && nnz > 0 && a.heads() * L > 0) {
+    std::tie(out, lse) = ForwardByHeadsOps(a, with_lse);
+  } else if (with_lse && Dv == 0 && nnz > 0 && a.heads() * L > 0) {
     // Nothing to sum, but the scores still have their log-sum-exp.
     lse = RowLogSumExp(a.csr, Scores(a).scores);
   } else if (any) {
     at::Tensor qs = (a.q * a.scale).contiguous();
     // A row without columns keeps lse = -inf (its max and sum are not written).
-    const at::Tensor empty_rows = (a.csr.indptr.slice(0, 1) == a.csr.indptr.slice(0, 0, -1));
+    const at::Tensor empty_rows =
+        with_lse ? (a.csr.indptr.slice(0, 1) == a.csr.indptr.slice(0, 0, -1)) : at::Tensor();
     auto kernel = GetOpKernel(Request("sparse_attention", a, {{"head_dim", D}, {"value_dim", Dv}}));
     ForEachHead(kernel->kernel().target(), a.heads(), 2 * nnz * (D + Dv), [&](int64_t h) {
       at::Tensor probs = EmptyOutput({nnz}, a.q.options()), row_max = at::empty({L}, a.q.options()),
@@ -289,15 +298,25 @@ std::tuple<at::Tensor, at::Tensor> SparseAttentionForward(const at::Tensor& indp
           .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
           .Set("m", L).Set("n", a.k.size(1)).Set("nnz", nnz).Set("head_dim", D).Set("value_dim", Dv)
           .Run(2 * nnz * (D + Dv));
-      lse[h].copy_(row_max.add_(row_sum.log_()).masked_fill_(empty_rows, -std::numeric_limits<double>::infinity()));
+      if (with_lse) {
+        lse[h].copy_(row_max.add_(row_sum.log_()).masked_fill_(empty_rows, -std::numeric_limits<double>::infinity()));
+      }
     });
   }
-  return {out.reshape(shape).to(a.dtype), lse.reshape(lse_shape)};
+  return {out.reshape(shape).to(a.dtype), with_lse ? lse.reshape(lse_shape) : at::Tensor()};
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor> SparseAttentionForward(const at::Tensor& indptr, const at::Tensor& indices,
+                                                          const at::Tensor& q, const at::Tensor& k,
+                                                          const at::Tensor& v, std::optional<double> scale) {
+  return AttentionForward(indptr, indices, q, k, v, scale, /*with_lse=*/true);
 }
 
 at::Tensor SparseAttention(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& q,
                            const at::Tensor& k, const at::Tensor& v, std::optional<double> scale) {
-  return std::get<0>(SparseAttentionForward(indptr, indices, q, k, v, scale));
+  return std::get<0>(AttentionForward(indptr, indices, q, k, v, scale, /*with_lse=*/false));
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
