@@ -1,7 +1,7 @@
 """What every benchmark script shares: the instruction-set level to build and
 measure at, a record of the machine, and where results go.
 
-    apply_isa("avx2")          # before the first kernel: our kernels and MKL at that level
+    apply_isa("avx2")          # before torch runs anything: our kernels, MKL and ATen at that level
     machine_info()             # {"cpu": ..., "isa": ..., "threads": ..., "torch": ..., "mkl": ...}
     output_base("ops", update) # benchmarks/results/ops, or a new timestamped folder
 """
@@ -36,17 +36,31 @@ DATASETS = os.environ.get("SPARSETIR_DATASETS") or _default_datasets()
 # MKL's names for the same levels (MKL_ENABLE_INSTRUCTIONS caps what MKL
 # dispatches to, so the peer runs at the level our kernels are built for).
 _MKL_LEVEL = {"generic": "SSE4_2", "avx2": "AVX2", "avx512": "AVX512"}
+# ATen's (ATEN_CPU_CAPABILITY): torch's own vectorized kernels, such as
+# sampled_addmm's and the reductions of torch.sparse.mm, are peers too.
+_ATEN_LEVEL = {"generic": "default", "avx2": "avx2", "avx512": "avx512"}
 
 
 def apply_isa(isa: str | None) -> None:
-    """Builds our kernels for `isa` (SPARSETIR_CPU_ISA) and restricts MKL to the
-    same level. Must run before the first kernel call and the first MKL call."""
+    """Builds our kernels for `isa` (SPARSETIR_CPU_ISA) and restricts MKL and
+    ATen's vectorized kernels to the same level. Must run before the first
+    kernel call and before torch runs any operator (ATen fixes its level then)."""
     if not isa:
         return
     os.environ["SPARSETIR_CPU_ISA"] = isa
     level = isa if isa in _MKL_LEVEL else {"x86-64": "generic", "x86-64-v3": "avx2", "x86-64-v4": "avx512"}.get(isa)
-    if level in _MKL_LEVEL:
-        os.environ["MKL_ENABLE_INSTRUCTIONS"] = _MKL_LEVEL[level]
+    if level not in _MKL_LEVEL:
+        return
+    os.environ["MKL_ENABLE_INSTRUCTIONS"] = _MKL_LEVEL[level]
+    os.environ["ATEN_CPU_CAPABILITY"] = _ATEN_LEVEL[level]
+    import torch
+
+    got = torch.backends.cpu.get_cpu_capability().lower()
+    # ATen never goes above what the CPU has: "avx2" on a CPU without AVX-512
+    # asked for avx512 is that CPU's best, not a level set too late.
+    if got != _ATEN_LEVEL[level].lower() and not (level == "avx512" and got == "avx2"):
+        raise RuntimeError(f"--isa {isa}: torch's kernels already run at {got}, not {_ATEN_LEVEL[level]}; "
+                           "apply_isa must run before torch runs any operator")
 
 
 def cpu_model() -> str:
@@ -85,13 +99,14 @@ def machine_info() -> dict:
         "torch": torch.__version__,
         "mkl": mkl,
         "mkl_instructions": os.environ.get("MKL_ENABLE_INSTRUCTIONS", "default"),
+        "aten_capability": torch.backends.cpu.get_cpu_capability(),
     }
 
 
 def machine_line(info: dict) -> str:
     return (f"machine: {info['cpu']}; our kernels for {info['isa']} (this CPU: {info['detected_isa']}); "
             f"{info['threads']} threads; torch {info['torch']}; {info['mkl']}, "
-            f"MKL_ENABLE_INSTRUCTIONS={info['mkl_instructions']}")
+            f"MKL_ENABLE_INSTRUCTIONS={info['mkl_instructions']}; ATen's kernels at {info['aten_capability']}")
 
 
 def output_base(name: str, update_results: bool, out: str | None = None) -> str:

@@ -658,7 +658,8 @@ def main() -> None:
                              "(default 240, 40 with --quick)")
     parser.add_argument("--isa", default=None,
                         help="build our kernels for this CPU level (generic, avx2, avx512, ...; default: this CPU's) "
-                             "and restrict MKL to the same level (MKL_ENABLE_INSTRUCTIONS)")
+                             "and restrict MKL and torch's own kernels to the same level "
+                             "(MKL_ENABLE_INSTRUCTIONS, ATEN_CPU_CAPABILITY)")
     parser.add_argument("--out", default=None, help="output path without extension "
                         "(default: a new folder benchmarks/results/runs/<date-time>/ops)")
     parser.add_argument("--update-results", action="store_true",

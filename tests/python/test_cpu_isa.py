@@ -14,6 +14,7 @@ import torch
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
+from sparsetir_torch.kernels import kernel_script
 from sparsetir_torch.recipes import cpu_target, csrmm_plan, runnable_levels, spmm_cpu
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -102,6 +103,47 @@ def test_spmm_recipe_at_each_runnable_level(isa, feat):
     kernel(a=A.values(), b=B, c=C, indptr=A.crow_indices().int(), indices=A.col_indices().int(),
            m=41, n=37, feat_size=feat, nnz=A.values().numel())
     torch.testing.assert_close(C.double(), dense.float().double() @ B.double(), rtol=1e-5, atol=1e-5)
+
+
+def sddmm_trace(feat: int, isa: str, dtype: str = "float32") -> str:
+    return _C.recipe_trace("sddmm_dot", "sddmm", dtype, "int32", {"feat_size": feat}, f"cpu:{isa}", True)
+
+
+@pytest.mark.parametrize("isa,dtype,feat,split", [
+    ("avx2", "float32", 256, "[4, 8]"),      # 32 vectors: four partial sums
+    ("generic", "float32", 128, "[4, 4]"),
+    ("generic", "float64", 64, "[4, 2]"),
+    ("avx512", "float32", 512, "[4, 16]"),
+    ("avx2", "float32", 272, "[2, 8]"),      # 34 vectors: the sums divide them
+    ("avx2", "float32", 264, None),          # 33 vectors: one sum
+    ("avx2", "float32", 128, None),          # 16 vectors: one sum
+    ("avx512", "float32", 256, None),
+])
+def test_long_dot_products_keep_several_partial_sums(isa, dtype, feat, split):
+    trace = sddmm_trace(feat, isa, dtype)
+    sum_splits = re.findall(r"sch\.split\(\"k_1\", factors=(\[\d+, \d+\])\)", trace)
+    assert sum_splits == ([split] if split else []), trace
+
+
+@pytest.mark.parametrize("isa", RUNNABLE)
+@pytest.mark.parametrize("feat", [8, 100, 128, 256, 264, 272])
+def test_sddmm_recipe_at_each_runnable_level(isa, feat):
+    g = torch.Generator().manual_seed(feat)
+    dense = torch.rand(23, 19, generator=g, dtype=torch.float64)
+    dense[torch.rand(23, 19, generator=g) < 0.7] = 0
+    dense[2] = 0      # an empty row
+    dense[5] = 1.0    # a dense row
+    A = dense.to_sparse_csr()
+    X = torch.randn(23, feat, generator=g, dtype=torch.float64)
+    Y = torch.randn(19, feat, generator=g, dtype=torch.float64)
+    rows = torch.repeat_interleave(torch.arange(23), A.crow_indices().diff())
+    expected = (X[rows] * Y[A.col_indices()]).sum(1)
+    kernel = st.compile(st.Schedule.replay(sddmm_trace(feat, isa), st.parse(kernel_script("sddmm_dot"))),
+                        target=f"cpu:{isa}")
+    out = torch.full((A.values().numel(),), float("nan"))
+    kernel(x=X.float(), y=Y.float(), out=out, indptr=A.crow_indices().int(), indices=A.col_indices().int(),
+           m=23, n=19, feat_size=feat, nnz=A.values().numel())
+    torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-4)
 
 
 def test_unknown_level_names_the_variable():

@@ -101,19 +101,50 @@ void CsrmmEll(Schedule& sch, const std::string& mode, int64_t feat, bool width_s
   sch.Parallel(o);
 }
 
+// How many partial sums a dot product of `vectors` SIMD vectors keeps. One
+// sum is one chain of dependent multiply-adds; out-of-order execution hides
+// its latency behind the next non-zero's chain while a chain is short, but
+// not a chain of 32 or more (AVX2 at K = 256, SSE2 at K >= 128). Measured
+// (the Zen 4 VM, 1 thread, cache-resident lund_a and bcsstk16, memory-bound
+// horse-laplacian): 4 sums there ran 1.1-1.3x (AVX2) and 1.3-1.8x (SSE2) as
+// fast as one; at 16 vectors 2 sums gained on the cached matrices and lost
+// 5-10 % on horse-laplacian, so shorter dot products keep one.
+// The sums take turns over whole vectors, so their count divides `vectors`.
+int64_t DotPartialSums(int64_t vectors) {
+  if (vectors < 32) return 1;
+  return vectors % 4 == 0 ? 4 : vectors % 2 == 0 ? 2 : 1;
+}
+
 // A dot product over `k` (extent `extent`) accumulated into `buffer` inside
 // loop `j`: the accumulator lives in a register (cache_write), and the
 // reduction is factored into vector lanes (rfactor) so it runs as independent
-// SIMD FMAs with one horizontal sum at the end.
+// SIMD FMAs with one horizontal sum at the end; a long one into several
+// vectors of lanes, consecutive vectors taking turns (DotPartialSums).
 void VectorDot(Schedule& sch, const std::string& j, const std::string& k, const std::string& buffer, int64_t extent,
                int64_t element_bytes, const Target& target) {
   sch.CacheWrite(j, buffer, "local");
   int64_t lanes = VectorLanes(extent, element_bytes, target);
   if (lanes <= 1) return;
-  auto parts = sch.Split(k, {std::nullopt, lanes});
+  const int64_t vectors = extent / lanes;
+  const int64_t sums = DotPartialSums(vectors);
+  auto parts = sch.Split(k, {std::nullopt, sums * lanes});
   sch.RFactor(parts[1]);
-  sch.Vectorize(parts[1]);
-  if (extent / lanes <= RegisterBudgetOf(target).max_unrolled_vectors) sch.Unroll(parts[0]);
+  if (sums > 1) {
+    auto sum_lanes = sch.Split(parts[1], {sums, lanes});
+    sch.Unroll(sum_lanes[0]);
+    sch.Vectorize(sum_lanes[1]);
+    if (sums > 2) {
+      // The merge's first level adds the upper half of the sums to the lower
+      // (rfactor's tree, named after the factored loop): whole registers, not
+      // one vector several times as wide as the target's.
+      auto halves = sch.Split(parts[1] + "_tree", {std::nullopt, lanes});
+      sch.Unroll(halves[0]);
+      sch.Vectorize(halves[1]);
+    }
+  } else {
+    sch.Vectorize(parts[1]);
+  }
+  if (vectors <= RegisterBudgetOf(target).max_unrolled_vectors) sch.Unroll(parts[0]);
 }
 
 // sddmm_dot: loops i, j, k; k is the reduction.

@@ -25,19 +25,25 @@ def sddmm_dot(
             O_local = T.alloc_buffer((1,), "float32", scope="local")
             with T.block("sddmm_init"):
                 O_local[0] = T.float32(0.0)
-            O_local_rf = T.alloc_buffer((8,), "float32", scope="local")
-            for k_1_init in T.serial(8):
+            O_local_rf = T.alloc_buffer((32,), "float32", scope="local")
+            for k_1_init in T.serial(32):
                 O_local_rf[k_1_init] = T.float32(0.0)
-            v1: T.int32 = J_indices[J_indptr[i] + j]
-            for k_0 in T.serial(32):
-                for k_1 in T.vectorized(8):
-                    with T.block("sddmm"):
-                        O_local_rf[k_1] = O_local_rf[k_1] + X[i, k_0 * 8 + k_1] * Y[v1, k_0 * 8 + k_1]
-            for k_1_tree in T.vectorized(4):
-                O_local_rf[k_1_tree] = O_local_rf[k_1_tree] + O_local_rf[k_1_tree + 4]
-            for k_1_tree_1 in T.vectorized(2):
-                O_local_rf[k_1_tree_1] = O_local_rf[k_1_tree_1] + O_local_rf[k_1_tree_1 + 2]
-            for k_1_tree_2 in T.serial(1):
-                O_local_rf[k_1_tree_2] = O_local_rf[k_1_tree_2] + O_local_rf[k_1_tree_2 + 1]
+            v2: T.int32 = J_indices[J_indptr[i] + j]
+            for k_0 in T.serial(8):
+                for k_1_0 in T.unroll(4):
+                    for k_1_1 in T.vectorized(8):
+                        with T.block("sddmm"):
+                            O_local_rf[k_1_0 * 8 + k_1_1] = O_local_rf[k_1_0 * 8 + k_1_1] + X[i, k_0 * 32 + (k_1_0 * 8 + k_1_1)] * Y[v2, k_0 * 32 + (k_1_0 * 8 + k_1_1)]
+            for k_1_tree_0 in T.unroll(2):
+                for k_1_tree_1_1 in T.vectorized(8):
+                    O_local_rf[k_1_tree_0 * 8 + k_1_tree_1_1] = O_local_rf[k_1_tree_0 * 8 + k_1_tree_1_1] + O_local_rf[k_1_tree_0 * 8 + k_1_tree_1_1 + 16]
+            for k_1_tree_1 in T.vectorized(8):
+                O_local_rf[k_1_tree_1] = O_local_rf[k_1_tree_1] + O_local_rf[k_1_tree_1 + 8]
+            for k_1_tree_2 in T.vectorized(4):
+                O_local_rf[k_1_tree_2] = O_local_rf[k_1_tree_2] + O_local_rf[k_1_tree_2 + 4]
+            for k_1_tree_3 in T.vectorized(2):
+                O_local_rf[k_1_tree_3] = O_local_rf[k_1_tree_3] + O_local_rf[k_1_tree_3 + 2]
+            for k_1_tree_4 in T.serial(1):
+                O_local_rf[k_1_tree_4] = O_local_rf[k_1_tree_4] + O_local_rf[k_1_tree_4 + 1]
             O_local[0] = O_local[0] + O_local_rf[0]
             O[J_indptr[i] + j] = O_local[0]
