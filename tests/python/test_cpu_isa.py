@@ -253,3 +253,30 @@ def test_extremum_backward_gives_the_same_bits_at_every_level(tmp_path):
         for case, (gv, gd) in first.items():
             other_v, other_d = outputs[isa][case]
             assert torch.equal(gv, other_v) and torch.equal(gd, other_d), f"{case}: {isa} differs from {RUNNABLE[0]}"
+
+
+def test_benchmarks_hold_torchs_own_kernels_to_the_level():
+    # bench --isa compares at one level: MKL and ATen's vectorized kernels
+    # (sampled_addmm, torch.sparse.mm's reductions) are held to it as well.
+    if "avx2" not in RUNNABLE:
+        pytest.skip(f"this CPU runs {RUNNABLE}, not avx2")
+    bench = os.path.join(REPO, "benchmarks")
+    ok = run_python(f"""
+        import os, sys
+        sys.path.insert(0, {bench!r})
+        from bench_common import apply_isa
+        apply_isa("avx2")
+        import torch
+        print(os.environ["MKL_ENABLE_INSTRUCTIONS"], torch.backends.cpu.get_cpu_capability())
+    """)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.split() == ["AVX2", "AVX2"]
+    late = run_python(f"""
+        import sys, torch
+        sys.path.insert(0, {bench!r})
+        torch.ones(3).sum()  # ATen picks its level at the first operator
+        from bench_common import apply_isa
+        apply_isa("generic")
+    """, ATEN_CPU_CAPABILITY="avx2")
+    assert late.returncode != 0
+    assert "--isa generic: torch's kernels already run at" in late.stderr, late.stderr
