@@ -106,7 +106,7 @@ void CsrmmEll(Schedule& sch, const std::string& mode, int64_t feat, bool width_s
 // its latency behind the next non-zero's chain while a chain is short, but
 // not a chain of 32 or more (AVX2 at K = 256, SSE2 at K >= 128). Measured
 // (the Zen 4 VM, 1 thread, cache-resident lund_a and bcsstk16, memory-bound
-// horse-laplacian): 4 sums there ran 1.1-1.3x (AVX2) and 1.3-1.8x (SSE2) as
+// horse-laplacian): 4 sums there ran 1.07-1.33x (AVX2) and 1.25-1.8x (SSE2) as
 // fast as one; at 16 vectors 2 sums gained on the cached matrices and lost
 // 5-10 % on horse-laplacian, so shorter dot products keep one.
 // The sums take turns over whole vectors, so their count divides `vectors`.
