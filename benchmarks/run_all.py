@@ -417,8 +417,8 @@ def main(argv=None) -> int:
                         "with --e2e and no --ops, no op benchmarks")
     p.add_argument("--matrices", default=None, help="regex on matrix names for the op benchmarks (bench_ops.py)")
     p.add_argument("--k", type=int, nargs="+", default=None, help="K for spmm / sddmm (bench_ops.py)")
-    p.add_argument("--isa", default=None, help="build our kernels for this CPU level and hold MKL to it "
-                   "(as bench_ops.py --isa; applies to the examples too)")
+    p.add_argument("--isa", default=None, help="build our kernels for this CPU level and hold MKL and torch's "
+                   "own kernels to it (as bench_ops.py --isa; applies to the examples too)")
     p.add_argument("--out", default=None, help="output folder (default benchmarks/results/report/<machine tag>)")
     p.add_argument("--force", action="store_true", help="write into a folder holding files tracked by git")
     args = p.parse_args(argv)
