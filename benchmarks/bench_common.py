@@ -39,6 +39,7 @@ _MKL_LEVEL = {"generic": "SSE4_2", "avx2": "AVX2", "avx512": "AVX512"}
 # ATen's (ATEN_CPU_CAPABILITY): torch's own vectorized kernels, such as
 # sampled_addmm's and the reductions of torch.sparse.mm, are peers too.
 _ATEN_LEVEL = {"generic": "default", "avx2": "avx2", "avx512": "avx512"}
+_ATEN_ORDER = ["default", "avx2", "avx512"]
 
 
 def apply_isa(isa: str | None) -> None:
@@ -56,9 +57,9 @@ def apply_isa(isa: str | None) -> None:
     import torch
 
     got = torch.backends.cpu.get_cpu_capability().lower()
-    # ATen never goes above what the CPU has: "avx2" on a CPU without AVX-512
-    # asked for avx512 is that CPU's best, not a level set too late.
-    if got != _ATEN_LEVEL[level].lower() and not (level == "avx512" and got == "avx2"):
+    # Below the level asked is the CPU's best (ATen never goes above what the
+    # CPU has); above it, ATen fixed its level before this ran.
+    if got in _ATEN_ORDER and _ATEN_ORDER.index(got) > _ATEN_ORDER.index(_ATEN_LEVEL[level]):
         raise RuntimeError(f"--isa {isa}: torch's kernels already run at {got}, not {_ATEN_LEVEL[level]}; "
                            "apply_isa must run before torch runs any operator")
 
