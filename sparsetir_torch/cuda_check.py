@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
+import torch
+
 from . import _C
 from .cuda_runtime import prepare_nvrtc
 
@@ -51,6 +53,10 @@ BLOCKS = ((2, 3), (32, 32), (130, 2))
 QUICK_BLOCKS = ((32, 32),)
 # Element-wise sddmm (add, mul): a thread per non-zero and feature.
 ELEMENTWISE_WIDTHS = (1, 8)
+
+
+def _element_bytes(dtype: str) -> int:
+    return getattr(torch, dtype).itemsize
 
 
 @dataclass(frozen=True)
@@ -84,9 +90,9 @@ class Variant:
         if self.dims:
             sizes.update(head_dim=self.dims[0], value_dim=self.dims[1])
         if self.script == "sparse_attention_online_columns":
-            sizes["column_lanes"] = _C.cuda_attention_column_lanes(self.dims[0])
+            sizes["column_lanes"] = _C.cuda_attention_column_lanes(self.dims[0], _element_bytes(self.dtype))
         if self.script == "sparse_attention_backward_online_columns":  # runs of dO and v too
-            sizes["column_lanes"] = _C.cuda_attention_column_lanes(max(self.dims))
+            sizes["column_lanes"] = _C.cuda_attention_column_lanes(max(self.dims), _element_bytes(self.dtype))
         return sizes
 
 

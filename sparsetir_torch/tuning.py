@@ -519,8 +519,11 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
             return out
         out["backward"] = "sparse_attention_backward_online, csrmm_heads"
         sizes = {"head_dim": k, "value_dim": k}
-        # Lanes per scored column (0: the warp scores one column after another).
-        out["column_lanes"] = _C.cuda_attention_column_lanes(k)
+        # Lanes per scored column (0: the warp scores one column after another): the forward reads k as
+        # given, the backward computes in float32 (16-bit inputs too) or float64.
+        element_bytes = getattr(torch, value_dtype).itemsize
+        out["column_lanes"] = _C.cuda_attention_column_lanes(k, element_bytes)
+        out["backward_column_lanes"] = _C.cuda_attention_column_lanes(k, max(element_bytes, 4))
         if out["column_lanes"]:
             out["script"] = recipe = script = "sparse_attention_online_columns"
             out["backward"] = "sparse_attention_backward_online_columns, csrmm_heads"

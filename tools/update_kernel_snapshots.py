@@ -96,12 +96,12 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
         yield ("sparse_attention_online", "sparse_attention_online", dtype, idtype,
                {"head_dim": d, "value_dim": dv})
         yield ("sparse_attention_online_columns", "sparse_attention_online_columns", dtype, idtype,
-               {"head_dim": d, "value_dim": dv, "column_lanes": _column_lanes(d)})
+               {"head_dim": d, "value_dim": dv, "column_lanes": _column_lanes(d, dtype)})
     for dtype, idtype, (d, dv) in (("float32", "int32", (64, 64)), ("float64", "int64", (40, 100))):
         yield ("sparse_attention_backward_online", "sparse_attention_backward_online", dtype, idtype,
                {"head_dim": d, "value_dim": dv})
         yield ("sparse_attention_backward_online_columns", "sparse_attention_backward_online_columns", dtype, idtype,
-               {"head_dim": d, "value_dim": dv, "column_lanes": _column_lanes(max(d, dv))})
+               {"head_dim": d, "value_dim": dv, "column_lanes": _column_lanes(max(d, dv), dtype)})
     for bh, bw in ((32, 32), (16, 8), (1, 1)):
         yield "bsr_linear", "bsr_linear", "float32", "int32", {"block_h": bh, "block_w": bw}
     yield "bsr_linear", "bsr_linear", "bfloat16", "int64", {"block_h": 32, "block_w": 32}
@@ -135,10 +135,11 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
         yield "csrmm", recipe, "float32", "int64", {"feat_size": 64}
 
 
-def _column_lanes(head_dim: int) -> int:
+def _column_lanes(head_dim: int, dtype: str) -> int:
+    import torch
     from sparsetir_torch import _C
 
-    return _C.cuda_attention_column_lanes(head_dim)
+    return _C.cuda_attention_column_lanes(head_dim, getattr(torch, dtype).itemsize)
 
 
 def kernel_name(script: str, recipe: str, dtype: str, idtype: str, sizes: Dict[str, int]) -> str:

@@ -64,13 +64,15 @@ constexpr int64_t kSddmmSegment = 16;
 // rows keep the fused loop's thread per non-zero, which has 32 times the
 // warps' non-zeros in flight.
 constexpr int64_t kSddmmSegmentsFrom = 32;
-// The most features of q (and of a k row) a lane of the one-pass cuda
-// attention keeps and reads when a group of lanes scores a column. At 16,
-// heads of 64 take groups of 4 lanes, 8 columns a step: 48 registers in
-// float16 and 62 in float32 on sm_90, where 32 (groups of 2, 16 columns)
-// took 77 and 78, and fewer warps fit a multiprocessor to hide the latency
-// of the step's shuffles and exponentials.
-constexpr int64_t kAttentionFeaturesPerLane = 16;
+// The bytes of a k row a lane of the one-pass cuda attention reads per
+// column when a group of lanes scores it (q's run in registers as many
+// features). Heads of 64 take groups of 4 lanes in float32 (16 features, 8
+// columns a step) and of 2 in 16-bit (32 features, 16 columns a step). On an
+// H200 (batch 1, 4 heads, L = 4096, 10 % density) the float32 forward took
+// 0.41 ms in groups of 4 and 0.61 ms in groups of 2 (128 bytes a lane: the
+// step's loads, not the registers, 62 against 78); float16 took 0.38 ms in
+// groups of 4 and 0.32 ms in groups of 2 (64 bytes a lane either way at 2).
+constexpr int64_t kAttentionBytesPerLane = 64;
 // The largest group: two columns a step (a group of 32 would be the warp,
 // one column a step, which the warp-per-column kernels do better).
 constexpr int64_t kMaxAttentionColumnLanes = 16;
@@ -268,7 +270,7 @@ void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
   call.Run(2 * indices.numel() * heads * feat);
 }
 
-int64_t CudaAttentionColumnLanes(int64_t head_dim) {
+int64_t CudaAttentionColumnLanes(int64_t head_dim, int64_t element_bytes) {
   const char* name = "SPARSETIR_CUDA_ATTENTION_COLUMN_LANES";
   const char* what = "a power of two from 1 to 16 (lanes per column), or 0 (a warp per column)";
   const int64_t set = EnvSetting(name, -1, kMaxAttentionColumnLanes, what);
@@ -277,8 +279,14 @@ int64_t CudaAttentionColumnLanes(int64_t head_dim) {
                     std::string(name) + " must be " + what + ", got '" + std::to_string(set) + "'");
   }
   if (set >= 0) return set;
+  if (element_bytes < 1 || element_bytes > kAttentionBytesPerLane) {
+    throw UserError(UserErrorKind::kArgument, "cuda_attention_column_lanes: element_bytes must be from 1 to " +
+                                                  std::to_string(kAttentionBytesPerLane) + ", got " +
+                                                  std::to_string(element_bytes));
+  }
+  const int64_t per_lane = kAttentionBytesPerLane / element_bytes;
   int64_t lanes = 1;
-  while (lanes < kMaxAttentionColumnLanes && lanes * kAttentionFeaturesPerLane < head_dim) lanes *= 2;
+  while (lanes < kMaxAttentionColumnLanes && lanes * per_lane < head_dim) lanes *= 2;
   return lanes;
 }
 

@@ -67,12 +67,13 @@ void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
 int64_t CudaSddmmSegmentLength(int64_t feat);
 
 // The lanes of a group that scores one column in the one-pass cuda attention
-// of heads of `head_dim` features (kernels/sparse_attention_online_columns.py
-// and its backward: a power of two up to 16, each lane with at most 16
-// features of q where that suffices), or 0 for a warp per column
+// of heads of `head_dim` features whose k rows hold elements of
+// `element_bytes` (kernels/sparse_attention_online_columns.py and its
+// backward: a power of two up to 16, each lane reading at most 64 bytes of a
+// k row where that suffices), or 0 for a warp per column
 // (kernels/sparse_attention_online.py, four columns at a time).
 // $SPARSETIR_CUDA_ATTENTION_COLUMN_LANES sets it at every width.
-int64_t CudaAttentionColumnLanes(int64_t head_dim);
+int64_t CudaAttentionColumnLanes(int64_t head_dim, int64_t element_bytes);
 
 // out (rows, H, D) = sum over the non-zeros e = (i, j) of
 // values[e, h] * dense[j, h, :], every head in one kernel (csrmm_heads).

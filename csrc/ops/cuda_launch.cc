@@ -37,7 +37,7 @@ Loaded& ModuleFor(const Kernel& kernel, int device) {
     const auto capability = driver.compute_capability(device);
     const std::string image = GetOrBuildCudaImage(kernel.source(), capability.first * 10 + capability.second);
     entry.module = CudaModule::Load(image);
-    entry.function = entry.module->Function(kCudaKernelSymbol);
+    entry.function = entry.module->Function(kernel.cuda_symbol());
   }
   return entry;
 }

@@ -170,7 +170,7 @@ bool OnlineApplies(const AttentionArgs& a) { return SparseAttentionRunsOnline(a.
 // recomputes the probabilities in one pass.
 std::tuple<at::Tensor, at::Tensor> ForwardOnline(const AttentionArgs& a) {
   const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
-  const int64_t lanes = CudaAttentionColumnLanes(D);
+  const int64_t lanes = CudaAttentionColumnLanes(D, a.k.element_size());
   std::map<std::string, int64_t> sizes = {{"head_dim", D}, {"value_dim", Dv}};
   if (lanes > 0) sizes["column_lanes"] = lanes;
   auto kernel = GetOpKernel(Request(lanes > 0 ? "sparse_attention_online_columns" : "sparse_attention_online", a,
@@ -214,8 +214,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardByHeadsOps(const Attentio
 std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardOnline(const AttentionArgs& a, const at::Tensor& o,
                                                               const at::Tensor& go, const at::Tensor& lse) {
   const int64_t L = a.q.size(1), S = a.k.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
-  // A lane keeps runs of q, k, dq, dO and v: the wider side sets the group.
-  const int64_t lanes = CudaAttentionColumnLanes(std::max(D, Dv));
+  // A lane keeps runs of q, k, dq, dO and v (the compute dtype): the wider
+  // side sets the group.
+  const int64_t lanes = CudaAttentionColumnLanes(std::max(D, Dv), a.q.element_size());
   std::map<std::string, int64_t> sizes = {{"head_dim", D}, {"value_dim", Dv}};
   if (lanes > 0) sizes["column_lanes"] = lanes;
   auto kernel = GetOpKernel(Request(lanes > 0 ? "sparse_attention_backward_online_columns"

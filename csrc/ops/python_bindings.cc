@@ -579,9 +579,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("sddmm_cuda_row_segment", &CudaSddmmSegmentLength, py::arg("feat"),
         "The row segment length of sddmm's cuda kernel at this feature width (0: the fused loop over the "
         "non-zeros).");
-  m.def("cuda_attention_column_lanes", &CudaAttentionColumnLanes, py::arg("head_dim"),
+  m.def("cuda_attention_column_lanes", &CudaAttentionColumnLanes, py::arg("head_dim"), py::arg("element_bytes") = 4,
         "The lanes that score one column in sparse_attention's one-pass cuda kernel for heads of head_dim "
-        "features (0: a warp per column).");
+        "features, k's elements of element_bytes (0: a warp per column).");
   m.def("sparse_attention_runs_online", &SparseAttentionRunsOnline, py::arg("head_dim"), py::arg("value_dim"),
         py::arg("heads"), "True if sparse_attention on cuda runs its one-pass kernels at these sizes.");
   m.def(

@@ -61,11 +61,30 @@ def gpu_schedule(text, feat=64, rows=4, lanes=32):
 def test_bound_loops_become_a_global_kernel():
     kernel = st.compile(gpu_schedule(read_script("csrmm")), target="cuda")
     src = kernel.source
-    assert 'extern "C" __global__ void sparsetir_kernel(' in src
+    # Named after the script's function, so that profilers tell the ops' kernels apart.
+    assert 'extern "C" __global__ void sparsetir_kernel_csrmm(' in src
     for axis in ("blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y"):
         assert f"(int32_t){axis}" in src
     assert "float C_local[1];" in src
     assert "#include" not in src.split("sparsetir_kernel")[0], "NVRTC has no headers: the prelude includes nothing"
+
+
+@pytest.mark.parametrize("name, symbol", [("kernel", "sparsetir_kernel_kernel"), ("f" * 300, "sparsetir_kernel"),
+                                          ("sparsetir_x", "sparsetir_kernel_sparsetir_x")])
+def test_the_kernel_symbol_follows_the_function_name(name, symbol):
+    # A name longer than a script name may be falls back to sparsetir_kernel; the "sparsetir" prefix is the
+    # generated code's own, so no parameter or buffer can take the symbol. The emulator launches it by that name.
+    script = read_script("csrmm").replace("def csrmm(", f"def {name}(", 1)
+    kernel = st.compile(gpu_schedule(script, feat=40), target="cuda")
+    assert f'extern "C" __global__ void {symbol}(' in kernel.source
+    indptr = torch.tensor([0, 2, 2, 3], dtype=torch.int32)
+    indices = torch.tensor([0, 2, 1], dtype=torch.int32)
+    values = torch.tensor([1.0, 2.0, 3.0])
+    b = torch.arange(120, dtype=torch.float32).reshape(3, 40)
+    c = torch.full((3, 40), float("nan"))
+    kernel(a=values, b=b, c=c, indptr=indptr, indices=indices, m=3, n=3, feat_size=40, nnz=3)
+    dense = torch.sparse_csr_tensor(indptr.long(), indices.long(), values.double(), (3, 3)).to_dense()
+    torch.testing.assert_close(c.double(), dense @ b.double())
 
 
 def test_parallel_loops_are_refused_for_cuda():

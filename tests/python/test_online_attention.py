@@ -429,9 +429,13 @@ def test_lane_reductions_need_lanes():
 def test_explain_says_which_attention_runs(monkeypatch):
     online = st.explain(None, op="attention", k=64, dtype=torch.float16, device="cuda")
     assert online["online_softmax"] and online["script"] == "sparse_attention_online_columns"
-    assert online["column_lanes"] == 4  # 16 features of q per lane
+    # 64 bytes of a k row per lane: 32 features in 16-bit; the backward computes in float32 (16 a lane).
+    assert online["column_lanes"] == 2 and online["backward_column_lanes"] == 4
     assert online["backward"] == "sparse_attention_backward_online_columns, csrmm_heads"
-    assert 'sch.specialize(column_lanes=4, head_dim=64, value_dim=64)' in online["schedule"]
+    assert 'sch.specialize(column_lanes=2, head_dim=64, value_dim=64)' in online["schedule"]
+    for dtype, lanes in ((torch.float32, 4), (torch.bfloat16, 2), (torch.float64, 8)):
+        explained = st.explain(None, op="attention", k=64, dtype=dtype, device="cuda")
+        assert explained["column_lanes"] == lanes and explained["backward_column_lanes"] == max(lanes, 4)
     assert st.explain(None, op="attention", k=16, device="cuda")["column_lanes"] == 1
     assert st.explain(None, op="attention", k=17, device="cuda")["column_lanes"] == 2
     assert st.explain(None, op="attention", k=256, device="cuda")["column_lanes"] == 16

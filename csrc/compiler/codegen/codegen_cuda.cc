@@ -44,6 +44,7 @@ class CodegenCudaImpl : public CodegenC {
     }
     alignment_.assign(f->params.size(), 1);
     CudaSource out;
+    symbol_ = out.symbol = CudaKernelSymbol(f->name);
     out.source = Generate(f);
     out.param_alignment = alignment_;
     CheckLaneGroups();
@@ -85,7 +86,7 @@ class CodegenCudaImpl : public CodegenC {
     }
     std::ostringstream kernel;
     out_.swap(kernel);
-    out_ << "extern \"C\" __global__ void " << kCudaKernelSymbol << "(" << params << ") {\n";
+    out_ << "extern \"C\" __global__ void " << symbol_ << "(" << params << ") {\n";
     indent_ = 1;
     if (f->body) EmitStmt(f->body);
     out_ << "}\n";
@@ -323,7 +324,7 @@ class CodegenCudaImpl : public CodegenC {
       }
       types.push_back(std::string(bound ? BufferStorage(bound) : "void") + "*");
     }
-    return SimtEmulatorEntry(kCudaKernelSymbol, types);
+    return SimtEmulatorEntry(symbol_, types);
   }
 
   // A lane reduction within a warp combines groups of consecutive threads
@@ -364,6 +365,7 @@ class CodegenCudaImpl : public CodegenC {
     scope_.push_back({type + "*", name});
   }
 
+  std::string symbol_;  // the kernel's name (CudaKernelSymbol)
   std::array<std::vector<Expr>, 6> launch_;
   std::map<const BufferNode*, size_t> param_index_;  // an argument's buffer -> the parameter it binds
   std::vector<int64_t> alignment_;                    // per parameter, in bytes
@@ -373,6 +375,10 @@ class CodegenCudaImpl : public CodegenC {
 };
 
 }  // namespace
+
+std::string CudaKernelSymbol(const std::string& function_name) {
+  return IsScriptName(function_name) ? "sparsetir_kernel_" + function_name : "sparsetir_kernel";
+}
 
 CudaSource CodegenCuda(const PrimFunc& f) { return CodegenCudaImpl().Run(f); }
 

@@ -1,8 +1,9 @@
 // CUDA code generation: a stage-III PrimFunc -> CUDA C++ for NVRTC, and the
 // launch that runs it.
 //
-// The entry is `extern "C" __global__ void sparsetir_kernel(<params>)`, one
-// kernel parameter per function parameter in order (handles as pointers of the
+// The entry is `extern "C" __global__ void sparsetir_kernel_<function>(<params>)`
+// (CudaKernelSymbol: profilers such as torch.profiler, nsys and ncu then name
+// each op's kernel), one kernel parameter per function parameter in order (handles as pointers of the
 // buffer's storage type, scalars by value), so the host passes the addresses
 // of its argument values to cuLaunchKernel. Loops bound with sch.bind to
 // blockIdx.{x,y,z} / threadIdx.{x,y,z} become the hardware index plus the
@@ -39,7 +40,8 @@ inline constexpr const char* kLaunchTags[6] = {"blockIdx.x",  "blockIdx.y",  "bl
                                                "threadIdx.x", "threadIdx.y", "threadIdx.z"};
 
 struct CudaSource {
-  std::string source;                      // CUDA C++ for NVRTC (kernel sparsetir_kernel)
+  std::string source;                      // CUDA C++ for NVRTC
+  std::string symbol;                      // its kernel's name (CudaKernelSymbol)
   std::string emulator_entry;              // the host entry that runs the grid under the emulator
   std::array<std::vector<Expr>, 6> launch;  // per dimension: the extents bound to it (max taken)
   bool synchronizes = false;               // threads exchange values (lane reductions): fibers under the emulator
@@ -50,7 +52,10 @@ struct CudaSource {
 
 CudaSource CodegenCuda(const PrimFunc& f);
 
-// The symbol of the generated kernel.
-inline constexpr const char* kCudaKernelSymbol = "sparsetir_kernel";
+// The symbol of the kernel generated from the function `function_name`:
+// sparsetir_kernel_<function_name> where the name is a plain ASCII identifier
+// (IsScriptName), else sparsetir_kernel. Generated code owns the "sparsetir"
+// prefix (identifiers.h), so no script name can collide with it.
+std::string CudaKernelSymbol(const std::string& function_name);
 
 }  // namespace sparsetir

@@ -31,6 +31,7 @@ std::shared_ptr<Kernel> Kernel::Build(const PrimFunc& f, const Target& target) {
   } else {
     CudaSource cuda = CodegenCuda(kernel->lowered_);
     kernel->source_ = cuda.source;
+    kernel->cuda_symbol_ = cuda.symbol;
     kernel->launch_ = cuda.launch;
     kernel->alignment_ = cuda.param_alignment;
     const Kernel* self = kernel.get();  // the module lives no longer than its kernel

@@ -40,6 +40,8 @@ class Kernel {
   const std::string& name() const { return name_; }
   const Target& target() const { return target_; }
   const std::string& source() const { return source_; }
+  // cuda: the name of the kernel in source() (CudaKernelSymbol).
+  const std::string& cuda_symbol() const { return cuda_symbol_; }
   // cuda: the launch for these arguments (scalars bound): grid x, y, z, then
   // block x, y, z; a dimension whose extent is not positive is 0 (no work).
   std::array<int64_t, 6> LaunchDims(const SparsetirArg* args) const;
@@ -74,6 +76,7 @@ class Kernel {
  private:
   std::string name_;
   std::string source_;
+  std::string cuda_symbol_;
   PrimFunc lowered_;  // stage III
   Contract contract_;
   uint64_t id_ = 0;

@@ -15,7 +15,7 @@ def sparse_attention_online_columns(
     value_dim: T.int32,
     column_lanes: T.int32,
 ) -> None:
-    T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"column_lanes": 4, "head_dim": 64, "value_dim": 64}, "sparse_tir_level": 0})
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"column_lanes": 2, "head_dim": 64, "value_dim": 64}, "sparse_tir_level": 0})
     Q = T.match_buffer(q, (heads, m, 64), "float32")
     K = T.match_buffer(k, (heads, n, 64), "bfloat16")
     V = T.match_buffer(v, (heads, n, 64), "bfloat16")
@@ -33,16 +33,16 @@ def sparse_attention_online_columns(
                     v0: T.int32 = J_indptr[i]
                     v1: T.int32 = J_indptr[i + 1]
                     for lane in T.thread_binding(32, thread="threadIdx.x"):
-                        QL = T.alloc_buffer((16,), "float32", scope="local")
+                        QL = T.alloc_buffer((32,), "float32", scope="local")
                         ACC = T.alloc_buffer((2,), "float32", scope="local")
                         MX = T.alloc_buffer((1,), "float32", scope="local")
                         SM = T.alloc_buffer((1,), "float32", scope="local")
                         DOT = T.alloc_buffer((1,), "float32", scope="local")
                         VL = T.alloc_buffer((2,), "bfloat16", scope="local")
-                        KL = T.alloc_buffer((16,), "bfloat16", scope="local")
-                        part: T.int32 = lane % 4
-                        first: T.int32 = part * 16
-                        for t in T.unroll(16):
+                        KL = T.alloc_buffer((32,), "bfloat16", scope="local")
+                        part: T.int32 = lane % 2
+                        first: T.int32 = part * 32
+                        for t in T.unroll(32):
                             QL[t] = T.float32(0.0)
                             if first + t < 64:
                                 QL[t] = Q[h, i, first + t]
@@ -51,20 +51,20 @@ def sparse_attention_online_columns(
                         MX[0] = T.float32(-T.inf)
                         SM[0] = T.float32(0.0)
                         length: T.int32 = v1 - v0
-                        for j in T.serial((length + 8 - 1) // 8):
-                            position: T.int32 = j * 8 + lane // 4
+                        for j in T.serial((length + 16 - 1) // 16):
+                            position: T.int32 = j * 16 + lane // 2
                             col: T.int32 = J_indices[v0 + T.min(position, length - 1)]
                             DOT[0] = T.float32(0.0)
                             if 0 == 0:
-                                for t in T.vectorized(16):
+                                for t in T.vectorized(32):
                                     KL[t] = K[h, col, first + t]
-                                for t in T.unroll(16):
+                                for t in T.unroll(32):
                                     DOT[0] = DOT[0] + QL[t] * T.Cast("float32", KL[t])
                             else:
-                                for t in T.unroll(16):
+                                for t in T.unroll(32):
                                     if first + t < 64:
                                         DOT[0] = DOT[0] + QL[t] * T.Cast("float32", K[h, col, first + t])
-                            dot: T.float32 = T.sp.lane_sum(DOT[0], 4)
+                            dot: T.float32 = T.sp.lane_sum(DOT[0], 2)
                             score: T.float32 = T.Select(position < length, dot, T.float32(-T.inf))
                             step_max: T.float32 = T.sp.lane_max(score, 32)
                             grown: T.float32 = T.max(MX[0], step_max)
@@ -75,10 +75,10 @@ def sparse_attention_online_columns(
                             SM[0] = SM[0] * rescale + step_sum
                             for t in T.unroll(2):
                                 ACC[t] = ACC[t] * rescale
-                            for u in T.unroll(8):
-                                weight_u: T.float32 = T.sp.lane_shuffle(weight, u * 4, 32)
-                                col_u: T.int32 = T.sp.lane_shuffle(col, u * 4, 32)
-                                if j * 8 + u < length:
+                            for u in T.unroll(16):
+                                weight_u: T.float32 = T.sp.lane_shuffle(weight, u * 2, 32)
+                                col_u: T.int32 = T.sp.lane_shuffle(col, u * 2, 32)
+                                if j * 16 + u < length:
                                     if 0 == 0:
                                         for t in T.vectorized(2):
                                             VL[t] = V[h, col_u, lane * 2 + t]

@@ -20,7 +20,7 @@ def sparse_attention_backward_online_columns(
     has_lse: T.int32,
     column_lanes: T.int32,
 ) -> None:
-    T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"column_lanes": 8, "head_dim": 40, "value_dim": 100}, "sparse_tir_level": 0})
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"column_lanes": 16, "head_dim": 40, "value_dim": 100}, "sparse_tir_level": 0})
     Q = T.match_buffer(q, (heads, m, 40), "float64")
     K = T.match_buffer(k, (heads, n, 40), "float64")
     V = T.match_buffer(v, (heads, n, 100), "float64")
@@ -42,42 +42,42 @@ def sparse_attention_backward_online_columns(
                     v1: T.int64 = J_indptr[i]
                     v2: T.int64 = J_indptr[i + 1]
                     for lane in T.thread_binding(32, thread="threadIdx.x"):
-                        QL = T.alloc_buffer((5,), "float64", scope="local")
-                        KL = T.alloc_buffer((5,), "float64", scope="local")
-                        DQL = T.alloc_buffer((5,), "float64", scope="local")
-                        GL = T.alloc_buffer((13,), "float64", scope="local")
-                        VL = T.alloc_buffer((13,), "float64", scope="local")
+                        QL = T.alloc_buffer((3,), "float64", scope="local")
+                        KL = T.alloc_buffer((3,), "float64", scope="local")
+                        DQL = T.alloc_buffer((3,), "float64", scope="local")
+                        GL = T.alloc_buffer((7,), "float64", scope="local")
+                        VL = T.alloc_buffer((7,), "float64", scope="local")
                         MX = T.alloc_buffer((1,), "float64", scope="local")
                         SM = T.alloc_buffer((1,), "float64", scope="local")
                         DOT = T.alloc_buffer((1,), "float64", scope="local")
                         OFFSET = T.alloc_buffer((1,), "int32", scope="local")
-                        part: T.int32 = lane % 8
-                        first: T.int32 = part * 5
-                        first_v: T.int32 = part * 13
-                        for t in T.unroll(5):
+                        part: T.int32 = lane % 16
+                        first: T.int32 = part * 3
+                        first_v: T.int32 = part * 7
+                        for t in T.unroll(3):
                             QL[t] = T.float64(0.0)
                             DQL[t] = T.float64(0.0)
                             if first + t < 40:
                                 QL[t] = Q[h, i, first + t]
                         DOT[0] = T.float64(0.0)
-                        for t in T.unroll(13):
+                        for t in T.unroll(7):
                             GL[t] = T.float64(0.0)
                             if first_v + t < 100:
                                 GL[t] = DO[h, i, first_v + t]
                                 DOT[0] = DOT[0] + GL[t] * O[h, i, first_v + t]
-                        rowdot: T.float64 = T.sp.lane_sum(T.Select(lane < 8, DOT[0], T.float64(0.0)), 32)
+                        rowdot: T.float64 = T.sp.lane_sum(T.Select(lane < 16, DOT[0], T.float64(0.0)), 32)
                         MX[0] = T.float64(-T.inf)
                         SM[0] = T.float64(0.0)
                         length: T.int64 = v2 - v1
-                        steps: T.int64 = (length + T.int64(4) - T.int64(1)) // T.int64(4)
+                        steps: T.int64 = (length + T.int64(2) - T.int64(1)) // T.int64(2)
                         for j in T.serial(T.Select(has_lse != 0, T.int64(0), steps)):
-                            position: T.int64 = j * T.int64(4) + T.Cast("int64", lane // 8)
+                            position: T.int64 = j * T.int64(2) + T.Cast("int64", lane // 16)
                             col: T.int64 = J_indices[v1 + T.min(position, length - T.int64(1))]
                             DOT[0] = T.float64(0.0)
-                            for t in T.unroll(5):
+                            for t in T.unroll(3):
                                 if first + t < 40:
                                     DOT[0] = DOT[0] + QL[t] * K[h, col, first + t]
-                            dot: T.float64 = T.sp.lane_sum(DOT[0], 8)
+                            dot: T.float64 = T.sp.lane_sum(DOT[0], 16)
                             score: T.float64 = T.Select(position < length, dot, T.float64(-T.inf))
                             step_max: T.float64 = T.sp.lane_max(score, 32)
                             grown: T.float64 = T.max(MX[0], step_max)
@@ -89,48 +89,48 @@ def sparse_attention_backward_online_columns(
                             MX[0] = LSE[h, i]
                             SM[0] = T.float64(1.0)
                         for j in T.serial(steps):
-                            position: T.int64 = j * T.int64(4) + T.Cast("int64", lane // 8)
+                            position: T.int64 = j * T.int64(2) + T.Cast("int64", lane // 16)
                             col: T.int64 = J_indices[v1 + T.min(position, length - T.int64(1))]
                             DOT[0] = T.float64(0.0)
-                            if 0 == 0:
-                                for t in T.vectorized(5):
+                            if 8 == 0:
+                                for t in T.vectorized(3):
                                     KL[t] = K[h, col, first + t]
                             else:
-                                for t in T.unroll(5):
+                                for t in T.unroll(3):
                                     KL[t] = T.float64(0.0)
                                     if first + t < 40:
                                         KL[t] = K[h, col, first + t]
-                            for t in T.unroll(5):
+                            for t in T.unroll(3):
                                 DOT[0] = DOT[0] + QL[t] * KL[t]
-                            dot: T.float64 = T.sp.lane_sum(DOT[0], 8)
+                            dot: T.float64 = T.sp.lane_sum(DOT[0], 16)
                             DOT[0] = T.float64(0.0)
                             if 4 == 0:
-                                for t in T.vectorized(13):
+                                for t in T.vectorized(7):
                                     VL[t] = V[h, col, first_v + t]
-                                for t in T.unroll(13):
+                                for t in T.unroll(7):
                                     DOT[0] = DOT[0] + GL[t] * VL[t]
                             else:
-                                for t in T.unroll(13):
+                                for t in T.unroll(7):
                                     if first_v + t < 100:
                                         DOT[0] = DOT[0] + GL[t] * V[h, col, first_v + t]
-                            grad_prob: T.float64 = T.sp.lane_sum(DOT[0], 8)
+                            grad_prob: T.float64 = T.sp.lane_sum(DOT[0], 16)
                             prob: T.float64 = T.exp(dot - MX[0]) / SM[0]
                             grad_score: T.float64 = prob * (grad_prob - rowdot)
                             if position < length:
                                 if part == 0:
                                     P[v1 + position, h] = prob
                                     DS[v1 + position, h] = grad_score
-                                for t in T.unroll(5):
+                                for t in T.unroll(3):
                                     DQL[t] = DQL[t] + grad_score * KL[t]
-                        OFFSET[0] = 8
+                        OFFSET[0] = 16
                         for s in T.unroll(5):
                             if OFFSET[0] < 32:
                                 v0: T.int32 = (lane + OFFSET[0]) % 32
-                                for t in T.unroll(5):
+                                for t in T.unroll(3):
                                     other: T.float64 = T.sp.lane_shuffle(DQL[t], v0, 32)
                                     DQL[t] = DQL[t] + other
                                 OFFSET[0] = OFFSET[0] * 2
-                        if lane < 8:
-                            for t in T.unroll(5):
-                                if lane * 5 + t < 40:
-                                    DQ[h, i, lane * 5 + t] = DQL[t]
+                        if lane < 16:
+                            for t in T.unroll(3):
+                                if lane * 3 + t < 40:
+                                    DQ[h, i, lane * 3 + t] = DQL[t]
