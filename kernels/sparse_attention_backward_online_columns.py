@@ -11,6 +11,7 @@ def sparse_attention_backward_online_columns(
     grad_scores: T.handle,
     indptr: T.handle,
     indices: T.handle,
+    positions: T.handle,
     m: T.int32,
     n: T.int32,
     nnz: T.int32,
@@ -35,7 +36,8 @@ def sparse_attention_backward_online_columns(
     # v row (VL; both runs in vector loads where the lanes' runs are equal),
     # each summed over the group; dS_ij = P_ij (dP_ij - rowdot). The
     # group's first lane writes P and dS (for dk = dS^T q and dv = P^T dO,
-    # which the host computes over the transposed pattern), and each lane adds
+    # which the host computes over the transposed pattern: at the non-zero's
+    # place there, J_positions, as the warp-per-column backward), and each lane adds
     # dS_ij times its run of k_j into DQL. At the row's end the groups' DQL
     # are summed by shuffles between lanes that hold the same features (a
     # rotation by column_lanes, then 2, 4, ... times it) and the first group
@@ -53,8 +55,10 @@ def sparse_attention_backward_online_columns(
     DS = T.match_buffer(grad_scores, (nnz, heads), "float32")
     J_indptr = T.match_buffer(indptr, (m + 1,), "int32")
     J_indices = T.match_buffer(indices, (nnz,), "int32")
+    J_positions = T.match_buffer(positions, (nnz,), "int32")
     T.assume_buffer_domain(J_indptr, [0, nnz])
     T.assume_buffer_domain(J_indices, [0, n - 1])
+    T.assume_buffer_domain(J_positions, [0, nnz - 1])
     for row_block in T.thread_binding((m + 3) // 4, thread="blockIdx.x"):
         for h in T.thread_binding(heads, thread="blockIdx.y"):
             for warp in T.thread_binding(4, thread="threadIdx.y"):
@@ -143,8 +147,8 @@ def sparse_attention_backward_online_columns(
                             grad_score: T.float32 = prob * (grad_prob - rowdot)
                             if position < length:
                                 if part == 0:
-                                    P[start + position, h] = prob
-                                    DS[start + position, h] = grad_score
+                                    P[J_positions[start + position], h] = prob
+                                    DS[J_positions[start + position], h] = grad_score
                                 for t in T.unroll((head_dim + column_lanes - 1) // column_lanes):
                                     DQL[t] = DQL[t] + grad_score * KL[t]
                         # The groups' parts of dq_i: lane l adds lane l + OFFSET's (mod 32), for

@@ -222,6 +222,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardOnline(const AttentionArg
   auto kernel = GetOpKernel(Request(lanes > 0 ? "sparse_attention_backward_online_columns"
                                               : "sparse_attention_backward_online", a, sizes));
   const at::Tensor qs = (a.q * a.scale).contiguous();
+  // P and dS are written in the transposed pattern's order, where dk and dv
+  // read them.
+  const CsrTranspose t = a.csr.info->Transpose(a.csr.indptr, a.csr.indices, S);
+  const at::Tensor positions = a.csr.info->TransposePositions(a.csr.indptr, a.csr.indices, S);
   at::Tensor dq = EmptyOutput({a.heads(), L, D}, a.q.options());
   at::Tensor probs = EmptyOutput({nnz, a.heads()}, a.q.options());
   at::Tensor grad_scores = EmptyOutput({nnz, a.heads()}, a.q.options());
@@ -231,16 +235,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardOnline(const AttentionArg
   KernelCall call(*kernel);
   call.Set("q", qs).Set("k", a.k).Set("v", a.v).Set("out", o).Set("grad_out", go).Set("lse", row_lse)
       .Set("grad_q", dq).Set("probs", probs).Set("grad_scores", grad_scores)
-      .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
+      .Set("indptr", a.csr.indptr).Set("indices", a.csr.indices).Set("positions", positions)
       .Set("m", L).Set("n", S).Set("nnz", nnz).Set("heads", a.heads()).Set("head_dim", D).Set("value_dim", Dv)
       .Set("has_lse", lse.defined() ? 1 : 0);
   if (lanes > 0) call.Set("column_lanes", lanes);
   call.Run(4 * a.heads() * nnz * (D + Dv));
   dq.mul_(a.scale);
-  const CsrTranspose t = a.csr.info->Transpose(a.csr.indptr, a.csr.indices, S);
   // qs holds scale * q: this is scale * dS^T q.
-  at::Tensor dk = Spmm(t.indptr, t.indices, grad_scores.index_select(0, t.perm), HeadsLast(qs), "sum");
-  at::Tensor dv = Spmm(t.indptr, t.indices, probs.index_select(0, t.perm), HeadsLast(go), "sum");
+  at::Tensor dk = Spmm(t.indptr, t.indices, grad_scores, HeadsLast(qs), "sum");
+  at::Tensor dv = Spmm(t.indptr, t.indices, probs, HeadsLast(go), "sum");
   return {dq, HeadsFirst(dk), HeadsFirst(dv)};
 }
 

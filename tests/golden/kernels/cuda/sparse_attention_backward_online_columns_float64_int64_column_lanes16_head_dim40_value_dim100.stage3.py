@@ -11,6 +11,7 @@ def sparse_attention_backward_online_columns(
     grad_scores: T.handle,
     indptr: T.handle,
     indices: T.handle,
+    positions: T.handle,
     m: T.int32,
     n: T.int32,
     nnz: T.int32,
@@ -32,8 +33,10 @@ def sparse_attention_backward_online_columns(
     DS = T.match_buffer(grad_scores, (nnz, heads), "float64")
     J_indptr = T.match_buffer(indptr, (m + 1,), "int64")
     J_indices = T.match_buffer(indices, (nnz,), "int64")
+    J_positions = T.match_buffer(positions, (nnz,), "int64")
     T.assume_buffer_domain(J_indptr, [0, nnz])
     T.assume_buffer_domain(J_indices, [0, n - 1])
+    T.assume_buffer_domain(J_positions, [0, nnz - 1])
     for row_block in T.thread_binding((m + 3) // 4, thread="blockIdx.x"):
         for h in T.thread_binding(heads, thread="blockIdx.y"):
             for warp in T.thread_binding(4, thread="threadIdx.y"):
@@ -118,8 +121,8 @@ def sparse_attention_backward_online_columns(
                             grad_score: T.float64 = prob * (grad_prob - rowdot)
                             if position < length:
                                 if part == 0:
-                                    P[v1 + position, h] = prob
-                                    DS[v1 + position, h] = grad_score
+                                    P[J_positions[v1 + position], h] = prob
+                                    DS[J_positions[v1 + position], h] = grad_score
                                 for t in T.unroll(3):
                                     DQL[t] = DQL[t] + grad_score * KL[t]
                         OFFSET[0] = 16

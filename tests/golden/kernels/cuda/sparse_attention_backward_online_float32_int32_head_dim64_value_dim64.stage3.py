@@ -11,6 +11,7 @@ def sparse_attention_backward_online(
     grad_scores: T.handle,
     indptr: T.handle,
     indices: T.handle,
+    positions: T.handle,
     m: T.int32,
     n: T.int32,
     nnz: T.int32,
@@ -31,8 +32,10 @@ def sparse_attention_backward_online(
     DS = T.match_buffer(grad_scores, (nnz, heads), "float32")
     J_indptr = T.match_buffer(indptr, (m + 1,), "int32")
     J_indices = T.match_buffer(indices, (nnz,), "int32")
+    J_positions = T.match_buffer(positions, (nnz,), "int32")
     T.assume_buffer_domain(J_indptr, [0, nnz])
     T.assume_buffer_domain(J_indices, [0, n - 1])
+    T.assume_buffer_domain(J_positions, [0, nnz - 1])
     for row_block in T.thread_binding((m + 3) // 4, thread="blockIdx.x"):
         for h in T.thread_binding(heads, thread="blockIdx.y"):
             for warp in T.thread_binding(4, thread="threadIdx.y"):
@@ -106,8 +109,8 @@ def sparse_attention_backward_online(
                                     DQL[t] = DQL[t] + DOT[u] * KR[u, t]
                             if lane < 4:
                                 if j * 4 + lane < length:
-                                    P[v0 + j * 4 + lane, h] = T.Select(lane < 2, T.Select(lane == 0, SCORE[0], SCORE[1]), T.Select(lane == 2, SCORE[2], SCORE[3]))
-                                    DS[v0 + j * 4 + lane, h] = T.Select(lane < 2, T.Select(lane == 0, DOT[0], DOT[1]), T.Select(lane == 2, DOT[2], DOT[3]))
+                                    P[J_positions[v0 + j * 4 + lane], h] = T.Select(lane < 2, T.Select(lane == 0, SCORE[0], SCORE[1]), T.Select(lane == 2, SCORE[2], SCORE[3]))
+                                    DS[J_positions[v0 + j * 4 + lane], h] = T.Select(lane < 2, T.Select(lane == 0, DOT[0], DOT[1]), T.Select(lane == 2, DOT[2], DOT[3]))
                         for t in T.unroll(2):
                             if t * 32 + lane < 64:
                                 DQ[h, i, t * 32 + lane] = DQL[t]
