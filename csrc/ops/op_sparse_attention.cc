@@ -344,10 +344,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> SparseAttentionBackward(
                       ShapeString(q.sizes().slice(0, q.dim() - 1)), ", got ", ShapeString(l.sizes()));
     row_lse = l.reshape({a.heads(), L}).to(compute).contiguous();
   }
-  at::Tensor dq = at::zeros_like(a.q), dk = at::zeros_like(a.k), dv = at::zeros_like(a.v);
-  if (nnz > 0 && L > 0 && OnCudaPath(a.q)) {
+  at::Tensor dq, dk, dv;
+  const bool cuda = nnz > 0 && L > 0 && OnCudaPath(a.q);
+  if (cuda) {
     std::tie(dq, dk, dv) = OnlineApplies(a) ? BackwardOnline(a, o, go, row_lse) : BackwardByHeadsOps(a, go);
-  } else if (nnz > 0 && L > 0) {
+  } else {
+    // Zeros where nothing is allowed; otherwise the kernels below write each head's slices.
+    dq = at::zeros_like(a.q);
+    dk = at::zeros_like(a.k);
+    dv = at::zeros_like(a.v);
+  }
+  if (!cuda && nnz > 0 && L > 0) {
     CsrTranspose t = a.csr.info->Transpose(a.csr.indptr, a.csr.indices, S);
     at::Tensor qs = (a.q * a.scale).contiguous();
     auto probs_kernel = GetOpKernel(Request("attention_probs", a, {{"head_dim", D}}));
