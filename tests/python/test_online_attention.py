@@ -13,13 +13,17 @@ order of the race check; wider heads than it takes fall back to the
 multi-head operators. T.sp.lane_sum and its kin are part of the script
 language for stage-III kernels.
 """
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
 
 import sparsetir_torch as st
 from sparsetir_torch import _C
-from conftest import CSR_CASES, TORCH_DTYPES, make_csr, run_emulated_cuda_benchmark
+from conftest import CSR_CASES, REPO_ROOT, TORCH_DTYPES, make_csr, run_emulated_cuda_benchmark
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse (CSR|BSR)? ?.*:UserWarning")
 
@@ -460,6 +464,24 @@ def test_the_cuda_benchmark_checks_the_training_step_under_the_emulator(tmp_path
     stdout = run_emulated_cuda_benchmark("attention_train", tmp_path)
     assert "emulated: 2 cases checked, 0 wrong; nothing timed" in stdout, stdout
     assert "attention_train L128_h4_rand10_fwd+bwd K=64 float16: ok (emulated, not timed)" in stdout
+
+
+def test_the_attention_profile_lists_the_steps_operators_under_the_emulator(tmp_path):
+    """Without a GPU, benchmarks/profile_cuda_attention.py runs the training step under the emulator, lists the
+    host operators in order, says that it measured nothing, and writes the same lines into --out."""
+    if not st.cuda_unavailable_reason():
+        pytest.skip("a GPU is present: the script profiles its kernels instead")
+    out = tmp_path / "profile.txt"
+    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "benchmarks", "profile_cuda_attention.py"),
+                           "--L", "16", "--steps", "1", "--dtypes", "float32", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": REPO_ROOT})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    text = out.read_text()
+    assert "no GPU: the steps run under the SIMT emulator" in text
+    lines = text.splitlines()
+    listed = lines[lines.index("== sparsetir sparse_attention, float32") + 2:]
+    assert listed[0].startswith("sparsetir::sparse_attention "), text  # the forward, then its backward
+    assert "CppNode<sparsetir" in listed[1], text
 
 
 # --------------------------------------------------------------------------- on a GPU
