@@ -12,6 +12,7 @@
 
 #include "csr_kernels.h"
 #include "csr_rows.h"
+#include "gather_rows.h"
 #include "graph_cache.h"
 #include "kernel_library.h"
 #include "op_checks.h"
@@ -115,7 +116,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> GatAttentionBackward(
   // on every non-zero) and of x (a per-head SpMM on the transpose).
   at::Tensor grad_probs = Sddmm(ip, ix, std::nullopt, g, in.x, "dot");
   CsrTranspose t = in.csr.info->Transpose(ip, ix, in.x.size(0));
-  at::Tensor grad_x = Spmm(t.indptr, t.indices, p.index_select(0, t.perm), g, "sum");
+  at::Tensor grad_x = Spmm(t.indptr, t.indices, GatherRows(p, t.perm), g, "sum");
   // Through the softmax and the leaky_relu to the edge scores a_dst[i] + a_src[j].
   at::Tensor grad_scores = EdgeSoftmaxBackward(ip, ix, p, grad_probs);
   at::Tensor scores = Sddmm(ip, ix, std::nullopt, in.a_dst, in.a_src, "add");

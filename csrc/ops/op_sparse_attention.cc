@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "csr_kernels.h"
+#include "gather_rows.h"
 #include "kernel_library.h"
 #include "op_checks.h"
 #include "ops.h"
@@ -197,8 +198,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> BackwardByHeadsOps(const Attentio
   const CsrTranspose t = a.csr.info->Transpose(ip, ix, a.k.size(1));
   at::Tensor dq = Spmm(ip, ix, grad_scores, h.k, "sum").mul_(a.scale);
   // h.qs holds scale * q: this is scale * dS^T q.
-  at::Tensor dk = Spmm(t.indptr, t.indices, grad_scores.index_select(0, t.perm), h.qs, "sum");
-  at::Tensor dv = Spmm(t.indptr, t.indices, h.probs.index_select(0, t.perm), gol, "sum");
+  at::Tensor dk = Spmm(t.indptr, t.indices, GatherRows(grad_scores, t.perm), h.qs, "sum");
+  at::Tensor dv = Spmm(t.indptr, t.indices, GatherRows(h.probs, t.perm), gol, "sum");
   return {HeadsFirst(dq), HeadsFirst(dk), HeadsFirst(dv)};
 }
 

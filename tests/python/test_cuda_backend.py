@@ -511,6 +511,41 @@ def test_emulated_gat_attention_matches_float64(emulate, case, dtype, idtype):
     check_gat(out, a, a_dst, a_src, x, dtype)
 
 
+def gat_edgewise_reference(a, a_dst, a_src, x):
+    """gat_attention in float64, row by row over the stored non-zeros (a duplicate is an edge of its own), for
+    torch.autograd: (out, leaves)."""
+    leaves = [t.detach().double().requires_grad_() for t in (a_dst, a_src, x)]
+    d, s_, xs = leaves
+    rows = []
+    for i in range(a.m):
+        cols = torch.as_tensor(a.indices[a.indptr[i]:a.indptr[i + 1]], dtype=torch.long)
+        if cols.numel() == 0:
+            rows.append(torch.zeros(xs.shape[1:], dtype=torch.float64))
+            continue
+        probs = torch.softmax(torch.nn.functional.leaky_relu(d[i] + s_[cols], GAT_SLOPE), 0)  # (edges, heads)
+        rows.append((probs[:, :, None] * xs[cols]).sum(0))
+    # (+ 0 x every leaf: without a non-zero, the output still has a gradient, zero)
+    return torch.stack(rows) + 0 * sum(t.sum() for t in leaves), leaves
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("dtype, idtype", [("float32", "int32"), ("float64", "int64")])
+def test_emulated_gat_attention_gradients_match_float64(emulate, case, dtype, idtype):
+    # The backward's spmm over the transpose reads the probabilities of 3 heads per non-zero in the transpose's
+    # order: rows of 12 or 24 bytes, which the cuda path gathers element by element (gather_rows.h).
+    a, a_dst, a_src, x = gat_inputs(case, dtype)
+    indptr, indices = a.torch_structure(idtype)
+    inputs = [t.clone().requires_grad_() for t in (a_dst, a_src, x)]
+    out = ops.gat_attention(indptr, indices, *inputs, GAT_SLOPE)
+    upstream = torch.randn(out.shape, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    grads = torch.autograd.grad(out, inputs, upstream.to(out.dtype))
+    ref_out, leaves = gat_edgewise_reference(a, a_dst, a_src, x)
+    refs = torch.autograd.grad(ref_out, leaves, upstream)
+    tol = {"float64": 1e-10, "float32": 1e-4}[dtype]
+    for name, got, want in zip(("a_dst", "a_src", "x"), grads, refs):
+        torch.testing.assert_close(got.double(), want, rtol=0, atol=tol, msg=lambda m: f"{name}: {m}")
+
+
 def random_bsr(mb, nb, block_h, block_w, density, seed, idtype, empty_rows=()):
     """A BSR structure of mb x nb blocks (the rows in empty_rows empty, every
     other one with at least one block) and its blocks."""
