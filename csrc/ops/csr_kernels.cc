@@ -69,9 +69,10 @@ constexpr int64_t kSddmmSegmentsFrom = 32;
 // features). Heads of 64 take groups of 4 lanes in float32 (16 features, 8
 // columns a step) and of 2 in 16-bit (32 features, 16 columns a step). On an
 // H200 (batch 1, 4 heads, L = 4096, 10 % density) the float32 forward took
-// 0.41 ms in groups of 4 and 0.61 ms in groups of 2 (128 bytes a lane: the
-// step's loads, not the registers, 62 against 78); float16 took 0.38 ms in
-// groups of 4 and 0.32 ms in groups of 2 (64 bytes a lane either way at 2).
+// 0.41 ms in groups of 4 and 0.61 ms in groups of 2 (128 bytes a lane), and
+// float16 0.38 ms in groups of 4 (32 bytes a lane) and 0.32 ms in groups of
+// 2 (64 bytes): the bytes decide, not the registers (78 and 79 on sm_90 in
+// groups of 2).
 constexpr int64_t kAttentionBytesPerLane = 64;
 // The largest group: two columns a step (a group of 32 would be the warp,
 // one column a step, which the warp-per-column kernels do better).

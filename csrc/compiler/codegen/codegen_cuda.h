@@ -3,13 +3,14 @@
 //
 // The entry is `extern "C" __global__ void sparsetir_kernel_<function>(<params>)`
 // (CudaKernelSymbol: profilers such as torch.profiler, nsys and ncu then name
-// each op's kernel), one kernel parameter per function parameter in order (handles as pointers of the
-// buffer's storage type, scalars by value), so the host passes the addresses
-// of its argument values to cuLaunchKernel. Loops bound with sch.bind to
-// blockIdx.{x,y,z} / threadIdx.{x,y,z} become the hardware index plus the
-// loop's min, guarded by its extent; the launch takes, per dimension, the
-// largest extent bound to it (an expression of the scalar parameters, which
-// the host evaluates at each call). What differs from the CPU backend:
+// each op's kernel), one kernel parameter per function parameter in order
+// (handles as pointers of the buffer's storage type, scalars by value), so
+// the host passes the addresses of its argument values to cuLaunchKernel.
+// Loops bound with sch.bind to blockIdx.{x,y,z} / threadIdx.{x,y,z} become
+// the hardware index plus the loop's min, guarded by its extent; the launch
+// takes, per dimension, the largest extent bound to it (an expression of the
+// scalar parameters, which the host evaluates at each call). What differs
+// from the CPU backend:
 //  - parallel loops are refused (bind the loop instead); a vectorized loop is
 //    an unrolled loop over registers whose contiguous, aligned loads and
 //    store move as vector accesses of up to 16 bytes (vector_access.h; the
