@@ -41,6 +41,11 @@ step() {  # step NAME SECONDS COMMAND...: runs COMMAND, its output into DIR/NAME
   'import torch, sys; print(sys.version.split()[0], torch.__version__, torch.version.cuda)'; } >"$out/device.txt" 2>&1
 cat "$out/device.txt"
 pack() { [ "${PACK:-1}" = 0 ] || tar czf "$out.tgz" -C "$out" .; }
+# inner LIMIT MARGIN: a benchmark's own --time-limit inside a step of LIMIT
+# seconds, less MARGIN for writing its results but at most a quarter of the
+# step, so that a short step still times something (its clock starts before
+# the matrices load: R-MAT 2^20 alone takes about 25 s).
+inner() { local margin=$2; (( margin > $1 / 4 )) && margin=$(( $1 / 4 )); echo $(( $1 - margin )); }
 TAIL=5 step build "${BUILD_LIMIT:-300}" env MAX_JOBS="$(nproc)" "$PY" setup.py build_ext --inplace || { pack; exit 1; }
 step tests "${TEST_LIMIT:-180}" "$PY" -m pytest tests/python/test_cuda_backend.py tests/python/test_ops_errors.py \
   tests/python/test_ops_autograd.py tests/python/test_lane_reductions.py tests/python/test_tensor_cores.py \
@@ -52,22 +57,22 @@ TAIL=12 step segments "${SWEEP_LIMIT:-180}" "$PY" benchmarks/bench_cuda_segments
   ${SWEEP_SETTINGS:+--settings $SWEEP_SETTINGS}
 # shellcheck disable=SC2086
 TAIL=60 step bench "${BENCH_LIMIT:-240}" "$PY" benchmarks/bench_cuda.py ${BENCH_ARGS:---ops spmm,sddmm --k 32 128} \
-  --time-limit "$(( ${BENCH_LIMIT:-240} - 40 ))" --out "$out/bench"
+  --time-limit "$(inner "${BENCH_LIMIT:-240}" 40)" --out "$out/bench"
 if [ -n "${BENCH2_ARGS:-}" ]; then
   # shellcheck disable=SC2086
   TAIL=40 step bench2 "${BENCH2_LIMIT:-180}" "$PY" benchmarks/bench_cuda.py $BENCH2_ARGS \
-    --time-limit "$(( ${BENCH2_LIMIT:-180} - 30 ))" --out "$out/bench2"
+    --time-limit "$(inner "${BENCH2_LIMIT:-180}" 30)" --out "$out/bench2"
 fi
 for length in ${SDDMM_SEGMENTS:-}; do
   # shellcheck disable=SC2086
   TAIL=8 step "sddmm-$length" "${SDDMM_LIMIT:-90}" env SPARSETIR_CUDA_SDDMM_SEGMENT="$length" "$PY" \
     benchmarks/bench_cuda.py --ops sddmm --k ${SDDMM_K:-16 32 128} ${SDDMM_ARGS:-} \
-    --time-limit "$(( ${SDDMM_LIMIT:-90} - 15 ))" --out "$out/sddmm-$length"
+    --time-limit "$(inner "${SDDMM_LIMIT:-90}" 15)" --out "$out/sddmm-$length"
 done
 for lanes in ${ATTENTION_LANES:-}; do
   # shellcheck disable=SC2086
   TAIL=10 step "attention-$lanes" "${ATTENTION_LIMIT:-90}" env SPARSETIR_CUDA_ATTENTION_COLUMN_LANES="$lanes" "$PY" \
     benchmarks/bench_cuda.py --ops attention,attention_train --no-flex ${ATTENTION_ARGS:-} \
-    --time-limit "$(( ${ATTENTION_LIMIT:-90} - 10 ))" --out "$out/attention-$lanes"
+    --time-limit "$(inner "${ATTENTION_LIMIT:-90}" 10)" --out "$out/attention-$lanes"
 done
 pack
