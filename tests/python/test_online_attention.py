@@ -440,6 +440,9 @@ def test_explain_says_which_attention_runs(monkeypatch):
     for dtype, lanes in ((torch.float32, 4), (torch.bfloat16, 2), (torch.float64, 8)):
         explained = st.explain(None, op="attention", k=64, dtype=dtype, device="cuda")
         assert explained["column_lanes"] == lanes and explained["backward_column_lanes"] == max(lanes, 4)
+    for bad in (0, 65):
+        with pytest.raises(ValueError, match=f"element_bytes must be from 1 to 64, got {bad}"):
+            _C.cuda_attention_column_lanes(64, bad)
     assert st.explain(None, op="attention", k=16, device="cuda")["column_lanes"] == 1
     assert st.explain(None, op="attention", k=17, device="cuda")["column_lanes"] == 2
     assert st.explain(None, op="attention", k=256, device="cuda")["column_lanes"] == 16
