@@ -31,12 +31,13 @@ except ImportError:
 
 
 class Net(torch.nn.Module):
-    """conv -> ReLU -> dropout -> conv, from a layer library (st.nn or PyG's)."""
+    """conv -> ReLU -> dropout -> conv, from a layer library (st.nn or PyG's);
+    the dropout is the library's (torch's for PyG) unless `torch_dropout`."""
 
     def __init__(self, nn, model: str, features: int, hidden: int, classes: int, heads: int, aggr: str,
-                 dropout: float = 0.5):
+                 dropout: float = 0.5, torch_dropout: bool = False):
         super().__init__()
-        self.dropout = dropout
+        self.dropout = (st.nn.Dropout if nn is st.nn and not torch_dropout else torch.nn.Dropout)(dropout)
         if model == "gcn":
             self.conv1, self.conv2 = nn.GCNConv(features, hidden), nn.GCNConv(hidden, classes)
         elif model == "sage":
@@ -51,8 +52,7 @@ class Net(torch.nn.Module):
             raise SystemExit(f"unknown model {model!r}")
 
     def forward(self, x, graph):
-        x = F.dropout(F.relu(self.conv1(x, graph)), p=self.dropout, training=self.training)
-        return self.conv2(x, graph)
+        return self.conv2(self.dropout(F.relu(self.conv1(x, graph))), graph)
 
 
 class TorchSparseGCN(torch.nn.Module):
@@ -102,7 +102,7 @@ def make_runs(args, edge_index, n, x, y):
     """name -> (model, graph argument) of every implementation to train."""
     classes = int(y.max()) + 1
     shape = (x.shape[1], args.hidden, classes, args.heads, args.aggr, args.dropout)
-    ours = Net(st.nn, args.model, *shape)
+    ours = Net(st.nn, args.model, *shape, torch_dropout=args.torch_dropout)
     runs = {"st.nn": compiled(ours, st.nn.as_graph(edge_index, n), x) if args.compile else (ours, edge_index)}
     if args.compare and pyg_nn is not None:
         runs["PyG"] = (Net(pyg_nn, args.model, *shape), edge_index)
@@ -150,9 +150,11 @@ def main(argv=None):
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--dropout", type=float, default=0.5,
-                   help="dropout after the first layer; torch draws the CPU mask one element at a time "
-                        "(12 ns each on the AMD host of the README's figures), which can cost a 2-layer GNN "
-                        "more than its layers")
+                   help="dropout after the first layer: st.nn.Dropout in the st.nn model, torch's in the others")
+    p.add_argument("--torch-dropout", action="store_true",
+                   help="torch.nn.Dropout in the st.nn model too: torch draws the CPU mask one element at a time "
+                        "(13 ns each on the AMD host of the README's figures), which can cost a 2-layer GNN more "
+                        "than its layers; st.nn.Dropout draws it vectorized and saves no mask")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--compare", action="store_true", help="also train with PyG's layers and torch.sparse")
     p.add_argument("--compile", action="store_true", help="run the st.nn model under torch.compile")

@@ -1,4 +1,4 @@
-"""The operator library: torch.ops.sparsetir.{spmm, sddmm, bsrmm, sparse_attention}.
+"""The operator library: torch.ops.sparsetir.{spmm, sddmm, bsrmm, sparse_attention, ...}.
 
 The schemas and CPU kernels are registered in C++ (csrc/ops/op_registry.cc);
 this module adds what torch.compile needs: a fake (meta) implementation of
@@ -102,6 +102,12 @@ def _sparse_attention_forward_fake(indptr, indices, q, k, v, scale=None):
 def _bsr_linear_fake(x, indptr, indices, blocks):
     _check_devices("sparsetir.bsr_linear", x=x, indptr=indptr, indices=indices, blocks=blocks)
     return x.new_empty(tuple(x.shape[:-1]) + ((indptr.shape[0] - 1) * blocks.shape[1],))
+
+
+@torch.library.register_fake("sparsetir::dropout")
+def _dropout_fake(input, p, seed):
+    torch._check(0.0 <= p <= 1.0, lambda: f"sparsetir.dropout: argument 'p' must be a probability in [0, 1], got {p}")
+    return input.new_empty(input.shape)
 
 
 @torch.library.register_fake("sparsetir::_bsr_linear_grad_blocks")

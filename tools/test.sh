@@ -47,7 +47,8 @@ SPARSETIR_EMULATE_CUDA=1 SPARSETIR_EMULATE_ORDER=check "$PY" -m pytest tests/pyt
 for isa in $("$PY" -c "from sparsetir_torch.recipes import runnable_levels; print(' '.join(runnable_levels()[1:]))"); do
   step "the operator tests with kernels built for $isa"
   SPARSETIR_CPU_ISA="$isa" SPARSETIR_CACHE_DIR="$SPARSETIR_CACHE_DIR-$isa" \
-    "$PY" -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py -q "${PYTEST_JOBS[@]}" "$@"
+    "$PY" -m pytest tests/python/test_ops_numeric.py tests/python/test_ops_autograd.py tests/python/test_dropout.py \
+      -q "${PYTEST_JOBS[@]}" "$@"
 done
 # A part of the Python suite once more on an extension built with ASan + UBSan.
 # Its core is the one the C++ suite under ASan + UBSan was built with.

@@ -44,6 +44,6 @@ echo "==> a part of the Python suite on the ASan + UBSan extension"
 "$PY" -m pytest -q -p no:cacheprovider --rootdir "$SPARSETIR_ROOT" "${PYTEST_JOBS[@]}" \
   "$tests/test_ops_errors.py" "$tests/test_hardening.py" "$tests/test_validate_every_call.py" \
   "$tests/test_conversions.py" "$tests/test_script.py" "$tests/test_kernel_errors.py" \
-  "$tests/test_ops_numeric.py" "$tests/test_spmm_dense_backward.py" \
+  "$tests/test_ops_numeric.py" "$tests/test_spmm_dense_backward.py" "$tests/test_dropout.py" \
   "$tests/test_ops_autograd.py::test_extremum_backward_sends_ties_to_the_first_attaining_nonzero" \
   "$tests/test_ops_autograd.py::test_extremum_backward_splits_skewed_rows_into_tasks_of_equal_work" "$@"

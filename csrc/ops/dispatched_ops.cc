@@ -72,6 +72,11 @@ at::Tensor CallEdgeSoftmax(T indptr, T indices, T scores) {
   return op.call(indptr, indices, scores);
 }
 
+at::Tensor CallDropout(T input, double p, T seed) {
+  static auto op = Find<at::Tensor(T, double, T)>("sparsetir::dropout");
+  return op.call(input, p, seed);
+}
+
 std::tuple<at::Tensor, at::Tensor> CallGatAttentionForward(T indptr, T indices, T a_dst, T a_src, T x,
                                                            double negative_slope) {
   static auto op = Find<std::tuple<at::Tensor, at::Tensor>(T, T, T, T, T, double)>("sparsetir::_gat_attention_forward");

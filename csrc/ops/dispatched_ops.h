@@ -28,6 +28,7 @@ std::tuple<at::Tensor, at::Tensor> CallSparseAttentionForward(const at::Tensor& 
                                                               const at::Tensor& q, const at::Tensor& k,
                                                               const at::Tensor& v, std::optional<double> scale);
 at::Tensor CallEdgeSoftmax(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& scores);
+at::Tensor CallDropout(const at::Tensor& input, double p, const at::Tensor& seed);
 std::tuple<at::Tensor, at::Tensor> CallGatAttentionForward(const at::Tensor& indptr, const at::Tensor& indices,
                                                            const at::Tensor& a_dst, const at::Tensor& a_src,
                                                            const at::Tensor& x, double negative_slope);

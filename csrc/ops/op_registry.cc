@@ -21,6 +21,7 @@ TORCH_LIBRARY(sparsetir, m) {
       "float negative_slope=0.2) -> Tensor",
       tags);
   m.def("bsr_linear(Tensor x, Tensor indptr, Tensor indices, Tensor blocks) -> Tensor", tags);
+  m.def("dropout(Tensor input, float p, Tensor seed) -> Tensor", tags);
   // spmm (sum) run in the hyb(parts, max_width) form: the format choice of st.spmm.
   m.def("_spmm_hyb(Tensor indptr, Tensor indices, Tensor values, Tensor dense, int parts, int max_width) -> Tensor",
         tags);
@@ -84,6 +85,7 @@ TORCH_LIBRARY_IMPL(sparsetir, CPU, m) {
   m.impl("_gat_attention_forward", &GatAttentionForward);
   m.impl("_gat_attention_backward", &GatAttentionBackward);
   m.impl("bsr_linear", &BsrLinear);
+  m.impl("dropout", &Dropout);
   m.impl("_bsr_linear_grad_blocks", &BsrLinearGradBlocks);
   m.impl("_edge_softmax_backward", &EdgeSoftmaxBackward);
   m.impl("_csr_transpose", &CsrTransposeOp);

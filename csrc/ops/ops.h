@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace sparsetir::ops {
 
@@ -71,6 +72,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> GatAttentionBackward(
 at::Tensor EdgeSoftmax(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& scores);
 at::Tensor EdgeSoftmaxBackward(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& out,
                                const at::Tensor& grad);
+
+// Dropout (op_dropout.cc): each element of `input` kept with probability
+// 1 - p and scaled by 1 / (1 - p), or zeroed, by a counter-based generator
+// keyed by `seed` (an int64 scalar tensor): the same seed, the same mask.
+at::Tensor Dropout(const at::Tensor& input, double p, const at::Tensor& seed);
+// The Philox4x32-10 words of a counter (4 words) and key (2 words), for the
+// generator's known-answer tests.
+std::vector<int64_t> PhiloxWords(const std::vector<int64_t>& counter, const std::vector<int64_t>& key);
 
 // Gradients of sparse_attention with respect to q, k and v; `lse`, the
 // forward's log-sum-exp (SparseAttentionForward), spares the one-pass cuda

@@ -582,6 +582,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("cuda_attention_column_lanes", &CudaAttentionColumnLanes, py::arg("head_dim"), py::arg("element_bytes") = 4,
         "The lanes that score one column in sparse_attention's one-pass cuda kernel for heads of head_dim "
         "features, k's elements of element_bytes (0: a warp per column).");
+  m.def("philox4x32", &PhiloxWords, py::arg("counter"), py::arg("key"),
+        "The four 32-bit words Philox4x32-10 gives for a counter of 4 words and a key of 2: the generator of "
+        "sparsetir::dropout's masks.");
   m.def("sparse_attention_runs_online", &SparseAttentionRunsOnline, py::arg("head_dim"), py::arg("value_dim"),
         py::arg("heads"), "True if sparse_attention on cuda runs its one-pass kernels at these sizes.");
   m.def(

@@ -21,7 +21,8 @@ def run_example(script: str, *args: str) -> str:
     return done.stdout
 
 
-@pytest.mark.parametrize("model", ("gcn", "sage --aggr mean", "sage --aggr max", "gat --heads 2", "gin"))
+@pytest.mark.parametrize("model", ("gcn", "sage --aggr mean", "sage --aggr max", "gat --heads 2", "gin",
+                                   "sage --aggr mean --torch-dropout"))
 def test_gnn_node_classification_trains(model):
     out = run_example("gnn_node_classification.py", "--model", *model.split(), "--graph", "email-Enron",
                       "--max-nodes", "400", "--epochs", "12", "--hidden", "16", "--compare")
