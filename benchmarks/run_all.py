@@ -420,6 +420,9 @@ def main(argv=None) -> int:
     p.add_argument("--isa", default=None, help="build our kernels for this CPU level and hold MKL and torch's "
                    "own kernels to it (as bench_ops.py --isa; applies to the examples too)")
     p.add_argument("--out", default=None, help="output folder (default benchmarks/results/report/<machine tag>)")
+    p.add_argument("--torch-dropout", action="store_true",
+                   help="the GNN examples' st.nn models with torch's dropout instead of st.nn.Dropout, so that "
+                        "the epochs differ in the graph layers alone")
     p.add_argument("--force", action="store_true", help="write into a folder holding files tracked by git")
     args = p.parse_args(argv)
     size = "tiny" if args.tiny else "quick" if args.quick else "full"
@@ -450,6 +453,8 @@ def main(argv=None) -> int:
     for name in e2e:
         _, script, extra = E2E[name]
         sized = SIZE_ARGS[size]["gnn" if script.startswith("gnn") else name]
+        if args.torch_dropout and script.startswith("gnn"):
+            sized = sized + ["--torch-dropout"]
         for t in threads:
             tasks.append((name, t, [sys.executable, os.path.join(EXAMPLES, script), *extra, *sized,
                                     "--threads", str(t)], os.path.join(raw, f"{name}_t{t}")))

@@ -43,6 +43,21 @@ inline void Rounds(uint32_t (&c)[4][n], uint32_t k0, uint32_t k1) {
   }
 }
 
+// All ones if a draw keeps its element (draw >= threshold), else zero. The
+// comparison is a signed one of both sides offset by 2^31: SSE2 and AVX2
+// compare signed 32-bit lanes only, and GCC does not vectorize an unsigned
+// comparison there.
+inline uint32_t KeptMask(uint32_t draw, uint32_t threshold) {
+  return 0u - uint32_t(int32_t(draw ^ 0x80000000u) >= int32_t(threshold ^ 0x80000000u));
+}
+
+// `scale` where the mask is set, +0 elsewhere: the factor of an element, so
+// that a dropped NaN or infinity gives NaN as in torch (x * 0).
+inline float Factor(uint32_t mask, float scale) { return std::bit_cast<float>(std::bit_cast<uint32_t>(scale) & mask); }
+inline double Factor(uint32_t mask, double scale) {
+  return std::bit_cast<double>(std::bit_cast<uint64_t>(scale) & (uint64_t(mask) << 32 | mask));
+}
+
 // The 64 draws of block `block` (16 counters, 4 words each).
 inline void Draw(uint64_t block, uint32_t k0, uint32_t k1, uint32_t (&c)[4][kLanes]) {
   const uint64_t counter = block * kLanes;
@@ -61,22 +76,23 @@ inline void KeepLoop(uint64_t seed, int64_t first, int64_t count, uint32_t thres
     Draw(uint64_t(first / kBlock + b), uint32_t(seed), uint32_t(seed >> 32), c);
     uint8_t* out = keep + b * kBlock;
     for (int w = 0; w < 4; ++w) {
-      for (int l = 0; l < kLanes; ++l) out[w * kLanes + l] = c[w][l] >= threshold;
+      for (int l = 0; l < kLanes; ++l) out[w * kLanes + l] = uint8_t(KeptMask(c[w][l], threshold) & 1u);
     }
   }
 }
 
 template <typename T>
-inline void ScaleLoop(const T* __restrict x, T* __restrict y, uint64_t seed, int64_t first, int64_t count, uint32_t threshold, T scale) {
+inline void ScaleLoop(const T* __restrict x, T* __restrict y, uint64_t seed, int64_t first, int64_t count,
+                      uint32_t threshold, T scale) {
   for (int64_t b = 0; b < count / kBlock; ++b) {
     uint32_t c[4][kLanes];
     Draw(uint64_t(first / kBlock + b), uint32_t(seed), uint32_t(seed >> 32), c);
     const T* __restrict xb = x + b * kBlock;
     T* __restrict yb = y + b * kBlock;
     for (int w = 0; w < 4; ++w) {
-      // The factor as a product, not `kept ? scale : 0`, which GCC compiles
+      // A factor from the mask, not `kept ? scale : 0`, which GCC compiles
       // to a branch per element: a coin toss the predictor loses half the time.
-      for (int l = 0; l < kLanes; ++l) yb[w * kLanes + l] = xb[w * kLanes + l] * (T(c[w][l] >= threshold) * scale);
+      for (int l = 0; l < kLanes; ++l) yb[w * kLanes + l] = xb[w * kLanes + l] * Factor(KeptMask(c[w][l], threshold), scale);
     }
   }
 }
@@ -84,16 +100,59 @@ inline void ScaleLoop(const T* __restrict x, T* __restrict y, uint64_t seed, int
 // bfloat16 as its bit pattern: widened exactly, scaled in float32 and
 // rounded to nearest even once, a NaN kept quiet; the bit operations GCC
 // vectorizes, where c10::BFloat16's conversions stay scalar.
-inline float Widen(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
+inline float WidenBf16(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
 
-inline uint16_t Narrow(float f) {
+inline uint16_t NarrowBf16(float f) {
   const uint32_t u = std::bit_cast<uint32_t>(f);
   const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
   return uint16_t(f != f ? 0x7FC0u : rounded);
 }
 
-inline void ScaleLoop(const uint16_t* __restrict x, uint16_t* __restrict y, uint64_t seed, int64_t first,
-                      int64_t count, uint32_t threshold, float scale) {
+// float16 as its bit pattern, the same way. Every case is computed for all
+// lanes and chosen by masks, not by `?:`: GCC would move a floating-point
+// operation used by one case into a branch of its own (it may trap), and a
+// loop with a branch is not vectorized. (The generic level has no F16C
+// instructions, and this is as fast at the others.)
+inline uint32_t Select(bool condition, uint32_t a, uint32_t b) {
+  const uint32_t mask = 0u - uint32_t(condition);
+  return (a & mask) | (b & ~mask);
+}
+
+inline float WidenHalf(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
+  const uint32_t normal = sign | ((exponent + (127 - 15)) << 23) | (mantissa << 13);
+  const uint32_t special = sign | 0x7F800000u | (mantissa << 13);  // infinity, NaN
+  const float subnormal = std::bit_cast<float>(sign | 0x3F800000u) * float(mantissa) * 0x1p-24f;
+  return std::bit_cast<float>(
+      Select(exponent == 0, std::bit_cast<uint32_t>(subnormal), Select(exponent == 0x1F, special, normal)));
+}
+
+inline uint16_t NarrowHalf(float f) {
+  const uint32_t u = std::bit_cast<uint32_t>(f);
+  const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+  // Normal: rebias the exponent, round the 13 dropped bits to nearest even.
+  const uint32_t normal = (a - ((127u - 15u) << 23) + 0xFFFu + ((a >> 13) & 1u)) >> 13;
+  // Below 2^-14: adding 0.5 leaves the value in units of 2^-24 in the low
+  // mantissa bits, rounded to nearest even by the addition itself (2^-14
+  // itself comes out as the smallest normal's bits).
+  const uint32_t subnormal = std::bit_cast<uint32_t>(std::bit_cast<float>(a) + 0.5f) - 0x3F000000u;
+  const uint32_t big = Select(a > 0x7F800000u, 0x7E00u, 0x7C00u);  // NaN, or infinity from 65520 up
+  return uint16_t(sign | Select(a >= 0x477FF000u, big, Select(a < 0x38800000u, subnormal, normal)));
+}
+
+struct Bf16 {
+  static float Widen(uint16_t bits) { return WidenBf16(bits); }
+  static uint16_t Narrow(float f) { return NarrowBf16(f); }
+};
+struct Half {
+  static float Widen(uint16_t bits) { return WidenHalf(bits); }
+  static uint16_t Narrow(float f) { return NarrowHalf(f); }
+};
+
+template <typename Format>
+inline void ScaleLoop16(const uint16_t* __restrict x, uint16_t* __restrict y, uint64_t seed, int64_t first,
+                        int64_t count, uint32_t threshold, float scale) {
   for (int64_t b = 0; b < count / kBlock; ++b) {
     uint32_t c[4][kLanes];
     Draw(uint64_t(first / kBlock + b), uint32_t(seed), uint32_t(seed >> 32), c);
@@ -101,7 +160,8 @@ inline void ScaleLoop(const uint16_t* __restrict x, uint16_t* __restrict y, uint
     uint16_t* __restrict yb = y + b * kBlock;
     for (int w = 0; w < 4; ++w) {
       for (int l = 0; l < kLanes; ++l) {
-        yb[w * kLanes + l] = Narrow(Widen(xb[w * kLanes + l]) * (float(c[w][l] >= threshold) * scale));
+        yb[w * kLanes + l] =
+            Format::Narrow(Format::Widen(xb[w * kLanes + l]) * Factor(KeptMask(c[w][l], threshold), scale));
       }
     }
   }
@@ -123,9 +183,14 @@ inline void ScaleLoop(const uint16_t* __restrict x, uint16_t* __restrict y, uint
   }                                                                                                              \
   attributes void ScaleBf16##name(const uint16_t* x, uint16_t* y, uint64_t seed, int64_t first, int64_t count,  \
                                   uint32_t threshold, float scale) {                                             \
-    ScaleLoop(x, y, seed, first, count, threshold, scale);                                                      \
+    ScaleLoop16<Bf16>(x, y, seed, first, count, threshold, scale);                                              \
   }                                                                                                              \
-  constexpr Kernels k##name = {&Keep##name, &ScaleFloat##name, &ScaleDouble##name, &ScaleBf16##name};
+  attributes void ScaleHalf##name(const uint16_t* x, uint16_t* y, uint64_t seed, int64_t first, int64_t count,  \
+                                  uint32_t threshold, float scale) {                                             \
+    ScaleLoop16<Half>(x, y, seed, first, count, threshold, scale);                                              \
+  }                                                                                                              \
+  constexpr Kernels k##name = {&Keep##name, &ScaleFloat##name, &ScaleDouble##name, &ScaleBf16##name,           \
+                               &ScaleHalf##name};
 
 // The lane loops have a fixed trip count of 16, a whole number of vectors
 // at every level, and x and y are restrict (GCC at -O2 adds no run-time

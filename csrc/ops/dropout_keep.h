@@ -27,8 +27,8 @@ constexpr int64_t kChunk = 4096; // elements a thread draws before it applies th
 using KeepFn = void (*)(uint64_t seed, int64_t first, int64_t count, uint32_t threshold, uint8_t* keep);
 // y[i] = x[i] * (element first + i kept ? scale : 0) for i < count, the mask
 // drawn as KeepFn draws it but kept in registers; same multiples of kBlock.
-// bfloat16 comes as its bit pattern (the loops see no torch type), scaled in
-// float32 and rounded once.
+// bfloat16 and float16 come as their bit patterns (the loops see no torch
+// type), scaled in float32 and rounded once to nearest even.
 template <typename T, typename Scale = T>
 using ScaleFn = void (*)(const T* x, T* y, uint64_t seed, int64_t first, int64_t count, uint32_t threshold,
                          Scale scale);
@@ -38,6 +38,7 @@ struct Kernels {
   ScaleFn<float> scale_float;
   ScaleFn<double> scale_double;
   ScaleFn<uint16_t, float> scale_bf16;
+  ScaleFn<uint16_t, float> scale_half;
 };
 
 // The same loops built for each x86-64 level (SSE2 = the generic level; the

@@ -51,8 +51,7 @@ uint32_t Threshold(double p) {
 }
 
 // y = x * (kept ? scale : 0) over [first, first + count) through a keep
-// buffer: the last partial block, and every block of float16 (scaled in
-// float32 by c10::Half's scalar conversions).
+// buffer: the last partial block of a chunk (at most 63 elements).
 template <typename scalar_t>
 void ScaleThroughKeep(const dropout::Kernels& k, const scalar_t* x, scalar_t* y, int64_t first, int64_t count,
                       uint64_t seed, uint32_t threshold, at::opmath_type<scalar_t> scale) {
@@ -75,18 +74,15 @@ void Apply(const scalar_t* x, scalar_t* y, int64_t n, uint64_t seed, uint32_t th
     for (int64_t c = begin; c < end; ++c) {
       const int64_t first = c * dropout::kChunk;
       const int64_t count = std::min(dropout::kChunk, n - first);
-      int64_t whole = 0;  // elements of whole blocks the level's vector loop scales
-      if constexpr (!std::is_same_v<scalar_t, at::Half>) {
-        whole = count / dropout::kBlock * dropout::kBlock;
-        if constexpr (std::is_same_v<scalar_t, float>) {
-          k.scale_float(x + first, y + first, seed, first, whole, threshold, scale);
-        } else if constexpr (std::is_same_v<scalar_t, double>) {
-          k.scale_double(x + first, y + first, seed, first, whole, threshold, scale);
-        } else {
-          static_assert(std::is_same_v<scalar_t, at::BFloat16>);
-          k.scale_bf16(reinterpret_cast<const uint16_t*>(x + first), reinterpret_cast<uint16_t*>(y + first), seed,
-                       first, whole, threshold, scale);
-        }
+      const int64_t whole = count / dropout::kBlock * dropout::kBlock;  // the level's vector loop scales these
+      if constexpr (std::is_same_v<scalar_t, float>) {
+        k.scale_float(x + first, y + first, seed, first, whole, threshold, scale);
+      } else if constexpr (std::is_same_v<scalar_t, double>) {
+        k.scale_double(x + first, y + first, seed, first, whole, threshold, scale);
+      } else {
+        const auto scale_16 = std::is_same_v<scalar_t, at::BFloat16> ? k.scale_bf16 : k.scale_half;
+        scale_16(reinterpret_cast<const uint16_t*>(x + first), reinterpret_cast<uint16_t*>(y + first), seed, first,
+                 whole, threshold, scale);
       }
       if (whole < count) ScaleThroughKeep(k, x, y, first + whole, count - whole, seed, threshold, scale);
     }

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from ..graph import as_graph
 from ..ops import ops
 from ._common import check_features, glorot_
+from .functional import dropout
 
 
 class GATConv(torch.nn.Module):
@@ -67,7 +68,7 @@ class GATConv(torch.nn.Module):
         if (self.dropout > 0 and self.training) or h.is_cuda:
             scores = ops.sddmm(graph.indptr, graph.indices, None, alpha_dst, alpha_src, "add")  # (nnz, H)
             alpha = ops.edge_softmax(graph.indptr, graph.indices, F.leaky_relu(scores, self.negative_slope))
-            alpha = F.dropout(alpha, p=self.dropout, training=True)
+            alpha = dropout(alpha, p=self.dropout, training=True)  # torch's on a GPU
             out = ops.spmm(graph.indptr, graph.indices, alpha, h, "sum")  # (N, H, C)
         else:
             out = ops.gat_attention(graph.indptr, graph.indices, alpha_dst, alpha_src, h, self.negative_slope)

@@ -318,3 +318,29 @@ def test_gpu_dropout_runs_torchs_fused_kernel():
     assert torch.equal(x.grad != 0, y != 0)
     with pytest.raises(ValueError, match="argument 'generator' is supported for CPU tensors only"):
         st.nn.functional.dropout(x, 0.5, generator=torch.Generator())
+
+
+def test_the_benchmark_runs_and_prints_a_ratio_per_case():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", "bench_dropout.py"), "--shapes", "100x7",
+                           "--dtypes", "float32,bfloat16", "--threads", "1", "--rounds", "1"], capture_output=True,
+                          text=True, env=env, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.split()[:1] == ["1"]]
+    assert [(r[2], r[3]) for r in rows] == [("float32", "forward"), ("float32", "forward+backward"),
+                                           ("bfloat16", "forward"), ("bfloat16", "forward+backward")]
+    assert all(float(r[-1]) > 0 for r in rows)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("p", [0.5, 0.3, 0.9])
+def test_every_16_bit_pattern_is_scaled_and_rounded_as_torch_rounds(dtype, p):
+    # Subnormals, infinities, NaNs and the values that round up to infinity
+    # included: the vector loops convert with bit operations of their own.
+    x = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
+    y = ops.dropout(x, p, seed(3))
+    kept = ops.dropout(torch.ones(x.numel()), p, seed(3)) != 0
+    scale = torch.tensor(1 / (1 - p), dtype=torch.float64).float()
+    expected = torch.where(kept, (x.float() * scale).to(dtype), (x.float() * 0).to(dtype))
+    same = (expected.view(torch.int16) == y.view(torch.int16)) | (expected.isnan() & y.isnan())
+    assert same.all(), x[~same][:8]

@@ -235,6 +235,42 @@ def test_gat_matches_dense_reference(heads, concat, residual):
         torch.testing.assert_close(g, g_ref)
 
 
+def test_gat_attention_dropout_drops_coefficients_with_st_dropout():
+    # In training with dropout > 0, each coefficient alpha_ij (per head) is
+    # dropped by st.nn.functional.dropout, in the CSR order of the graph with
+    # its self loops; the seed comes from torch's generator, so the
+    # reference can draw the same mask.
+    n, p = 24, 0.4
+    edge_index = dedup(random_graph(n, 80, seed=4))
+    conv = stnn.GATConv(6, 4, heads=3, dropout=p).double()
+    x = torch.randn(n, 6, dtype=torch.float64, requires_grad=True)
+    graph = stnn.as_graph(edge_index, n).with_self_loops(remaining=False).graph
+    torch.manual_seed(123)
+    seed = torch.randint(-(2 ** 63), 2 ** 63 - 1, (), dtype=torch.int64)
+    kept = torch.ops.sparsetir.dropout(torch.ones(graph.indices.numel(), 3, dtype=torch.float64), p, seed) != 0
+    rows = torch.repeat_interleave(torch.arange(n), graph.indptr.diff())
+    scale = torch.zeros(3, n, n, dtype=torch.float64)
+    scale[:, rows, graph.indices.long()] = kept.T.double() / (1 - p)
+    torch.manual_seed(123)
+    out = conv(x, edge_index)
+    conv.eval()
+    ref_full = gat_reference(conv, x, edge_index, n)  # no dropout in eval: the fused kernel
+    # The reference with the mask: the coefficients of gat_reference, scaled.
+    H, C = 3, 4
+    keep_loops = edge_index[0] != edge_index[1]
+    ei = torch.cat([edge_index[:, keep_loops], torch.arange(n).repeat(2, 1)], 1)
+    h = (x @ conv.lin.weight.T).view(n, H, C)
+    s = F.leaky_relu((h * conv.att_src).sum(-1)[ei[0]] + (h * conv.att_dst).sum(-1)[ei[1]], conv.negative_slope)
+    dense = torch.full((H, n, n), float("-inf"), dtype=x.dtype)
+    dense = dense.index_put((torch.arange(H)[:, None], ei[1][None, :], ei[0][None, :]), s.T)
+    ref = torch.einsum("hij,jhc->ihc", torch.softmax(dense, -1) * scale, h).reshape(n, H * C) + conv.bias
+    torch.testing.assert_close(out, ref)
+    assert not torch.allclose(out, ref_full)  # the dropout did drop
+    params = [x, conv.lin.weight, conv.att_src]
+    for g, g_ref in zip(torch.autograd.grad(out.square().sum(), params), torch.autograd.grad(ref.square().sum(), params)):
+        torch.testing.assert_close(g, g_ref)
+
+
 # --------------------------------------------------------------------------- against PyG
 
 
