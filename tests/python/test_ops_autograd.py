@@ -921,10 +921,12 @@ def _calls_of_every_other_op():
         "sparse_attention": (lambda q, k, v: ops.sparse_attention(ip, ix, q, k, v),
                              [torch.randn(heads, 12, 4, generator=gen), torch.randn(heads, 10, 4, generator=gen),
                               torch.randn(heads, 10, 3, generator=gen)]),
+        "dropout": (lambda x: ops.dropout(x, 0.5, torch.tensor(3)), [torch.randn(100, 3, generator=gen)]),
     }
 
 
-@pytest.mark.parametrize("name", ["bsrmm", "bsr_linear", "edge_softmax", "gat_attention", "sparse_attention"])
+@pytest.mark.parametrize("name", ["bsrmm", "bsr_linear", "edge_softmax", "gat_attention", "sparse_attention",
+                                  "dropout"])
 def test_every_op_without_gradients_builds_no_node_and_gives_the_same_bits(name):
     call, inputs = _calls_of_every_other_op()[name]
     tracked = call(*[t.clone().requires_grad_() for t in inputs])
