@@ -92,7 +92,9 @@ inline void ScaleLoop(const T* __restrict x, T* __restrict y, uint64_t seed, int
     for (int w = 0; w < 4; ++w) {
       // A factor from the mask, not `kept ? scale : 0`, which GCC compiles
       // to a branch per element: a coin toss the predictor loses half the time.
-      for (int l = 0; l < kLanes; ++l) yb[w * kLanes + l] = xb[w * kLanes + l] * Factor(KeptMask(c[w][l], threshold), scale);
+      for (int l = 0; l < kLanes; ++l) {
+        yb[w * kLanes + l] = xb[w * kLanes + l] * Factor(KeptMask(c[w][l], threshold), scale);
+      }
     }
   }
 }

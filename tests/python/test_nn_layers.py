@@ -267,7 +267,8 @@ def test_gat_attention_dropout_drops_coefficients_with_st_dropout():
     torch.testing.assert_close(out, ref)
     assert not torch.allclose(out, ref_full)  # the dropout did drop
     params = [x, conv.lin.weight, conv.att_src]
-    for g, g_ref in zip(torch.autograd.grad(out.square().sum(), params), torch.autograd.grad(ref.square().sum(), params)):
+    grads, grads_ref = (torch.autograd.grad(o.square().sum(), params) for o in (out, ref))
+    for g, g_ref in zip(grads, grads_ref):
         torch.testing.assert_close(g, g_ref)
 
 
