@@ -17,8 +17,8 @@
 
 namespace sparsetir::ops::dropout {
 
-constexpr int64_t kBlock = 64;   // elements per 16 Philox counters
-constexpr int64_t kChunk = 4096; // elements a thread draws before it applies them (a 4 KiB keep buffer)
+constexpr int64_t kBlock = 64;    // elements per 16 Philox counters
+constexpr int64_t kChunk = 4096;  // elements per task of the parallel loop (a multiple of kBlock)
 
 // keep[i] = 1 if element first + i is kept, for i < count; `first` and
 // `count` are multiples of kBlock. An element is dropped where its 32-bit

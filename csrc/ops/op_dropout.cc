@@ -50,15 +50,14 @@ uint32_t Threshold(double p) {
   return t >= 4294967295.0 ? std::numeric_limits<uint32_t>::max() : static_cast<uint32_t>(t);
 }
 
-// y = x * (kept ? scale : 0) over [first, first + count) through a keep
-// buffer: the last partial block of a chunk (at most 63 elements).
+// y = x * (kept ? scale : 0) over [first, first + count), count < kBlock,
+// through a keep buffer: the last partial block of the tensor.
 template <typename scalar_t>
 void ScaleThroughKeep(const dropout::Kernels& k, const scalar_t* x, scalar_t* y, int64_t first, int64_t count,
                       uint64_t seed, uint32_t threshold, at::opmath_type<scalar_t> scale) {
   using acc_t = at::opmath_type<scalar_t>;
-  alignas(64) uint8_t keep[dropout::kChunk];
-  const int64_t drawn = (count + dropout::kBlock - 1) / dropout::kBlock * dropout::kBlock;
-  k.keep(seed, first, drawn, threshold, keep);
+  alignas(64) uint8_t keep[dropout::kBlock];
+  k.keep(seed, first, dropout::kBlock, threshold, keep);
   for (int64_t i = 0; i < count; ++i) {
     y[first + i] = static_cast<scalar_t>(static_cast<acc_t>(x[first + i]) * (keep[i] ? scale : acc_t(0)));
   }

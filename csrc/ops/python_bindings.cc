@@ -579,7 +579,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("sddmm_cuda_row_segment", &CudaSddmmSegmentLength, py::arg("feat"),
         "The row segment length of sddmm's cuda kernel at this feature width (0: the fused loop over the "
         "non-zeros).");
-  m.def("cuda_attention_column_lanes", &CudaAttentionColumnLanes, py::arg("head_dim"), py::arg("element_bytes") = 4,
+  m.def("cuda_attention_column_lanes", &CudaAttentionColumnLanes, py::arg("head_dim"), py::arg("element_bytes"),
         "The lanes that score one column in sparse_attention's one-pass cuda kernel for heads of head_dim "
         "features, k's elements of element_bytes (0: a warp per column).");
   m.def("philox4x32", &PhiloxWords, py::arg("counter"), py::arg("key"),

@@ -443,6 +443,8 @@ def test_explain_says_which_attention_runs(monkeypatch):
     for bad in (0, 65):
         with pytest.raises(ValueError, match=f"element_bytes must be from 1 to 64, got {bad}"):
             _C.cuda_attention_column_lanes(64, bad)
+    with pytest.raises(TypeError):  # no default element size: the lanes depend on it
+        _C.cuda_attention_column_lanes(64)
     assert st.explain(None, op="attention", k=16, device="cuda")["column_lanes"] == 1
     assert st.explain(None, op="attention", k=17, device="cuda")["column_lanes"] == 2
     assert st.explain(None, op="attention", k=256, device="cuda")["column_lanes"] == 16
