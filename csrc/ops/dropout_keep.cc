@@ -81,24 +81,6 @@ inline void KeepLoop(uint64_t seed, int64_t first, int64_t count, uint32_t thres
   }
 }
 
-template <typename T>
-inline void ScaleLoop(const T* __restrict x, T* __restrict y, uint64_t seed, int64_t first, int64_t count,
-                      uint32_t threshold, T scale) {
-  for (int64_t b = 0; b < count / kBlock; ++b) {
-    uint32_t c[4][kLanes];
-    Draw(uint64_t(first / kBlock + b), uint32_t(seed), uint32_t(seed >> 32), c);
-    const T* __restrict xb = x + b * kBlock;
-    T* __restrict yb = y + b * kBlock;
-    for (int w = 0; w < 4; ++w) {
-      // A factor from the mask, not `kept ? scale : 0`, which GCC compiles
-      // to a branch per element: a coin toss the predictor loses half the time.
-      for (int l = 0; l < kLanes; ++l) {
-        yb[w * kLanes + l] = xb[w * kLanes + l] * Factor(KeptMask(c[w][l], threshold), scale);
-      }
-    }
-  }
-}
-
 // bfloat16 as its bit pattern: widened exactly, scaled in float32 and
 // rounded to nearest even once, a NaN kept quiet; the bit operations GCC
 // vectorizes, where c10::BFloat16's conversions stay scalar.
@@ -143,24 +125,39 @@ inline uint16_t NarrowHalf(float f) {
   return uint16_t(sign | Select(a >= 0x477FF000u, big, Select(a < 0x38800000u, subnormal, normal)));
 }
 
+// The element formats: how a stored element widens to the type it is
+// scaled in, and how the product is stored.
+template <typename T>
+struct Plain {
+  using Storage = T;
+  using Compute = T;
+  static T Widen(T x) { return x; }
+  static T Narrow(T x) { return x; }
+};
 struct Bf16 {
+  using Storage = uint16_t;
+  using Compute = float;
   static float Widen(uint16_t bits) { return WidenBf16(bits); }
   static uint16_t Narrow(float f) { return NarrowBf16(f); }
 };
 struct Half {
+  using Storage = uint16_t;
+  using Compute = float;
   static float Widen(uint16_t bits) { return WidenHalf(bits); }
   static uint16_t Narrow(float f) { return NarrowHalf(f); }
 };
 
-template <typename Format>
-inline void ScaleLoop16(const uint16_t* __restrict x, uint16_t* __restrict y, uint64_t seed, int64_t first,
-                        int64_t count, uint32_t threshold, float scale) {
+template <typename Format, typename Storage = typename Format::Storage, typename Compute = typename Format::Compute>
+inline void ScaleLoop(const Storage* __restrict x, Storage* __restrict y, uint64_t seed, int64_t first, int64_t count,
+                      uint32_t threshold, Compute scale) {
   for (int64_t b = 0; b < count / kBlock; ++b) {
     uint32_t c[4][kLanes];
     Draw(uint64_t(first / kBlock + b), uint32_t(seed), uint32_t(seed >> 32), c);
-    const uint16_t* __restrict xb = x + b * kBlock;
-    uint16_t* __restrict yb = y + b * kBlock;
+    const Storage* __restrict xb = x + b * kBlock;
+    Storage* __restrict yb = y + b * kBlock;
     for (int w = 0; w < 4; ++w) {
+      // A factor from the mask, not `kept ? scale : 0`, which GCC compiles
+      // to a branch per element: a coin toss the predictor loses half the time.
       for (int l = 0; l < kLanes; ++l) {
         yb[w * kLanes + l] =
             Format::Narrow(Format::Widen(xb[w * kLanes + l]) * Factor(KeptMask(c[w][l], threshold), scale));
@@ -177,19 +174,19 @@ inline void ScaleLoop16(const uint16_t* __restrict x, uint16_t* __restrict y, ui
   }                                                                                                              \
   attributes void ScaleFloat##name(const float* x, float* y, uint64_t seed, int64_t first, int64_t count,        \
                                    uint32_t threshold, float scale) {                                            \
-    ScaleLoop(x, y, seed, first, count, threshold, scale);                                                      \
+    ScaleLoop<Plain<float>>(x, y, seed, first, count, threshold, scale);                                        \
   }                                                                                                              \
   attributes void ScaleDouble##name(const double* x, double* y, uint64_t seed, int64_t first, int64_t count,    \
                                     uint32_t threshold, double scale) {                                          \
-    ScaleLoop(x, y, seed, first, count, threshold, scale);                                                      \
+    ScaleLoop<Plain<double>>(x, y, seed, first, count, threshold, scale);                                       \
   }                                                                                                              \
   attributes void ScaleBf16##name(const uint16_t* x, uint16_t* y, uint64_t seed, int64_t first, int64_t count,  \
                                   uint32_t threshold, float scale) {                                             \
-    ScaleLoop16<Bf16>(x, y, seed, first, count, threshold, scale);                                              \
+    ScaleLoop<Bf16>(x, y, seed, first, count, threshold, scale);                                                \
   }                                                                                                              \
   attributes void ScaleHalf##name(const uint16_t* x, uint16_t* y, uint64_t seed, int64_t first, int64_t count,  \
                                   uint32_t threshold, float scale) {                                             \
-    ScaleLoop16<Half>(x, y, seed, first, count, threshold, scale);                                              \
+    ScaleLoop<Half>(x, y, seed, first, count, threshold, scale);                                                \
   }                                                                                                              \
   constexpr Kernels k##name = {&Keep##name, &ScaleFloat##name, &ScaleDouble##name, &ScaleBf16##name,           \
                                &ScaleHalf##name};
