@@ -1,6 +1,7 @@
 """Node classification with a 2-layer GCN, GraphSAGE, GAT or GIN on a real
-graph, trained with st.nn layers and, with --compare, the same model with
-PyG's layers and with torch.sparse, timed epoch by epoch in turn. With
+graph, trained with st.nn layers (and st.nn.Dropout) and, with --compare, the
+same model with PyG's layers and with torch.sparse (torch's dropout), timed
+epoch by epoch in turn; --torch-dropout gives the st.nn model torch's too. With
 --compile the st.nn model runs under torch.compile: its layers trace into one
 graph once the graph's derived forms (normalization, self loops) exist, so the
 model runs once eagerly before it is compiled.
