@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -122,3 +123,14 @@ def output_base(name: str, update_results: bool, out: str | None = None) -> str:
     folder = os.path.join(RESULTS, "runs", time.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(folder, exist_ok=True)
     return os.path.join(folder, name)
+
+
+def median_ms(fn, rounds: int = 7) -> float:
+    """The median of `rounds` timed calls of fn after one untimed, in milliseconds."""
+    fn()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3

@@ -15,20 +15,8 @@ One thread, float32, medians of 7 calls after a warm-up, in milliseconds.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
-
-
-def median_ms(fn, rounds: int = 7) -> float:
-    fn()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def main() -> None:
@@ -39,7 +27,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(1)
 
-    from bench_common import machine_info, machine_line
+    from bench_common import machine_info, machine_line, median_ms
     from bench_ops import Csr, matrices
 
     ops = torch.ops.sparsetir
