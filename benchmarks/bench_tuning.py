@@ -25,20 +25,10 @@ import time
 
 import torch
 
-from bench_common import DATASETS, output_base
+from bench_common import DATASETS, median_ms, output_base
 
 POWER_LAW = ("email-Enron", "cond-mat-2005")
 WARM_CHOICES = 5
-
-
-def median_ms(fn, repeats: int = 9) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return sorted(times)[repeats // 2] * 1e3
 
 
 def timed_choice(st, tuning, A, K):
@@ -92,8 +82,8 @@ def main() -> None:
             # the quieter moment of the machine.
             csr, tuned = float("inf"), float("inf")
             for _ in range(2):
-                csr = min(csr, median_ms(lambda: torch.ops.sparsetir.spmm(A.indptr, A.indices, A.values, B)))
-                tuned = min(tuned, median_ms(lambda: st.spmm(A, B)))
+                csr = min(csr, median_ms(lambda: torch.ops.sparsetir.spmm(A.indptr, A.indices, A.values, B), 9))
+                tuned = min(tuned, median_ms(lambda: st.spmm(A, B), 9))
             chosen = info["format"] + (f" {info['block']}x{info['block']}" if info.get("block") else "")
             if info["format"] == "hyb":
                 chosen += f"({info['parts']},{info['max_width']})"
