@@ -8,9 +8,8 @@
 // multiplies, and keeps that tensor for the backward. Here the mask comes
 // from a counter-based generator (dropout_keep.h), vectorized at the
 // level the kernels are built for and applied as it is drawn, and it is
-// never stored: the backward is this operator again on
-// the gradient with the same seed, the same mask (a dropout is linear in
-// its input).
+// never stored: the backward is this operator again on the gradient with
+// the same seed, the same mask (a dropout is linear in its input).
 //
 // As torch's, a dropped element is input * 0, so that a NaN or an infinity
 // stays NaN rather than vanishing; float16 and bfloat16 are scaled in
