@@ -40,17 +40,20 @@ def csrmm_plan(feat_size: int, element_bytes: int = 4, isa: str | None = None) -
     return _C.csrmm_plan(feat_size, element_bytes, isa or "")
 
 
-def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True, prefetch: bool = True,
+def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True, prefetch: bool | int = True,
              isa: str | None = None) -> Schedule:
     """The CSR SpMM (kernels/csrmm.py, or `script` with the same loop names)
     scheduled exactly as the operators' C++ recipe schedules it for a feature
     width known at the first call and the CPU level `isa` (this CPU's by
-    default): the recipe's trace (_C.recipe_trace) replayed. `prefetch=False`
-    asks the recipe for its variant without software prefetch;
-    `parallel=False` leaves out its parallel step (a serial kernel to compare
-    with)."""
+    default): the recipe's trace (_C.recipe_trace) replayed. `prefetch`
+    names the recipe's software prefetch of the gathered rows: True or 1
+    into L1, 2 into L2 (the operators' choice for long rows and operands out
+    in DRAM), False or 0 none. `parallel=False` leaves out its parallel step
+    (a serial kernel to compare with)."""
+    if prefetch not in (0, 1, 2):  # True == 1 and False == 0
+        raise ValueError(f"spmm_cpu: prefetch is True / 1 (into L1), 2 (into L2) or False / 0, got {prefetch!r}")
     target = "cpu" if isa is None else f"cpu:{isa}"
-    trace = _C.recipe_trace("csrmm", "csrmm", "float32", "int32", {"feat_size": int(feat_size)}, target, bool(prefetch))
+    trace = _C.recipe_trace("csrmm", "csrmm", "float32", "int32", {"feat_size": int(feat_size)}, target, int(prefetch))
     if not parallel:
         trace = "\n".join(line for line in trace.splitlines() if not line.startswith("sch.parallel("))
     return Schedule.replay(trace, parse(script if script is not None else kernel_script("csrmm")))

@@ -126,12 +126,15 @@ class Schedule:
         reduction, so that `loop` can be vectorized. Reassociates the sum."""
         return self._native.rfactor(str(loop))
 
-    def prefetch(self, loop: str, buffer: str, offset: int) -> None:
+    def prefetch(self, loop: str, buffer: str, offset: int, cache_level: int = 1) -> None:
         """At the top of ``loop``'s body, prefetch the span of ``buffer`` that
         iteration ``loop + offset`` reads (stage III). For gathers such as
         ``B[indices[j], k]``, whose addresses hardware prefetchers cannot
-        guess; index arrays read to form the address are bounds-guarded."""
-        self._native.prefetch(str(loop), buffer, int(offset))
+        guess; index arrays read to form the address are bounds-guarded.
+        ``cache_level`` is the nearest cache the lines are brought into: 1
+        (L1) or 2 (L2 but not L1: for spans too long for L1, or an operand
+        far out in DRAM, where L2 takes more misses in flight)."""
+        self._native.prefetch(str(loop), buffer, int(offset), int(cache_level))
 
     def tensorize(self, loop: str, intrinsic: str = "mma_m16n8k16") -> None:
         """The nest of three loops from ``loop`` that multiply-accumulates one

@@ -405,7 +405,7 @@ def choose(A, op: str, K: int, dtype, caller: str = "st.spmm") -> dict:
 
 # The CSR kernel's schedule parameters follow from K, the CPU level and the
 # structure by the cost model of the C++ recipe (PlanCsrmm in
-# csrc/compiler/recipes/cpu_recipes.cc) and of PrefetchPays
+# csrc/compiler/recipes/cpu_recipes.cc) and of GatherPrefetchFor
 # (csrc/ops/csr_kernels.cc).
 
 
@@ -418,17 +418,18 @@ def csr_schedule(A, K: int, dtype) -> dict:
     row_bytes = K * element_size
     target = cpu_target()
     plan = csrmm_plan(K, 8 if element_size == 8 else 4)  # 16-bit values accumulate in float32
-    prefetch = bool(A.nnz) and _C.spmm_prefetches(A.indptr, A.indices, A.shape[1], row_bytes)
+    level = _C.spmm_prefetch_level(A.indptr, A.indices, A.shape[1], row_bytes) if A.nnz else 0
     return {
         "isa": target["target"],
         "compiler_flags": " ".join(target["compiler_flags"]),
         **plan,
-        "prefetch": prefetch,
+        "prefetch": level > 0,
+        "prefetch_into": {0: None, 1: "L1", 2: "L2"}[level],
         "tasks": f"{torch.get_num_threads()} (one per thread, equal non-zeros)",
         "feature_tile": K,
         # The C++ recipe's steps for this kernel, replayable with st.Schedule.replay.
         "trace": _C.recipe_trace("csrmm", "csrmm", _dtype_name(dtype), _dtype_name(A.indices.dtype), {"feat_size": K},
-                                 "cpu", prefetch),
+                                 "cpu", level),
     }
 
 

@@ -8,7 +8,7 @@
 //   * four non-zeros per step: four independent dot products (two accumulators each up to K = 128) keep both FMA
 //     pipes busy, and one horizontal-add tree reduces all four at once into a 4-wide store;
 //   * rows are split into contiguous ranges holding ~nnz/threads non-zeros each (binary search on indptr);
-//   * software prefetch of the Y rows PREFETCH_DIST non-zeros ahead;
+//   * software prefetch of the Y rows PREFETCH_DIST non-zeros ahead, into L1 or L2 (baseline_prefetch.h);
 //   * a small persistent thread pool (baseline_threads.h).
 //
 // A: CSR, int32 indptr (m+1) / indices (nnz), float32 values (nnz). X: m x K, Y: n x K row-major float32.
@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "baseline_prefetch.h"
 #include "baseline_threads.h"
 
 #if !defined(__AVX512F__)
@@ -36,7 +37,7 @@ template <int K>
 inline void prefetch_row(const float* p) {
   const char* c = reinterpret_cast<const char*>(p);
 #pragma GCC unroll 16
-  for (int off = 0; off < K * 4; off += 64) _mm_prefetch(c + off, _MM_HINT_T0);
+  for (int off = 0; off < K * 4; off += 64) prefetch_line(c + off);
 }
 
 // Row `col` of the row-major n x K matrix Y.
@@ -146,7 +147,7 @@ extern "C" {
 // Returns 0 on success, 1 for an unsupported K, 2 for bad sizes.
 int sddmm_avx512(const int32_t* indptr, const int32_t* indices, const float* values, const float* X, const float* Y,
                  float* out, int64_t m, int64_t n, int64_t K, int num_threads) {
-  (void)n;
+  choose_prefetch_level(n, K * 4, PREFETCH_DIST);
   if (m < 0) return 2;
   const RowsFn fn = rows_fn_for(K);
   if (fn == nullptr) return 1;

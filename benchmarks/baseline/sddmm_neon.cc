@@ -12,7 +12,8 @@
 //   * four non-zeros per step: four independent dot products (two accumulators each while X leaves room) keep the
 //     FMA pipes busy, and one pairwise-add tree reduces all four at once into a 4-wide store;
 //   * rows are split into contiguous ranges holding ~nnz/threads non-zeros each (binary search on indptr);
-//   * software prefetch of the Y rows (the chunk's columns of them) PREFETCH_DIST non-zeros ahead;
+//   * software prefetch of the Y rows (the chunk's columns of them) PREFETCH_DIST non-zeros ahead,
+//     into L1 or L2 (baseline_prefetch.h);
 //   * a small persistent thread pool (baseline_threads.h).
 //
 // A: CSR, int32 indptr (m+1) / indices (nnz), float32 values (nnz). X: m x K, Y: n x K row-major float32.
@@ -26,6 +27,7 @@
 
 #include <cstdint>
 
+#include "baseline_prefetch.h"
 #include "baseline_threads.h"
 
 #ifndef PREFETCH_DIST
@@ -46,7 +48,7 @@ inline const float* y_row(const float* Y, int32_t col) {
 template <int CW>
 inline void prefetch_chunk(const float* p) {
 #pragma GCC unroll 32
-  for (int off = 0; off < CW; off += 16) __builtin_prefetch(p + off, 0, 3);  // one 64-byte line per 16 floats
+  for (int off = 0; off < CW; off += 16) prefetch_line(p + off);  // one 64-byte line per 16 floats
 }
 
 // Accumulators per dot product: two halve the FMA chain while registers allow (x takes NV of the 32, and four
@@ -166,7 +168,7 @@ extern "C" {
 // Returns 0 on success, 1 for an unsupported K, 2 for bad sizes.
 int sddmm_neon(const int32_t* indptr, const int32_t* indices, const float* values, const float* X, const float* Y,
                float* out, int64_t m, int64_t n, int64_t K, int num_threads) {
-  (void)n;
+  choose_prefetch_level(n, K * 4, PREFETCH_DIST);
   if (m < 0) return 2;
   const RowsFn fn = rows_fn_for(K);
   if (fn == nullptr) return 1;

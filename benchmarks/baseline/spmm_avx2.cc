@@ -9,7 +9,8 @@
 //     several passes over the row's non-zeros, one per chunk of columns (see SPMM_AVX2_CHUNK_* for the widths
 //     measured);
 //   * rows are split into contiguous ranges holding ~nnz/threads non-zeros each (binary search on indptr);
-//   * software prefetch of the B rows (the chunk's columns of them) PREFETCH_DIST non-zeros ahead;
+//   * software prefetch of the B rows (the chunk's columns of them) PREFETCH_DIST non-zeros ahead,
+//     into L1 or L2 (baseline_prefetch.h);
 //   * a small persistent thread pool (baseline_threads.h), so a call costs no thread creation.
 //
 // A: CSR, int32 indptr (m+1) / indices (nnz), float32 values. B: n x K row-major float32. C: m x K row-major float32.
@@ -19,6 +20,7 @@
 
 #include <cstdint>
 
+#include "baseline_prefetch.h"
 #include "baseline_threads.h"
 
 #if !defined(__AVX2__) || !defined(__FMA__)
@@ -52,7 +54,7 @@ template <int CW>
 inline void prefetch_chunk(const float* p) {
   const char* c = reinterpret_cast<const char*>(p);
 #pragma GCC unroll 32
-  for (int off = 0; off < CW * 4; off += 64) _mm_prefetch(c + off, _MM_HINT_T0);
+  for (int off = 0; off < CW * 4; off += 64) prefetch_line(c + off);
 }
 
 // acc[v] += a * b[8v .. 8v+7] for the NV vectors of one chunk.
@@ -128,7 +130,7 @@ extern "C" {
 // Returns 0 on success, 1 for an unsupported K, 2 for bad sizes.
 int spmm_avx2(const int32_t* indptr, const int32_t* indices, const float* values, const float* B, float* C,
               int64_t m, int64_t n, int64_t K, int num_threads) {
-  (void)n;
+  choose_prefetch_level(n, K * 4, PREFETCH_DIST);
   if (m < 0) return 2;
   const RowsFn fn = rows_fn_for(K);
   if (fn == nullptr) return 1;

@@ -7,7 +7,7 @@
 //   * for K <= 64 (<= 4 accumulators), two accumulator sets alternate between consecutive non-zeros, so the FMA
 //     latency chain is not the limit;
 //   * rows are split into contiguous ranges holding ~nnz/threads non-zeros each (binary search on indptr);
-//   * software prefetch of the B rows of the non-zeros PREFETCH_DIST ahead;
+//   * software prefetch of the B rows of the non-zeros PREFETCH_DIST ahead, into L1 or L2 (baseline_prefetch.h);
 //   * a small persistent thread pool (the caller runs range 0), so a call costs no thread creation;
 //   * optional non-temporal stores of C (-DSTREAM_MIN_BYTES=<bytes>; off by default: no clear gain measured).
 //
@@ -36,13 +36,15 @@
 #error "spmm_avx512.cc needs AVX-512F (build with -march=native on an AVX-512 machine)"
 #endif
 
+#include "baseline_prefetch.h"
+
 namespace {
 
 template <int K>
 inline void prefetch_b_row(const float* B, int32_t col) {
   const char* p = reinterpret_cast<const char*>(B + static_cast<int64_t>(col) * K);
 #pragma GCC unroll 16
-  for (int off = 0; off < K * 4; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+  for (int off = 0; off < K * 4; off += 64) prefetch_line(p + off);
 }
 
 template <int K, bool kStream>
@@ -192,7 +194,7 @@ void spmm_avx512_partition(const int32_t* indptr, int64_t m, int threads, int64_
 // Returns 0 on success, 1 for an unsupported K, 2 for bad sizes.
 int spmm_avx512(const int32_t* indptr, const int32_t* indices, const float* values, const float* B, float* C,
                 int64_t m, int64_t n, int64_t K, int num_threads) {
-  (void)n;
+  choose_prefetch_level(n, K * 4, PREFETCH_DIST);
   if (m < 0) return 2;
   // Non-temporal stores for a C too big to stay in cache: saves the read-for-ownership of every C line.
   const bool stream = m * K * 4 >= STREAM_MIN_BYTES && (reinterpret_cast<uintptr_t>(C) & 63) == 0;

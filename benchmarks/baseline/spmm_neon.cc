@@ -11,7 +11,8 @@
 //     16 registers for the B loads in flight, where a whole 128-column row (32 accumulators) would not fit at all.
 //     The chunk width follows from the register count and has not been timed on Arm hardware;
 //   * rows are split into contiguous ranges holding ~nnz/threads non-zeros each (binary search on indptr);
-//   * software prefetch of the B rows (the chunk's columns of them) PREFETCH_DIST non-zeros ahead;
+//   * software prefetch of the B rows (the chunk's columns of them) PREFETCH_DIST non-zeros ahead,
+//     into L1 or L2 (baseline_prefetch.h);
 //   * a small persistent thread pool (baseline_threads.h).
 //
 // A: CSR, int32 indptr (m+1) / indices (nnz), float32 values. B: n x K row-major float32. C: m x K row-major float32.
@@ -25,6 +26,7 @@
 
 #include <cstdint>
 
+#include "baseline_prefetch.h"
 #include "baseline_threads.h"
 
 #ifndef PREFETCH_DIST
@@ -40,7 +42,7 @@ constexpr int kChunk = 64;  // columns per pass for K > 64, see above
 template <int CW>
 inline void prefetch_chunk(const float* p) {
 #pragma GCC unroll 32
-  for (int off = 0; off < CW; off += 16) __builtin_prefetch(p + off, 0, 3);
+  for (int off = 0; off < CW; off += 16) prefetch_line(p + off);
 }
 
 // acc[v] += a * b[4v .. 4v+3] for the NV vectors of one chunk.
@@ -116,7 +118,7 @@ extern "C" {
 // Returns 0 on success, 1 for an unsupported K, 2 for bad sizes.
 int spmm_neon(const int32_t* indptr, const int32_t* indices, const float* values, const float* B, float* C,
               int64_t m, int64_t n, int64_t K, int num_threads) {
-  (void)n;
+  choose_prefetch_level(n, K * 4, PREFETCH_DIST);
   if (m < 0) return 2;
   const RowsFn fn = rows_fn_for(K);
   if (fn == nullptr) return 1;

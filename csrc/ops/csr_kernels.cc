@@ -31,6 +31,19 @@ constexpr int64_t kStreamBytes = 4096;
 // level); a mesh with 81 % of them gained at K = 256 and lost at K = 128,
 // and the scattered graphs (9-48 %) lost up to 15 % without them.
 constexpr double kStreamingShare = 0.9;
+// Prefetches go to L2 rather than L1 when the rows ahead span this many bytes
+// (half an L1 of 32 KiB: more would evict the rows in use) or the operand
+// has this many (more than a core's share of most L3s: it streams from
+// DRAM, and a core keeps more L2 misses than L1 misses in flight). AMD EPYC
+// Zen 4, AVX-512, 1 thread, sddmm / spmm sum, L1 -> L2 time in ms: at K = 256
+// (32 KiB ahead) email-Enron 11.9 -> 8.5 / 12.4 -> 8.5, copter2 22.7 ->
+// 17.3 / 23.0 -> 15.0, mdual 90.7 -> 54.4 / 101 -> 63.6; at K = 128 (16 KiB)
+// cond-mat-2005 5.15 -> 4.08 / 4.68 -> 3.83, horse-laplacian alike; mdual
+// (32 MiB at K = 32) at K = 32 10.6 -> 7.0 / 10.1 -> 7.1; R-MAT 2^17 (17 MiB
+// at K = 32) 7.8 -> 7.5. Below both, L1 is faster: copter2 at K = 64 (14
+// MiB, 8 KiB ahead) 2.6 -> 3.0 / 2.7 -> 2.9.
+constexpr int64_t kL1PrefetchSpanBytes = 16 << 10;
+constexpr double kFarOperandBytes = 16 << 20;
 
 // Non-zeros of a row segment on the GPU (csrmm_segments): a segment is one
 // thread group's serial work.
@@ -132,22 +145,24 @@ int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::Scal
   return cut ? kCudaRowSegment : 0;
 }
 
-bool PrefetchPays(const CheckedCsr& csr, int64_t dense_rows, int64_t row_bytes) {
+GatherPrefetch GatherPrefetchFor(const CheckedCsr& csr, int64_t dense_rows, int64_t row_bytes) {
   const CsrSummary& structure = csr.info->summary();
-  const double bytes = static_cast<double>(row_bytes);
-  if (static_cast<double>(dense_rows) * bytes < kPrefetchMinBytes) return false;
-  if (structure.mean_distance * bytes < kLocalWindowBytes) return false;
-  if (csr.indptr.is_cuda()) return true;  // the cuda recipes take no prefetches
+  const double bytes = static_cast<double>(row_bytes), operand = static_cast<double>(dense_rows) * bytes;
+  if (operand < kPrefetchMinBytes) return GatherPrefetch::kOff;
+  if (structure.mean_distance * bytes < kLocalWindowBytes) return GatherPrefetch::kOff;
+  if (csr.indptr.is_cuda()) return GatherPrefetch::kToL1;  // the cuda recipes take no prefetches
   // Counted once per graph, and only for the structures this far: the
   // near gathers for a window of the rows that fill kStreamBytes.
   int bits = 0;
   while (bits + 1 < kNearBits && (row_bytes << (bits + 1)) <= kStreamBytes) ++bits;
   const double near = static_cast<double>(csr.info->NearGathers(csr.indptr, csr.indices)[bits]);
-  return near / static_cast<double>(structure.nnz) < kStreamingShare;
+  if (near / static_cast<double>(structure.nnz) >= kStreamingShare) return GatherPrefetch::kOff;
+  const bool far = kGatherPrefetchDistance * row_bytes >= kL1PrefetchSpanBytes || operand >= kFarOperandBytes;
+  return far ? GatherPrefetch::kToL2 : GatherPrefetch::kToL1;
 }
 
-bool PrefetchPays(const CheckedCsr& csr, const at::Tensor& dense) {
-  return PrefetchPays(csr, dense.size(0), dense.size(1) * dense.element_size());
+GatherPrefetch GatherPrefetchFor(const CheckedCsr& csr, const at::Tensor& dense) {
+  return GatherPrefetchFor(csr, dense.size(0), dense.size(1) * dense.element_size());
 }
 
 namespace {
@@ -156,7 +171,7 @@ namespace {
 // `lengths`, when defined, is csrmm_mean's row lengths.
 void RunCsrmmKernel(const std::string& script, const std::string& recipe, const at::Tensor& indptr,
                     const at::Tensor& indices, const at::Tensor& values, const at::Tensor& dense,
-                    const at::Tensor& lengths, const at::Tensor& out, bool prefetch) {
+                    const at::Tensor& lengths, const at::Tensor& out, GatherPrefetch prefetch) {
   const int64_t rows = indptr.numel() - 1, feat = dense.size(1), nnz = indices.numel();
   if (rows == 0 || feat == 0) return;
   const Target target = TargetFor(dense, recipe);
@@ -188,12 +203,12 @@ void RunCsrmmKernel(const std::string& script, const std::string& recipe, const 
 }  // namespace
 
 void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Tensor& indices,
-              const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out, bool prefetch) {
+              const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out, GatherPrefetch prefetch) {
   RunCsrmmKernel(script, "csrmm", indptr, indices, values, dense, at::Tensor(), out, prefetch);
 }
 
 void RunCsrmmMean(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
-                  const at::Tensor& dense, const at::Tensor& lengths, const at::Tensor& out, bool prefetch) {
+                  const at::Tensor& dense, const at::Tensor& lengths, const at::Tensor& out, GatherPrefetch prefetch) {
   RunCsrmmKernel("csrmm_mean", "csrmm_mean", indptr, indices, values, dense, lengths, out, prefetch);
 }
 
@@ -204,7 +219,7 @@ void RunCsrmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
   if (segments == 0 || feat == 0) return;
   const Target target = TargetFor(dense, "csrmm_segments");
   auto kernel = GetOpKernel({"csrmm_segments", "csrmm_segments", values.scalar_type(), seg_ptr.scalar_type(),
-                             CsrmmSizes(dense, target), false, target});
+                             CsrmmSizes(dense, target), GatherPrefetch::kOff, target});
   ICHECK(kernel->kernel().target().is_cuda()) << "csrmm_segments has only a cuda schedule";
   KernelCall(*kernel)
       .Set("a", values)
@@ -222,7 +237,7 @@ void RunCsrmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
 }
 
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
-                 const at::Tensor& out, bool prefetch) {
+                 const at::Tensor& out, GatherPrefetch prefetch) {
   const int64_t rows = indptr.numel() - 1, feat = x.size(1), nnz = indices.numel();
   if (nnz == 0) return;
   if (feat == 0) {
@@ -252,7 +267,7 @@ void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
   const std::string script = per_head ? "sddmm_heads_segments" : "sddmm_segments";
   std::map<std::string, int64_t> sizes = {{"feat_size", feat}};
   if (per_head) sizes["heads"] = heads;
-  auto kernel = GetOpKernel({script, script, x.scalar_type(), seg_ptr.scalar_type(), sizes, false,
+  auto kernel = GetOpKernel({script, script, x.scalar_type(), seg_ptr.scalar_type(), sizes, GatherPrefetch::kOff,
                              TargetFor(x, script)});
   ICHECK(kernel->kernel().target().is_cuda()) << script << " has only a cuda schedule";
   KernelCall call(*kernel);
@@ -299,7 +314,7 @@ int64_t CudaSddmmSegmentLength(int64_t feat) {
 }
 
 void RunCsrmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
-                   const at::Tensor& dense, const at::Tensor& out, bool prefetch) {
+                   const at::Tensor& dense, const at::Tensor& out, GatherPrefetch prefetch) {
   const int64_t rows = indptr.numel() - 1, heads = dense.size(1), feat = dense.size(2);
   if (out.numel() == 0) return;
   const Target target = TargetFor(dense, "csrmm_heads");
@@ -326,7 +341,7 @@ void RunCsrmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at
 }
 
 void RunSddmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
-                   const at::Tensor& out, bool prefetch) {
+                   const at::Tensor& out, GatherPrefetch prefetch) {
   const int64_t rows = indptr.numel() - 1, heads = x.size(1), feat = x.size(2), nnz = indices.numel();
   if (out.numel() == 0) return;
   if (feat == 0) {
@@ -350,7 +365,7 @@ void RunSddmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at
 }
 
 void RunSddmmElementwise(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices,
-                         const at::Tensor& x, const at::Tensor& y, const at::Tensor& out, bool prefetch) {
+                         const at::Tensor& x, const at::Tensor& y, const at::Tensor& out, GatherPrefetch prefetch) {
   const std::string script = "sddmm_" + op;
   const int64_t rows = indptr.numel() - 1, feat = x.size(1), nnz = indices.numel();
   if (out.numel() == 0) return;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "op_checks.h"
+#include "recipes/cpu_recipes.h"
 #include "runtime/csr_structure.h"
 
 namespace sparsetir::ops {
@@ -14,16 +15,18 @@ namespace sparsetir::ops {
 // out (rows, K) = reduce over the non-zeros of values * dense[j, :], with
 // `script` one of "csrmm" (sum), "csrmm_max", "csrmm_min". Rows without
 // non-zeros keep the reduction's identity (0, -inf, +inf).
-// `prefetch`: see PrefetchPays.
+// `prefetch`: see GatherPrefetchFor.
 void RunCsrmm(const std::string& script, const at::Tensor& indptr, const at::Tensor& indices,
-              const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out, bool prefetch = true);
+              const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out,
+              GatherPrefetch prefetch = GatherPrefetch::kToL1);
 
 // out (rows, K) = the mean over each row's non-zeros of values * dense[j, :]:
 // the sum divided by `lengths` (rows,), the row lengths (at least 1) in the
 // values' accumulator dtype (float32 for 16-bit values), in the same pass
 // (csrmm_mean, a CPU kernel: a cuda target finds no recipe).
 void RunCsrmmMean(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
-                  const at::Tensor& dense, const at::Tensor& lengths, const at::Tensor& out, bool prefetch = true);
+                  const at::Tensor& dense, const at::Tensor& lengths, const at::Tensor& out,
+                  GatherPrefetch prefetch = GatherPrefetch::kToL1);
 
 // out (rows, K) = sum over the non-zeros of values * dense[j, :], the rows cut
 // into the segments (seg_row, seg_ptr) of GraphInfo::Segments; `out` is zeroed
@@ -49,7 +52,7 @@ int64_t CudaFeaturesPerThreadFor(int64_t feat, at::ScalarType dtype);
 
 // out (nnz,) = x[i, :] . y[j, :] for every non-zero (i, j).
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
-                 const at::Tensor& out, bool prefetch = true);
+                 const at::Tensor& out, GatherPrefetch prefetch = GatherPrefetch::kToL1);
 
 // RunSddmmDot (x (m, D), y (n, D), out (nnz,)), or per head RunSddmmHeads
 // (x (m, H, D), y (n, H, D), out (nnz, H)), over the row segments (seg_row,
@@ -78,25 +81,28 @@ int64_t CudaAttentionColumnLanes(int64_t head_dim, int64_t element_bytes);
 // out (rows, H, D) = sum over the non-zeros e = (i, j) of
 // values[e, h] * dense[j, h, :], every head in one kernel (csrmm_heads).
 void RunCsrmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,
-                   const at::Tensor& dense, const at::Tensor& out, bool prefetch = true);
+                   const at::Tensor& dense, const at::Tensor& out, GatherPrefetch prefetch = GatherPrefetch::kToL1);
 
 // out (nnz, H) = x[i, h, :] . y[j, h, :] for every non-zero (i, j) and head h.
 void RunSddmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
-                   const at::Tensor& out, bool prefetch = true);
+                   const at::Tensor& out, GatherPrefetch prefetch = GatherPrefetch::kToL1);
 
 // out (nnz, F) = x[i, :] op y[j, :] element-wise for every non-zero (i, j),
 // op "add" or "mul" (kernels sddmm_add, sddmm_mul).
 void RunSddmmElementwise(const std::string& op, const at::Tensor& indptr, const at::Tensor& indices,
-                         const at::Tensor& x, const at::Tensor& y, const at::Tensor& out, bool prefetch = true);
+                         const at::Tensor& x, const at::Tensor& y, const at::Tensor& out,
+                         GatherPrefetch prefetch = GatherPrefetch::kToL1);
 
-// Whether prefetching the dense rows a structure gathers (`dense` with
-// `rows` x `width` elements) pays: not when the operand fits in L2 with room
-// to spare, nor when the structure is banded enough that the rows near the
+// Whether and where to prefetch the dense rows a structure gathers (`dense`
+// with `rows` x `width` elements). Off when the operand fits in L2 with room
+// to spare, when the structure is banded enough that the rows near the
 // diagonal it gathers from stay cached and the hardware prefetcher follows
-// them (bench_spmm: bcsstk16 and banded33 run 1.2-1.3x faster without), nor
-// when its gathers mostly follow the one before as streams (an arrow).
-bool PrefetchPays(const CheckedCsr& csr, const at::Tensor& dense);
+// them (bench_spmm: bcsstk16 and banded33 run 1.2-1.3x faster without), and
+// when its gathers mostly follow the one before as streams (an arrow). Into
+// L2 when the rows ahead would not fit L1 beside the ones in use, or the
+// operand is too large for a core's share of L3; else into L1.
+GatherPrefetch GatherPrefetchFor(const CheckedCsr& csr, const at::Tensor& dense);
 // The same for a dense operand of `dense_rows` rows of `row_bytes` bytes.
-bool PrefetchPays(const CheckedCsr& csr, int64_t dense_rows, int64_t row_bytes);
+GatherPrefetch GatherPrefetchFor(const CheckedCsr& csr, int64_t dense_rows, int64_t row_bytes);
 
 }  // namespace sparsetir::ops

@@ -62,7 +62,8 @@ void ReplaceQuoted(std::string* text, const std::string& from, const std::string
 std::string KeyOf(const KernelRequest& r) {
   std::string key = r.script + "|" + r.recipe + "|" + c10::toString(r.value_dtype) + "|" + c10::toString(r.index_dtype);
   for (const auto& [name, value] : r.sizes) key += "|" + name + "=" + std::to_string(value);
-  return key + (r.prefetch ? "|prefetch" : "") + "|" + r.target.str();
+  static const char* const kPrefetchKeys[] = {"", "|prefetch", "|prefetch-l2"};
+  return key + kPrefetchKeys[static_cast<int>(r.prefetch)] + "|" + r.target.str();
 }
 
 // kernels/<name>.py in the request's value and index dtypes.

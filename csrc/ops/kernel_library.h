@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "recipes/cpu_recipes.h"
 #include "runtime/kernel.h"
 #include "schedule/schedule.h"
 
@@ -38,7 +39,7 @@ struct KernelRequest {
   at::ScalarType value_dtype;
   at::ScalarType index_dtype;
   std::map<std::string, int64_t> sizes;
-  bool prefetch = true;  // RecipeOptions::prefetch (cpu)
+  GatherPrefetch prefetch = GatherPrefetch::kToL1;  // RecipeOptions::prefetch (cpu)
   // cuda, or the cpu level, by default this CPU's (which raises a ValueError
   // naming $SPARSETIR_CPU_ISA when that names a level this CPU cannot run).
   Target target = Target::HostCpu();

@@ -36,7 +36,8 @@ at::Tensor BsrLinearOnTiles(const at::Tensor& x, const at::Tensor& wt, const Che
   const int64_t batch = x.size(0), tiles = batch / kBsrLinearTileRows, block_columns = x.size(1) / block_w;
   at::Tensor out = EmptyOutput({batch, csr.rows() * block_h}, x.options());
   auto kernel = GetOpKernel({"bsr_linear_tiles", "bsr_linear_tiles", wt.scalar_type(), csr.indptr.scalar_type(),
-                             {{"block_h", block_h}, {"block_w", block_w}, {"tile_rows", kBsrLinearTileRows}}, true,
+                             {{"block_h", block_h}, {"block_w", block_w}, {"tile_rows", kBsrLinearTileRows}},
+                             GatherPrefetch::kToL1,
                              target});
   KernelCall call(*kernel);
   SetBlockStructure(call, csr, block_columns, block_h, block_w)
@@ -57,7 +58,8 @@ at::Tensor BsrLinearGradBlocksOnTiles(const at::Tensor& x, const at::Tensor& gra
   at::Tensor out = EmptyOutput({csr.nnz(), block_h, block_w}, x.options());
   auto kernel = GetOpKernel({"bsr_linear_grad_blocks_tiles", "bsr_linear_grad_blocks_tiles", x.scalar_type(),
                              csr.indptr.scalar_type(),
-                             {{"block_h", block_h}, {"block_w", block_w}, {"tile_rows", kBsrLinearTileRows}}, true,
+                             {{"block_h", block_h}, {"block_w", block_w}, {"tile_rows", kBsrLinearTileRows}},
+                             GatherPrefetch::kToL1,
                              target});
   KernelCall call(*kernel);
   SetBlockStructure(call, csr, block_columns, block_h, block_w)
@@ -111,7 +113,7 @@ at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Te
   }
   at::Tensor out = EmptyOutput({batch, out_features}, xc.options());
   auto kernel = GetOpKernel({"bsr_linear", "bsr_linear", wt.scalar_type(), csr.indptr.scalar_type(),
-                             {{"block_h", block_h}, {"block_w", block_w}}, true, target});
+                             {{"block_h", block_h}, {"block_w", block_w}}, GatherPrefetch::kToL1, target});
   KernelCall call(*kernel);
   SetBlockStructure(call, csr, block_columns, block_h, block_w)
       .Set("x", xc.reshape({batch, in_features}))
@@ -153,7 +155,8 @@ at::Tensor BsrLinearGradBlocks(const at::Tensor& x, const at::Tensor& grad, cons
   }
   at::Tensor out = EmptyOutput({csr.nnz(), block_h, block_w}, xc.options());
   auto kernel = GetOpKernel({"bsr_linear_grad_blocks", "bsr_linear_grad_blocks", xc.scalar_type(),
-                             csr.indptr.scalar_type(), {{"block_h", block_h}, {"block_w", block_w}}, true, target});
+                             csr.indptr.scalar_type(), {{"block_h", block_h}, {"block_w", block_w}},
+                             GatherPrefetch::kToL1, target});
   KernelCall call(*kernel);
   SetBlockStructure(call, csr, in_features / block_w, block_h, block_w)
       .Set("x", xc.reshape({batch, in_features}))

@@ -29,7 +29,8 @@ at::Tensor Bsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::
   at::Tensor out = EmptyOutput({csr.rows() * block_h, feat}, b.options());
   if (out.numel() == 0) return out;
   auto kernel = GetOpKernel({"bsrmm", "bsrmm", a.scalar_type(), csr.indptr.scalar_type(),
-                             {{"block_h", block_h}, {"block_w", block_w}, {"feat_size", feat}}, true, target});
+                             {{"block_h", block_h}, {"block_w", block_w}, {"feat_size", feat}},
+                             GatherPrefetch::kToL1, target});
   KernelCall(*kernel)
       .Set("a", a)
       .Set("b", b)

@@ -37,7 +37,8 @@ EdgeScores CheckEdgeScores(const std::string& op, const at::Tensor& indptr, cons
 }
 
 KernelRequest Request(const char* script, const EdgeScores& e) {
-  return {script, script, e.values.scalar_type(), e.csr.indptr.scalar_type(), {{"heads", e.heads}}, true,
+  return {script, script, e.values.scalar_type(), e.csr.indptr.scalar_type(), {{"heads", e.heads}},
+          GatherPrefetch::kToL1,
           TargetFor(e.values, script)};
 }
 

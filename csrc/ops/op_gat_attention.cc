@@ -78,7 +78,7 @@ std::tuple<at::Tensor, at::Tensor> GatAttentionForward(const at::Tensor& indptr,
     const int64_t row_bytes = in.heads * in.feat * in.x.element_size();
     auto kernel = GetOpKernel({"gat_attention", "gat_attention", in.x.scalar_type(), in.csr.indptr.scalar_type(),
                                {{"heads", in.heads}, {"feat_size", in.feat}},
-                               PrefetchPays(in.csr, in.x.size(0), row_bytes), target});
+                               GatherPrefetchFor(in.csr, in.x.size(0), row_bytes), target});
     KernelCall(*kernel)
         .Set("a_dst", in.a_dst).Set("a_src", in.a_src).Set("x", in.x).Set("slope", slope)
         .Set("out", out).Set("probs", probs).Set("row_max", row_max).Set("row_sum", row_sum)

@@ -59,7 +59,7 @@ at::Tensor Dot(const CheckedCsr& csr, const at::Tensor& x, const at::Tensor& y) 
     RunSddmmSegments(segments.row, segments.ptr, csr.indices, x, y, out);
     return out;
   }
-  const bool prefetch = PrefetchPays(csr, y.size(0), TrailingSize(y) * y.element_size());
+  const GatherPrefetch prefetch = GatherPrefetchFor(csr, y.size(0), TrailingSize(y) * y.element_size());
   if (x.dim() == 2) {
     RunSddmmDot(csr.indptr, csr.indices, x, y, out, prefetch);
   } else {
@@ -74,7 +74,7 @@ at::Tensor Elementwise(const std::string& how, const CheckedCsr& csr, const at::
   for (int64_t d = 1; d < x.dim(); ++d) shape.push_back(x.size(d));
   at::Tensor out = EmptyOutput(shape, x.options());
   if (feat > 0) {
-    const bool prefetch = PrefetchPays(csr, y.size(0), feat * y.element_size());
+    const GatherPrefetch prefetch = GatherPrefetchFor(csr, y.size(0), feat * y.element_size());
     RunSddmmElementwise(how, csr.indptr, csr.indices, x.reshape({x.size(0), feat}), y.reshape({y.size(0), feat}),
                         out.view({csr.nnz(), feat}), prefetch);
   }

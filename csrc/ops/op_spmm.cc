@@ -60,10 +60,10 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
     // instead of two, and 16-bit rows rounded once, after the division (the
     // lengths are float32 for them, exact at any length).
     const at::Tensor lengths = csr.info->MeanDivisors(csr.indptr, ComputeDtype(a.scalar_type())).view({-1});
-    RunCsrmmMean(csr.indptr, csr.indices, a, b, lengths, out, PrefetchPays(csr, b));
+    RunCsrmmMean(csr.indptr, csr.indices, a, b, lengths, out, GatherPrefetchFor(csr, b));
     return out;
   } else {
-    RunCsrmm(script, csr.indptr, csr.indices, a, b, out, PrefetchPays(csr, b));
+    RunCsrmm(script, csr.indptr, csr.indices, a, b, out, GatherPrefetchFor(csr, b));
   }
   if ((how == "max" || how == "min") && csr.info->summary().empty_rows > 0) {
     out.index_fill_(0, csr.info->EmptyRows(csr.indptr), 0);  // the kernel leaves the identity (+-inf) there
@@ -96,9 +96,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> CsrToBsrOp(const at::Tensor& indp
   return {b.indptr, b.indices, b.slot};
 }
 
-bool SpmmPrefetches(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t row_bytes) {
-  CheckedCsr csr = CheckCsr("sparsetir.spmm_prefetches", indptr, indices, columns, "argument 'columns'");
-  return PrefetchPays(csr, columns, row_bytes);
+int64_t SpmmPrefetchLevel(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t row_bytes) {
+  CheckedCsr csr = CheckCsr("sparsetir.spmm_prefetch_level", indptr, indices, columns, "argument 'columns'");
+  return static_cast<int64_t>(GatherPrefetchFor(csr, columns, row_bytes));
 }
 
 int64_t SpmmCudaRowSegment(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat,

@@ -37,7 +37,7 @@ at::Tensor SpmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const 
                     "dense[:, h], reduce))");
   at::Tensor out = EmptyOutput({csr.rows(), heads, feat}, b.options());
   const int64_t row_bytes = heads * feat * b.element_size();
-  RunCsrmmHeads(csr.indptr, csr.indices, a, b, out, PrefetchPays(csr, n, row_bytes));
+  RunCsrmmHeads(csr.indptr, csr.indices, a, b, out, GatherPrefetchFor(csr, n, row_bytes));
   if (how == "mean" && out.numel() > 0) {
     // As the 2-D mean: 16-bit outputs divide in float32.
     out.div_(csr.info->MeanDivisors(csr.indptr, ComputeDtype(a.scalar_type())).unsqueeze(2));

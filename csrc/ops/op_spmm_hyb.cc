@@ -28,7 +28,7 @@ void RunBucket(const HybBucket& bucket, const at::Tensor& flat_values, const at:
   std::map<std::string, int64_t> sizes{{"feat_size", feat}};
   if (bucket.width <= kSpecializedWidth) sizes["width_ell"] = bucket.width;
   auto kernel = GetOpKernel({"csrmm", kEllBucketRecipe + bucket.mode, dense.scalar_type(), bucket.row_map.scalar_type(),
-                             sizes, true, Target::HostCpu()});
+                             sizes, GatherPrefetch::kToL1, Target::HostCpu()});
   const int64_t slots = bucket.rows * bucket.width;
   KernelCall(*kernel)
       .Set("a_ell", flat_values.slice(0, bucket.slot_offset, bucket.slot_offset + slots))

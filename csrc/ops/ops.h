@@ -155,9 +155,10 @@ std::tuple<at::Tensor, at::Tensor> SpmmExtremumBackwardByTorchOps(const at::Tens
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrRcmOp(const at::Tensor& indptr,
                                                                     const at::Tensor& indices);
 
-// Whether spmm's kernel on this structure prefetches the dense rows it gathers
-// (PrefetchPays, for a dense operand of `columns` rows of `row_bytes` bytes).
-bool SpmmPrefetches(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t row_bytes);
+// Where spmm's kernel on this structure prefetches the dense rows it gathers
+// (GatherPrefetchFor, for a dense operand of `columns` rows of `row_bytes`
+// bytes): 0 not at all, 1 into L1, 2 into L2.
+int64_t SpmmPrefetchLevel(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t row_bytes);
 
 // The row segment length spmm's cuda kernel uses on this structure with a
 // dense operand of `columns` rows and `feat` columns of `dtype` on `device`

@@ -188,7 +188,8 @@ KernelRequest OpRequest(const std::string& script, const std::string& recipe, co
     if (found == types.end()) throw UserError(UserErrorKind::kArgument, "unknown dtype '" + name + "'");
     return found->second;
   };
-  return KernelRequest{script, recipe, dtype(value_dtype), dtype(index_dtype), sizes, true, Target::Parse(target)};
+  return KernelRequest{script, recipe, dtype(value_dtype), dtype(index_dtype), sizes,
+      GatherPrefetch::kToL1, Target::Parse(target)};
 }
 
 }  // namespace
@@ -354,7 +355,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("cache_write", &Schedule::CacheWrite)
       .def("tensorize", &Schedule::Tensorize)
       .def("rfactor", &Schedule::RFactor)
-      .def("prefetch", &Schedule::Prefetch, py::arg("loop"), py::arg("buffer"), py::arg("offset"));
+      .def("prefetch", &Schedule::Prefetch, py::arg("loop"), py::arg("buffer"), py::arg("offset"),
+           py::arg("cache_level") = 1);
 
   // ---- CUDA: availability, NVRTC, the operators' cuda kernels (cuda_check.py)
   m.def("emulated_runs", [] { return EmulatedRuns().load(); }, "cuda kernels run under the SIMT emulator so far");
@@ -436,13 +438,18 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "recipe_trace",
       [](const std::string& script, const std::string& recipe, const std::string& value_dtype,
          const std::string& index_dtype, const std::map<std::string, int64_t>& sizes, const std::string& target,
-         bool prefetch) {
+         int prefetch) {
+        if (prefetch < 0 || prefetch > 2) {
+          throw UserError(UserErrorKind::kArgument,
+                          "recipe_trace: prefetch is 0 (none), 1 (into L1) or 2 (into L2), got " +
+                              std::to_string(prefetch));
+        }
         KernelRequest request = OpRequest(script, recipe, value_dtype, index_dtype, sizes, target);
-        request.prefetch = prefetch;
+        request.prefetch = static_cast<GatherPrefetch>(prefetch);
         return ScheduleOpKernel(request).TraceText();
       },
       py::arg("script"), py::arg("recipe"), py::arg("value_dtype"), py::arg("index_dtype"), py::arg("sizes"),
-      py::arg("target"), py::arg("prefetch") = true,
+      py::arg("target"), py::arg("prefetch") = 1,
       "The schedule a built-in kernel's recipe applies for a request, as a replayable trace (from the stage-I "
       "script with the dtypes put in).");
   m.def(
@@ -566,8 +573,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       },
       "The ELL buckets _spmm_hyb runs for hyb(parts, max_width) of this structure: width, ELL rows and how its "
       "kernel writes the output (overwrite, add or atomic).");
-  m.def("spmm_prefetches", &SpmmPrefetches,
-        "Whether spmm prefetches the gathered dense rows (columns rows of row_bytes bytes) on this structure.");
+  m.def("spmm_prefetch_level", &SpmmPrefetchLevel,
+        "Where spmm prefetches the gathered dense rows (columns rows of row_bytes bytes) on this structure: 0 not at "
+        "all, 1 into L1, 2 into L2.");
   m.def(
       "spmm_cuda_row_segment",
       [](const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat, const at::Tensor& like,

@@ -380,7 +380,7 @@ def test_one_feature_per_head_on_a_graph_large_enough_to_prefetch():
     g = torch.Generator().manual_seed(0)
     indptr = torch.arange(0, n * per_row + 1, per_row, dtype=torch.int64)
     indices = torch.randint(0, n, (n * per_row,), generator=g).view(n, per_row).sort(1).values.flatten()
-    assert _C.spmm_prefetches(indptr, indices, n, heads * 4)
+    assert _C.spmm_prefetch_level(indptr, indices, n, heads * 4) == 1  # 8 MiB, 1 KiB of rows ahead: into L1
     values, dense = torch.randn(n * per_row, heads, generator=g), torch.randn(n, heads, 1, generator=g)
     out = ops.spmm(indptr, indices, values, dense, "sum")
     rows = torch.arange(n).repeat_interleave(per_row)

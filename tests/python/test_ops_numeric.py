@@ -356,6 +356,23 @@ def test_spmm_dataset(dataset, name, dtype, idtype):
     check_spmm(csr, 100, dtype, idtype, "sum", seed=5, what=name)
 
 
+@pytest.mark.parametrize("feat,level", [(64, 1), (128, 2)])
+def test_kernels_that_prefetch_into_l1_and_l2(feat, level):
+    """A scattered graph whose dense operand (4096 rows) is too large for L2:
+    at K = 64 the gathered rows are prefetched into L1, at K = 128 (16 KiB of
+    rows ahead) into L2. Every reduce of spmm and sddmm, both index dtypes,
+    against float64, with an empty and a dense row."""
+    from sparsetir_torch import _C
+
+    csr = make_csr(300, 4096, density=0.004, seed=feat, empty_rows=(3,), dense_rows=(11,), shuffle=True)
+    for idtype in IDTYPES:
+        indptr, indices = structure(csr, idtype)
+        assert _C.spmm_prefetch_level(indptr, indices, csr.n, feat * 4) == level
+        for reduce in ("sum", "mean", "max", "min"):
+            check_spmm(csr, feat, "float32", idtype, reduce, seed=feat, what=f"prefetch into L{level}")
+        check_sddmm(csr, feat, "float32", idtype, seed=feat, what=f"prefetch into L{level}")
+
+
 # --------------------------------------------------------------------------- sddmm
 
 

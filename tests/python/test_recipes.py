@@ -94,8 +94,8 @@ def test_explain_prints_the_recipe_trace_and_it_replays(monkeypatch):
     A = dense.to_sparse_csr()
     schedule = st.explain(A, k=48)["schedule"]
     trace = schedule["trace"]
-    assert trace == _C.recipe_trace("csrmm", "csrmm", "float64", "int64", {"feat_size": 48}, "cpu",
-                                    schedule["prefetch"])
+    level = {None: 0, "L1": 1, "L2": 2}[schedule["prefetch_into"]]
+    assert trace == _C.recipe_trace("csrmm", "csrmm", "float64", "int64", {"feat_size": 48}, "cpu", level)
     script = kernel_script("csrmm", float32="float64", int32="int64")
     kernel = st.compile(st.Schedule.replay(trace, st.parse(script)))
     B = torch.randn(30, 48, dtype=torch.float64)

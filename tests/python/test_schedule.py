@@ -810,6 +810,29 @@ def test_prefetch_ir():
     assert "__builtin_prefetch(" in source and "sparsetir_off < 128" in source, source
 
 
+def test_prefetch_into_l2():
+    """cache_level=2 is part of the hint: it prints, parses back, replays,
+    differs from the L1 hint, and compiles to GCC's locality 2 (prefetcht1 on
+    x86-64) for every line of the span; the results stay those of the kernel
+    without it."""
+    sch = new_schedule("csrmm")
+    _two_accumulators(sch)
+    sch.prefetch("j_1", "B", 32, cache_level=2)
+    assert 'sch.prefetch("j_1", "B", 32, cache_level=2)' in sch.trace, sch.trace
+    text = sch.mod.script()
+    assert "T.prefetch(B[J_indices[J_indptr[i] + (j_0 * 2 + (j_1 + 32))], 0], 32, cache_level=2)" in text, text
+    assert_round_trips(sch)
+    assert st.Schedule.replay(sch.trace, script("csrmm")).mod == sch.mod
+    near = new_schedule("csrmm")
+    _two_accumulators_prefetch(near)
+    assert near.mod != sch.mod and "cache_level" not in near.mod.script()
+    source = st.compile(sch).source
+    assert "sparsetir_off < 128; sparsetir_off += 64) __builtin_prefetch(sparsetir_line + sparsetir_off, 0, 2);" \
+        in source, source
+    assert ", 0, 3);" not in source, source
+    check_csrmm(st.compile(sch), 32, what="two accumulators + prefetch into L2")
+
+
 def _feature_tiles_prefetch(s):
     """Feature tiles outside the non-zero loop: each tile's span of a B row is prefetched."""
     s.specialize(feat_size=64)
@@ -867,6 +890,8 @@ def test_prefetch_of_an_empty_region_changes_nothing():
     (lambda s: (s.specialize(feat_size=20), s.reorder("k", "j")), ("k", "B", 4),
      r"prefetch: the region of 'B' one iteration of 'k' reads is not contiguous \(an inner loop moves index 0\)"),
     (lambda s: (s.specialize(feat_size=16), s.vectorize("k")), ("k", "B", 4), r"prefetch: loop 'k' is vectorized"),
+    (lambda s: s.specialize(feat_size=20), ("j", "B", 4, 3), r"prefetch: cache_level must be 1 \(L1\) or 2 .*got 3"),
+    (lambda s: s.specialize(feat_size=20), ("j", "B", 4, 0), r"prefetch: cache_level must be 1 \(L1\) or 2 .*got 0"),
 ])
 def test_prefetch_errors(prepare, args, message):
     sch = new_schedule("csrmm")
@@ -879,10 +904,14 @@ def test_prefetch_errors(prepare, args, message):
 
 
 @pytest.mark.parametrize("statement,message", [
-    ("T.prefetch(B[0, 0])", r"T.prefetch\(buffer\[indices\], extent\)"),
-    ("T.prefetch(B, 4)", r"T.prefetch\(buffer\[indices\], extent\)"),
+    ("T.prefetch(B[0, 0])", r"T.prefetch\(buffer\[indices\], extent, cache_level=1\)"),
+    ("T.prefetch(B, 4)", r"T.prefetch\(buffer\[indices\], extent, cache_level=1\)"),
     ("T.prefetch(B[0, 0], 0)", r"the extent of a prefetch is a positive integer literal"),
     ("T.prefetch(B[0, 0], n)", r"the extent of a prefetch is a positive integer literal"),
+    ("T.prefetch(B[0, 0], 4, cache_level=3)", r"the cache_level of a prefetch is 1 \(L1\) or 2 \(L2, not L1\)"),
+    ("T.prefetch(B[0, 0], 4, cache_level=n)", r"the cache_level of a prefetch is 1 \(L1\) or 2 \(L2, not L1\)"),
+    ("T.prefetch(B[0, 0], 4, level=2)", r"T.prefetch got an unexpected keyword argument 'level'"),
+    ("T.prefetch(B[0, 0], 4, 2, 1)", r"T.prefetch takes at most 3 arguments, got 4"),
 ])
 def test_prefetch_statement_errors(statement, message):
     sch = new_schedule("csrmm")

@@ -851,13 +851,20 @@ def test_explain_reports_the_csr_schedule_from_the_cost_model():
     os.environ.update(with_env)
     try:
         big = st.explain(scattered, k=64)["schedule"]
-        assert big["prefetch"] is True  # B is 32 MiB and the gathers jump far: prefetch pays
+        assert big["prefetch"] is True  # B is 32 MiB and the gathers jump far: prefetch pays,
+        assert big["prefetch_into"] == "L2"  # into L2: B streams from DRAM
+        assert "cache_level=2" in big["trace"]
+        narrow = st.explain(scattered, k=16)["schedule"]  # 8 MiB, 2 KiB of rows ahead: into L1
+        assert narrow["prefetch"] is True and narrow["prefetch_into"] == "L1"
+        assert "sch.prefetch(" in narrow["trace"] and "cache_level" not in narrow["trace"]
         # one register of lanes; accumulators as the level's register file holds them
         isa = big["isa"].split(":")[1].split("+")[0]
         expected = {"avx512": ((16, 4, 2), (16, 16, 1)), "avx2": ((8, 8, 1), (8, 1, 1)),
                     "generic": ((4, 1, 1), (4, 1, 1)), "neon": ((4, 16, 1), (4, 1, 1))}[isa]
         assert (big["vector_lanes"], big["unrolled_vectors"], big["accumulator_sets"]) == expected[0]
-        assert st.explain(banded, k=64)["schedule"]["prefetch"] is False  # rows near the diagonal stay cached
+        banded_schedule = st.explain(banded, k=64)["schedule"]  # rows near the diagonal stay cached
+        assert banded_schedule["prefetch"] is False and banded_schedule["prefetch_into"] is None
+        assert "prefetch" not in banded_schedule["trace"]
         small = st.explain(tiny, k=5)["schedule"]
         assert small["prefetch"] is False and small["vector_lanes"] == 1 and small["accumulator_sets"] == 1
         wide = st.explain(tiny, k=256)["schedule"]
@@ -881,13 +888,16 @@ def test_gathers_in_streams_run_without_software_prefetch(idtype):
     arrow_indptr = torch.cat([torch.tensor([0, n]), n + 2 * torch.arange(1, n)]).to(idtype)
     arrow_indices = torch.cat([torch.arange(n), torch.stack([torch.zeros(n - 1, dtype=torch.long),
                                                              torch.arange(1, n)], 1).reshape(-1)]).to(idtype)
-    assert _C.spmm_prefetches(arrow_indptr, arrow_indices, n, row_bytes) is False
+    assert _C.spmm_prefetch_level(arrow_indptr, arrow_indices, n, row_bytes) == 0
     g = torch.Generator().manual_seed(7)
     scattered = torch.randint(0, n, (n - 1, 2), generator=g).sort(dim=1)[0].reshape(-1)
     scattered_indices = torch.cat([torch.arange(n), scattered]).to(idtype)
-    assert _C.spmm_prefetches(arrow_indptr, scattered_indices, n, row_bytes) is True
+    # 32 rows of 512 bytes ahead are 16 KiB, half an L1: into L2.
+    assert _C.spmm_prefetch_level(arrow_indptr, scattered_indices, n, row_bytes) == 2
+    # 32 rows of 256 bytes (8 KiB) of a 1 MiB operand: into L1.
+    assert _C.spmm_prefetch_level(arrow_indptr, scattered_indices, n, 256) == 1
     # A dense operand that stays in cache prefetches neither.
-    assert _C.spmm_prefetches(arrow_indptr, scattered_indices, n, 16) is False
+    assert _C.spmm_prefetch_level(arrow_indptr, scattered_indices, n, 16) == 0
 
 
 def test_choices_folder_keeps_the_newest_records(tmp_path, monkeypatch):

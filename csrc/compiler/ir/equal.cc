@@ -196,7 +196,7 @@ class Comparator {
       }
       case StmtKind::kPrefetch: {
         const auto *x = a->as<PrefetchNode>(), *y = b->as<PrefetchNode>();
-        return x->extent == y->extent && E(x->address, y->address);
+        return x->extent == y->extent && x->cache_level == y->cache_level && E(x->address, y->address);
       }
       case StmtKind::kAtomicAdd: {
         const auto *x = a->as<AtomicAddNode>(), *y = b->as<AtomicAddNode>();
@@ -273,7 +273,11 @@ class Hasher : public IRVisitor {
   void Visit(const BlockNode* n) override { Mix(std::hash<std::string>()(n->name)); IRVisitor::Visit(n); }
   void Visit(const AllocateNode* n) override { BufferId(n->buffer); IRVisitor::Visit(n); }
   void Visit(const AssumeNode* n) override { BufferId(n->buffer); IRVisitor::Visit(n); }
-  void Visit(const PrefetchNode* n) override { Mix(std::hash<int64_t>()(n->extent)); IRVisitor::Visit(n); }
+  void Visit(const PrefetchNode* n) override {
+    Mix(std::hash<int64_t>()(n->extent));
+    Mix(std::hash<int>()(n->cache_level));
+    IRVisitor::Visit(n);
+  }
   void Visit(const MmaNode* n) override { Mix(std::hash<std::string>()(n->shape)); IRVisitor::Visit(n); }
 
  private:

@@ -207,7 +207,7 @@ Stmt IRMutator::Mutate(const AssumeNode* n, const Stmt& self) {
 Stmt IRMutator::Mutate(const PrefetchNode* n, const Stmt& self) {
   Expr address = VisitExpr(n->address);
   if (address == n->address) return self;
-  return MakePrefetch(address, n->extent);
+  return MakePrefetch(address, n->extent, n->cache_level);
 }
 
 Stmt IRMutator::Mutate(const MmaNode* n, const Stmt& self) {

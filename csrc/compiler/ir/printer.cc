@@ -363,7 +363,8 @@ class FunctionPrinter {
       }
       case StmtKind::kPrefetch: {
         const auto* n = s->as<PrefetchNode>();
-        Line("T.prefetch(" + E(n->address) + ", " + std::to_string(n->extent) + ")");
+        const std::string level = n->cache_level == 1 ? "" : ", cache_level=" + std::to_string(n->cache_level);
+        Line("T.prefetch(" + E(n->address) + ", " + std::to_string(n->extent) + level + ")");
         return;
       }
       case StmtKind::kAtomicAdd: {

@@ -87,10 +87,11 @@ Stmt MakeAssume(Buffer buffer, Expr lo, Expr hi) {
   return std::make_shared<AssumeNode>(std::move(buffer), std::move(lo), std::move(hi));
 }
 
-Stmt MakePrefetch(Expr address, int64_t extent) {
+Stmt MakePrefetch(Expr address, int64_t extent, int cache_level) {
   ICHECK(address && address->as<BufferLoadNode>()) << "a prefetch address must be a buffer element";
   ICHECK(extent > 0) << "a prefetch covers at least one element";
-  return std::make_shared<PrefetchNode>(std::move(address), extent);
+  ICHECK(cache_level == 1 || cache_level == 2) << "a prefetch brings lines into cache level 1 or 2";
+  return std::make_shared<PrefetchNode>(std::move(address), extent, cache_level);
 }
 
 bool AccumulatesInFloat32(const BufferNode* buffer) {

@@ -135,11 +135,16 @@ struct AllocateNode : StmtNode {
 // no effect on results; the CPU backend issues one cache-line prefetch per 64
 // bytes. `address` is a BufferLoad so that passes rewriting loads (flattening
 // a buffer, substituting a variable) rewrite the address with them.
+// `cache_level` is the nearest cache the lines are brought into: 1 (L1 and
+// every level below it) or 2 (L2 and below, not L1), printed
+// T.prefetch(B[v3, 0], 32, cache_level=2).
 struct PrefetchNode : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kPrefetch;
-  PrefetchNode(Expr address, int64_t extent) : StmtNode(kKind), address(std::move(address)), extent(extent) {}
+  PrefetchNode(Expr address, int64_t extent, int cache_level)
+      : StmtNode(kKind), address(std::move(address)), extent(extent), cache_level(cache_level) {}
   const Expr address;
   const int64_t extent;
+  const int cache_level;
 };
 
 // T.atomic_add(C[i, k], value): C[i, k] += value as one indivisible update,
@@ -191,7 +196,7 @@ Stmt MakeBlock(std::string name, Stmt body);
 Stmt MakeIf(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt MakeLet(Var var, Expr value, Stmt body);
 Stmt MakeAssume(Buffer buffer, Expr lo, Expr hi);
-Stmt MakePrefetch(Expr address, int64_t extent);
+Stmt MakePrefetch(Expr address, int64_t extent, int cache_level = 1);
 // Checks that target is a BufferLoad of a floating-point buffer and value has its dtype.
 Stmt MakeAtomicAdd(Expr target, Expr value);
 // True if an mma can accumulate into `buffer` in float32: a float32 buffer,

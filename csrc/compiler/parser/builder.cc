@@ -635,20 +635,24 @@ class Builder {
     ThrowScriptError("this expression has no effect; a kernel statement stores into a buffer", s.span);
   }
 
-  // T.prefetch(B[v3, 0], 32): a cache hint (stage III, as the prefetch
-  // primitive prints it).
+  // T.prefetch(B[v3, 0], 32) or T.prefetch(B[v3, 0], 32, cache_level=2): a
+  // cache hint (stage III, as the prefetch primitive prints it).
   Stmt BuildPrefetch(const AstExprPtr& call) {
     if (func_.stage != Stage::kIII) ThrowScriptError("T.prefetch belongs to stage III (\"sparse_tir_level\": 0)", call->span);
-    if (call->children.size() != 3 || call->children[1]->kind != Kind::kSubscript) {
-      ThrowScriptError("T.prefetch(buffer[indices], extent)", call->span);
+    CallArgs args(call, "T.prefetch", {"address", "extent", "cache_level"});
+    const AstExprPtr address = args.Get("address"), extent = args.Get("extent"), level = args.Get("cache_level");
+    if (!address || !extent || address->kind != Kind::kSubscript) {
+      ThrowScriptError("T.prefetch(buffer[indices], extent, cache_level=1)", call->span);
     }
-    Expr address = BuildExpr(call->children[1]);
-    const AstExprPtr& extent = call->children[2];
     int64_t count = 0;
     if (extent->kind != Kind::kInt || (count = extent->int_value) <= 0) {
       ThrowScriptError("the extent of a prefetch is a positive integer literal", extent->span);
     }
-    return MakePrefetch(address, count);
+    int64_t cache_level = 1;
+    if (level && (level->kind != Kind::kInt || ((cache_level = level->int_value) != 1 && cache_level != 2))) {
+      ThrowScriptError("the cache_level of a prefetch is 1 (L1) or 2 (L2, not L1)", level->span);
+    }
+    return MakePrefetch(BuildExpr(address), count, static_cast<int>(cache_level));
   }
 
   // T.sp.mma_sync("m16n8k16", Acc[r, c], A[..], B[..], a_rows, a_cols, b_rows,

@@ -31,17 +31,13 @@ bool VectorizeInner(Schedule& sch, const std::string& loop, int64_t extent, int6
 
 void RowsInParallel(Schedule& sch, const std::string& block) { sch.Parallel(sch.GetLoops(block)[0]); }
 
-// How many non-zeros ahead the dense rows they gather are prefetched
-// (ARCHITECTURE.md: 16 to 64 measure alike; under 12 is too late when the
-// dense operand is not in L2).
-constexpr int64_t kPrefetchDistance = 32;
-
 // The rows of `buffer` gathered through the column indices of non-zero loop
-// `j` are prefetched kPrefetchDistance non-zeros ahead: no hardware
-// prefetcher predicts a gather, and on an operand larger than L2 its loads
-// are what the kernel waits on.
+// `j` are prefetched kGatherPrefetchDistance non-zeros ahead, into the cache
+// level options.prefetch names: no hardware prefetcher predicts a gather,
+// and on an operand larger than L2 its loads are what the kernel waits on.
 void PrefetchGather(Schedule& sch, const std::string& j, const std::string& buffer, const RecipeOptions& options) {
-  if (options.prefetch) sch.Prefetch(j, buffer, kPrefetchDistance);
+  if (options.prefetch == GatherPrefetch::kOff) return;
+  sch.Prefetch(j, buffer, kGatherPrefetchDistance, options.prefetch == GatherPrefetch::kToL2 ? 2 : 1);
 }
 
 // csrmm / csrmm_max / csrmm_min: loops i, j, k. `epilogue`, when given, is

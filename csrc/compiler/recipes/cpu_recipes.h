@@ -25,15 +25,26 @@ namespace sparsetir {
 // calls on float32 copies (AccumulatesInNarrowOutput in the kernel library).
 constexpr int64_t kMaxLocalTile = 8192;
 
+// Software prefetch of the gathered dense rows some non-zeros ahead: pays
+// when those rows come from beyond L2, costs instructions when they are
+// cached anyway (a small or a banded operand). kToL1 brings them into L1,
+// kToL2 into L2 only: for spans of the rows ahead too long for L1 (they
+// would evict the rows in use), and for operands out in DRAM, where a core
+// has more L2 misses than L1 misses in flight (the operators choose per call:
+// GatherPrefetchFor in csrc/ops/csr_kernels.cc).
+enum class GatherPrefetch { kOff, kToL1, kToL2 };
+
+// How many non-zeros ahead the dense rows they gather are prefetched
+// (ARCHITECTURE.md: 16 to 64 measure alike; under 12 is too late when the
+// dense operand is not in L2).
+constexpr int64_t kGatherPrefetchDistance = 32;
+
 // Choices a caller makes per call site (the graph decides them, not the kernel).
 struct RecipeOptions {
   // The cpu target whose registers size the vectors and tiles (the
   // operators pass Target::HostCpu()).
   Target target;
-  // Software prefetch of the gathered dense rows some non-zeros ahead: pays
-  // when those rows come from beyond L2, costs instructions when they are
-  // cached anyway (a small or a banded operand).
-  bool prefetch = true;
+  GatherPrefetch prefetch = GatherPrefetch::kToL1;
 };
 
 // The recipes of hyb's ELL buckets are this prefix followed by the mode

@@ -129,9 +129,13 @@ Expr SpanSize(const PrimFunc& f, const Expr& start, const Expr& end) {
 }
 
 PrimFunc PrefetchRewrite(const PrimFunc& f, const std::string& loop_name, const std::string& buffer_name,
-                         int64_t offset) {
+                         int64_t offset, int cache_level) {
   const ForNode* loop = FindLoop(f, loop_name, "prefetch");
   if (offset == 0) ThrowScheduleError("prefetch: the offset must be non-zero (iterations ahead)", Excerpt(loop));
+  if (cache_level != 1 && cache_level != 2) {
+    ThrowScheduleError("prefetch: cache_level must be 1 (L1) or 2 (L2, not L1), got " + std::to_string(cache_level),
+                       Excerpt(loop));
+  }
   if (loop->for_kind == ForKind::kVectorized) {
     ThrowScheduleError("prefetch: loop '" + loop_name + "' is vectorized; prefetch in an enclosing loop", Excerpt(loop));
   }
@@ -186,7 +190,7 @@ PrimFunc PrefetchRewrite(const PrimFunc& f, const std::string& loop_name, const 
   const VarNode* var = loop->var.get();
   const Expr ahead = offset > 0 ? Add(loop->var, IntLike(offset, loop->var)) : Sub(loop->var, IntLike(-offset, loop->var));
   for (Expr& index : start) index = Simplify(Substitute(index, {{var, ahead}}));
-  Stmt hint = MakePrefetch(MakeLoad(reads[0].load->buffer, start), *span);
+  Stmt hint = MakePrefetch(MakeLoad(reads[0].load->buffer, start), *span, cache_level);
   if (Expr cond = InBounds(start, var, offset < 0)) hint = MakeIf(cond, hint);
   Stmt body = MakeSeq({hint, loop->body});
   return ReplaceStmt(f, loop, MakeFor(loop->var, loop->min, loop->extent, loop->for_kind, body, loop->thread_tag));
@@ -194,10 +198,11 @@ PrimFunc PrefetchRewrite(const PrimFunc& f, const std::string& loop_name, const 
 
 }  // namespace
 
-void Schedule::Prefetch(const std::string& loop, const std::string& buffer, int64_t offset) {
+void Schedule::Prefetch(const std::string& loop, const std::string& buffer, int64_t offset, int cache_level) {
   EnsureStageIII("prefetch");
-  func_ = PrefetchRewrite(func_, loop, buffer, offset);
-  Record("sch.prefetch(" + PyStr(loop) + ", " + PyStr(buffer) + ", " + std::to_string(offset) + ")");
+  func_ = PrefetchRewrite(func_, loop, buffer, offset, cache_level);
+  const std::string level = cache_level == 1 ? "" : ", cache_level=" + std::to_string(cache_level);
+  Record("sch.prefetch(" + PyStr(loop) + ", " + PyStr(buffer) + ", " + std::to_string(offset) + level + ")");
 }
 
 }  // namespace sparsetir

@@ -62,8 +62,9 @@ class Schedule {
   // local buffer) combined after the reduction; returns the buffer's name.
   std::string RFactor(const std::string& loop);
   // Stage III. At the top of `loop`'s body, prefetches the span of `buffer`
-  // that iteration `loop + offset` reads (schedule/prefetch.cc).
-  void Prefetch(const std::string& loop, const std::string& buffer, int64_t offset);
+  // that iteration `loop + offset` reads into cache level `cache_level` (1 or
+  // 2; schedule/prefetch.cc).
+  void Prefetch(const std::string& loop, const std::string& buffer, int64_t offset, int cache_level = 1);
   // Stage III. The nest of three loops from `loop` that multiply-accumulates
   // one tile becomes `intrinsic` ("mma_m16n8k16": a warp's tensor-core
   // instruction, T.sp.mma_sync; schedule/tensorize.cc).
