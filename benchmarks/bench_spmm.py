@@ -254,7 +254,7 @@ def ours_kernels() -> Dict[str, Callable]:
     return {
         "ours": _script_kernel_factory("csrmm"),
         "sched": _scheduled_spmm_factory,
-        "nopf": lambda p: _scheduled_spmm_factory(p, prefetch=None),
+        "nopf": lambda p: _scheduled_spmm_factory(p, prefetch=False),
         "op": _operator_factory,
     }
 

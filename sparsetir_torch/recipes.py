@@ -36,7 +36,8 @@ def vector_lanes(feat_size: int, element_bytes: int = 4, isa: str | None = None)
 
 def csrmm_plan(feat_size: int, element_bytes: int = 4, isa: str | None = None) -> dict:
     """The C++ recipe's choices for an SpMM row of feat_size elements:
-    vector_lanes, unrolled_vectors, output_row_in_registers, accumulator_sets."""
+    vector_lanes, unrolled_vectors, output_row_in_registers, feature_tile
+    (the elements one pass over a row's non-zeros computes), accumulator_sets."""
     return _C.csrmm_plan(feat_size, element_bytes, isa or "")
 
 

@@ -411,9 +411,11 @@ def choose(A, op: str, K: int, dtype, caller: str = "st.spmm") -> dict:
 
 def csr_schedule(A, K: int, dtype) -> dict:
     """The schedule parameters spmm's CSR kernel takes for A at width K. They
-    come from the cost model, not from timing: the alternative measured,
-    feature tiles outside the row loop, ran 0.3-0.9x as fast on the dataset
-    graphs, and one task per thread with equal non-zeros needs no tuning."""
+    come from the cost model, not from timing: a row of more vectors than the
+    level's registers hold is computed in feature tiles of as many as they
+    do, one pass over the row's non-zeros each (feature_tile < K); narrower
+    rows in one pass, where tiles ran 0.3-0.9x as fast on the dataset graphs;
+    one task per thread with equal non-zeros needs no tuning."""
     element_size = torch.empty((), dtype=dtype).element_size()
     row_bytes = K * element_size
     target = cpu_target()
@@ -426,7 +428,6 @@ def csr_schedule(A, K: int, dtype) -> dict:
         "prefetch": level > 0,
         "prefetch_into": {0: None, 1: "L1", 2: "L2"}[level],
         "tasks": f"{torch.get_num_threads()} (one per thread, equal non-zeros)",
-        "feature_tile": K,
         # The C++ recipe's steps for this kernel, replayable with st.Schedule.replay.
         "trace": _C.recipe_trace("csrmm", "csrmm", _dtype_name(dtype), _dtype_name(A.indices.dtype), {"feat_size": K},
                                  "cpu", level),

@@ -502,6 +502,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         out["vector_lanes"] = plan.vector_lanes;
         out["unrolled_vectors"] = plan.unrolled_vectors;
         out["output_row_in_registers"] = plan.output_row_local;
+        out["feature_tile"] = plan.feature_tile;
         out["accumulator_sets"] = plan.accumulator_sets;
         return out;
       },

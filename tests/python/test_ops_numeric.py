@@ -356,6 +356,23 @@ def test_spmm_dataset(dataset, name, dtype, idtype):
     check_spmm(csr, 100, dtype, idtype, "sum", seed=5, what=name)
 
 
+@pytest.mark.parametrize("feat,dtype,idtype", [(128, "float32", "int32"), (256, "float64", "int64"),
+                                                (256, "bfloat16", "int32")])
+def test_spmm_rows_wider_than_the_registers(feat, dtype, idtype):
+    """Rows of more vectors than half the level's registers (AVX2 and SSE2
+    at these widths) run in feature tiles, one pass over the row's non-zeros
+    per tile; every reduce but mean, which keeps its row whole."""
+    from sparsetir_torch.recipes import csrmm_plan
+
+    element_bytes = 8 if dtype == "float64" else 4
+    plan = csrmm_plan(feat, element_bytes)
+    assert plan["feature_tile"] in (feat, plan["vector_lanes"] * plan["unrolled_vectors"])
+    csr = make_csr(40, 70, density=0.15, seed=feat, empty_rows=(0, 39), dense_rows=(5,), shuffle=True,
+                   duplicates=2)
+    for reduce in ("sum", "mean", "max", "min"):
+        check_spmm(csr, feat, dtype, idtype, reduce, seed=feat, what="wide rows")
+
+
 @pytest.mark.parametrize("feat,level", [(64, 1), (128, 2)])
 def test_kernels_that_prefetch_into_l1_and_l2(feat, level):
     """A scattered graph whose dense operand (4096 rows) is too large for L2:

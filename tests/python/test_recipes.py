@@ -60,6 +60,14 @@ def test_spmm_cpu_without_prefetch_or_parallel_asks_the_recipe():
     assert "sch.prefetch(" not in plain and "sch.parallel(" not in plain
     full = _C.recipe_trace("csrmm", "csrmm", "float32", "int32", {"feat_size": 64}, "cpu", True)
     assert "sch.prefetch(" in full and "sch.parallel(" in full
+    into_l2 = spmm_cpu(64, prefetch=2).trace
+    assert 'sch.prefetch("j' in into_l2 and "cache_level=2)" in into_l2
+    assert into_l2 == _C.recipe_trace("csrmm", "csrmm", "float32", "int32", {"feat_size": 64}, "cpu", 2)
+    assert into_l2.replace(", cache_level=2)", ")") == full  # the level is the only difference
+    with pytest.raises(ValueError, match=r"spmm_cpu: prefetch is True / 1 \(into L1\), 2 .* got 3"):
+        spmm_cpu(64, prefetch=3)
+    with pytest.raises(ValueError, match=r"recipe_trace: prefetch is 0 \(none\), 1 \(into L1\) or 2 .* got 5"):
+        _C.recipe_trace("csrmm", "csrmm", "float32", "int32", {"feat_size": 64}, "cpu", 5)
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta:UserWarning")

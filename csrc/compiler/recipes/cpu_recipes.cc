@@ -40,6 +40,27 @@ void PrefetchGather(Schedule& sch, const std::string& j, const std::string& buff
   sch.Prefetch(j, buffer, kGatherPrefetchDistance, options.prefetch == GatherPrefetch::kToL2 ? 2 : 1);
 }
 
+// csrmm / csrmm_max / csrmm_min with rows of more vectors than the registers
+// hold (AVX2 at K >= 128, SSE2 at K >= 64): one pass over the row's
+// non-zeros per feature tile of plan.unrolled_vectors vectors, the tile's
+// accumulators in registers (cache_write inside the tile loop holds the
+// tile, not the row). A row kept whole in a local array instead runs every
+// multiply-add through a load and a store. AMD EPYC Zen 4, AVX2, 1 thread,
+// spmm sum at K = 256 (8-vector tiles against the whole row):
+// cond-mat-2005 13.7 -> 10.7 ms, email-Enron 12.3 -> 10.4, horse-laplacian
+// 11.6 -> 9.2. (Tiles of 4 vectors ran 10-20 % slower than 8.)
+void CsrmmFeatureTiles(Schedule& sch, const CsrmmPlan& plan, const RecipeOptions& options) {
+  auto loops = sch.GetLoops("csrmm");
+  const std::string &i = loops[0], &j = loops[1], &k = loops[2];
+  auto parts = sch.Split(k, {std::nullopt, plan.unrolled_vectors, plan.vector_lanes});
+  sch.Reorder({parts[0], j});
+  sch.Unroll(parts[1]);
+  sch.Vectorize(parts[2]);
+  sch.CacheWrite(parts[0], "C", "local");
+  PrefetchGather(sch, j, "B", options);
+  sch.Parallel(i);
+}
+
 // csrmm / csrmm_max / csrmm_min: loops i, j, k. `epilogue`, when given, is
 // a block of csrmm_mean's kind (loops i, k) run on each output row after its
 // reduction: its row loop is merged into csrmm's first, so it runs on the row
@@ -47,6 +68,10 @@ void PrefetchGather(Schedule& sch, const std::string& j, const std::string& buff
 void Csrmm(Schedule& sch, int64_t feat, int64_t element_bytes, const RecipeOptions& options,
            const std::string& epilogue = "") {
   const CsrmmPlan plan = PlanCsrmm(feat, element_bytes, options.target);
+  if (plan.feature_tile < feat && epilogue.empty()) {
+    CsrmmFeatureTiles(sch, plan, options);
+    return;
+  }
   if (!epilogue.empty()) {
     sch.Merge({sch.GetLoops("csrmm")[0], sch.GetLoops(epilogue)[0]});
     VectorizeInner(sch, sch.GetLoops(epilogue)[1], feat, element_bytes, options.target);
@@ -84,7 +109,7 @@ void CsrmmEll(Schedule& sch, const std::string& mode, int64_t feat, bool width_s
   const std::string &o = loops[0], &i = loops[1], &j = loops[2], &k = loops[3];
   if (plan.vector_lanes > 1) {
     auto parts = sch.Split(k, {std::nullopt, plan.vector_lanes});
-    if (plan.unrolled_vectors > 1) sch.Unroll(parts[0]);
+    if (plan.unrolled_vectors > 1 && plan.feature_tile == feat) sch.Unroll(parts[0]);
     sch.Vectorize(parts[1]);
   }
   // The ELL row's output row in registers; in an atomic bucket it sums
@@ -354,6 +379,11 @@ CsrmmPlan PlanCsrmm(int64_t feat, int64_t element_bytes, const Target& target) {
   plan.unrolled_vectors = vectors > 0 && vectors <= budget.max_unrolled_vectors ? vectors : 1;
   plan.output_row_local = feat <= kMaxLocalTile;
   plan.accumulator_sets = plan.output_row_local && vectors > 0 && vectors <= budget.max_two_accumulator_vectors ? 2 : 1;
+  plan.feature_tile = feat;
+  if (plan.output_row_local && vectors > budget.max_unrolled_vectors && vectors % budget.max_unrolled_vectors == 0) {
+    plan.unrolled_vectors = budget.max_unrolled_vectors;
+    plan.feature_tile = budget.max_unrolled_vectors * plan.vector_lanes;
+  }
   return plan;
 }
 

@@ -80,8 +80,13 @@ RegisterBudget RegisterBudgetOf(const Target& target);
 struct CsrmmPlan {
   int64_t vector_lanes;       // 1: scalar
   int64_t unrolled_vectors;   // 1: the vector loop is not unrolled
-  bool output_row_local;      // cache_write of the output row
+  bool output_row_local;      // cache_write of the output row (or of its feature tile)
   int64_t accumulator_sets;   // 1 or 2
+  // Elements of the output row one pass over the row's non-zeros computes:
+  // the whole row, or a tile of unrolled_vectors vectors when the row has
+  // more vectors than the registers hold (then each pass keeps its tile in
+  // registers instead of a row in memory).
+  int64_t feature_tile;
 };
 CsrmmPlan PlanCsrmm(int64_t feat, int64_t element_bytes, const Target& target);
 

@@ -61,10 +61,35 @@ struct Tile {
   int64_t extent = 0;
 };
 
+// The addends of `e` with products by a constant distributed over sums and
+// nested constant factors folded: a split loop's index (k_0 * 8 + k_1) * 8 +
+// k_2 gives k_0 * 64, k_1 * 8 and k_2, so that a cache inside k_0's loop
+// sees k_0 * 64 as its offset (a feature tile of a row, not the whole row).
+void DistributedAddends(const Expr& e, std::vector<Expr>* out) {
+  const auto* bin = e->as<BinaryNode>();
+  if (bin && bin->op == BinaryOp::kAdd) {
+    DistributedAddends(bin->a, out);
+    DistributedAddends(bin->b, out);
+    return;
+  }
+  const int64_t* c = bin && bin->op == BinaryOp::kMul ? AsConstInt(bin->b) : nullptr;
+  if (!c) {
+    out->push_back(e);
+    return;
+  }
+  std::vector<Expr> inner;
+  DistributedAddends(bin->a, &inner);
+  for (const Expr& a : inner) {
+    const auto* mul = a->as<BinaryNode>();
+    const int64_t* c2 = mul && mul->op == BinaryOp::kMul ? AsConstInt(mul->b) : nullptr;
+    out->push_back(c2 ? Mul(mul->a, IntLike(*c2 * *c, mul->b)) : Mul(a, IntLike(*c, bin->b)));
+  }
+}
+
 // The window of `index` (offset, the part that varies), or nullopt.
 std::optional<std::pair<Expr, Expr>> SplitWindow(const Expr& index, const std::function<bool(const Expr&)>& varies) {
   std::vector<Expr> addends;
-  Addends(index, &addends);
+  DistributedAddends(index, &addends);
   Expr offset, part;
   for (const Expr& a : addends) {
     Expr& into = varies(a) ? part : offset;
