@@ -34,11 +34,13 @@ def vector_lanes(feat_size: int, element_bytes: int = 4, isa: str | None = None)
     return _C.vector_lanes(feat_size, element_bytes, isa or "")
 
 
-def csrmm_plan(feat_size: int, element_bytes: int = 4, isa: str | None = None) -> dict:
-    """The C++ recipe's choices for an SpMM row of feat_size elements:
-    vector_lanes, unrolled_vectors, output_row_in_registers, feature_tile
-    (the elements one pass over a row's non-zeros computes), accumulator_sets."""
-    return _C.csrmm_plan(feat_size, element_bytes, isa or "")
+def csrmm_plan(feat_size: int, element_bytes: int = 4, isa: str | None = None, prefetch: int = 1) -> dict:
+    """The C++ recipe's choices for an SpMM row of feat_size elements whose
+    gathers are prefetched as `prefetch` says (0 not at all, 1 into L1, 2
+    into L2): vector_lanes, unrolled_vectors, output_row_in_registers,
+    feature_tile (the elements one pass over a row's non-zeros computes),
+    accumulator_sets."""
+    return _C.csrmm_plan(feat_size, element_bytes, isa or "", int(prefetch))
 
 
 def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True, prefetch: bool | int = True,

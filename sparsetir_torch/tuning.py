@@ -412,15 +412,16 @@ def choose(A, op: str, K: int, dtype, caller: str = "st.spmm") -> dict:
 def csr_schedule(A, K: int, dtype) -> dict:
     """The schedule parameters spmm's CSR kernel takes for A at width K. They
     come from the cost model, not from timing: a row of more vectors than the
-    level's registers hold is computed in feature tiles of as many as they
-    do, one pass over the row's non-zeros each (feature_tile < K); narrower
-    rows in one pass, where tiles ran 0.3-0.9x as fast on the dataset graphs;
-    one task per thread with equal non-zeros needs no tuning."""
+    level has registers, on a structure whose gathers are prefetched, is
+    computed in feature tiles of half as many, one pass over the row's
+    non-zeros each (feature_tile < K); other rows in one pass, where tiles
+    ran 0.3-0.9x as fast on the dataset graphs; one task per thread with
+    equal non-zeros needs no tuning."""
     element_size = torch.empty((), dtype=dtype).element_size()
     row_bytes = K * element_size
     target = cpu_target()
-    plan = csrmm_plan(K, 8 if element_size == 8 else 4)  # 16-bit values accumulate in float32
     level = _C.spmm_prefetch_level(A.indptr, A.indices, A.shape[1], row_bytes) if A.nnz else 0
+    plan = csrmm_plan(K, 8 if element_size == 8 else 4, prefetch=level)  # 16-bit values accumulate in float32
     return {
         "isa": target["target"],
         "compiler_flags": " ".join(target["compiler_flags"]),

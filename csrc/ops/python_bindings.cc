@@ -495,9 +495,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("cpu_levels", &CpuLevels, "The cpu instruction-set levels the compiler knows.");
   m.def(
       "csrmm_plan",
-      [](int64_t feat, int64_t element_bytes, const std::string& isa) {
+      [](int64_t feat, int64_t element_bytes, const std::string& isa, int prefetch) {
+        if (prefetch < 0 || prefetch > 2) {
+          throw UserError(UserErrorKind::kArgument, "csrmm_plan: prefetch is 0 (none), 1 (into L1) or 2 (into L2), got " +
+                                                        std::to_string(prefetch));
+        }
         const Target t = isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa);
-        const CsrmmPlan plan = PlanCsrmm(feat, element_bytes, t);
+        const CsrmmPlan plan = PlanCsrmm(feat, element_bytes, t, static_cast<GatherPrefetch>(prefetch));
         py::dict out;
         out["vector_lanes"] = plan.vector_lanes;
         out["unrolled_vectors"] = plan.unrolled_vectors;
@@ -506,7 +510,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         out["accumulator_sets"] = plan.accumulator_sets;
         return out;
       },
-      py::arg("feat"), py::arg("element_bytes"), py::arg("isa") = "",
+      py::arg("feat"), py::arg("element_bytes"), py::arg("isa") = "", py::arg("prefetch") = 1,
       "What the cpu recipe chooses for an SpMM row of `feat` elements (lanes, unrolling, accumulators).");
   m.def(
       "vector_lanes",

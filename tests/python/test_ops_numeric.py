@@ -359,18 +359,25 @@ def test_spmm_dataset(dataset, name, dtype, idtype):
 @pytest.mark.parametrize("feat,dtype,idtype", [(128, "float32", "int32"), (256, "float64", "int64"),
                                                 (256, "bfloat16", "int32")])
 def test_spmm_rows_wider_than_the_registers(feat, dtype, idtype):
-    """Rows of more vectors than half the level's registers (AVX2 and SSE2
-    at these widths) run in feature tiles, one pass over the row's non-zeros
-    per tile; every reduce but mean, which keeps its row whole."""
+    """Rows of more vectors than the level has registers (AVX2 at K = 256,
+    SSE2 at both widths), gathered from an operand large and scattered enough
+    to be prefetched, run in feature tiles, one pass over the row's non-zeros
+    per tile; every reduce but mean, which keeps its row whole. The same
+    widths on a cached operand keep their rows whole."""
+    from sparsetir_torch import _C
     from sparsetir_torch.recipes import csrmm_plan
 
     element_bytes = 8 if dtype == "float64" else 4
-    plan = csrmm_plan(feat, element_bytes)
-    assert plan["feature_tile"] in (feat, plan["vector_lanes"] * plan["unrolled_vectors"])
-    csr = make_csr(40, 70, density=0.15, seed=feat, empty_rows=(0, 39), dense_rows=(5,), shuffle=True,
-                   duplicates=2)
-    for reduce in ("sum", "mean", "max", "min"):
-        check_spmm(csr, feat, dtype, idtype, reduce, seed=feat, what="wide rows")
+    for csr in (make_csr(300, 4096, density=0.004, seed=feat, empty_rows=(3,), dense_rows=(11,), shuffle=True),
+                make_csr(40, 70, density=0.15, seed=feat, empty_rows=(0, 39), dense_rows=(5,), duplicates=2)):
+        indptr, indices = structure(csr, idtype)
+        level = _C.spmm_prefetch_level(indptr, indices, csr.n, feat * element_bytes)
+        plan = csrmm_plan(feat, element_bytes, prefetch=level)
+        vectors = feat // plan["vector_lanes"]
+        tiled = level > 0 and vectors > st.recipes.cpu_target()["vector_registers"]
+        assert (plan["feature_tile"] < feat) == tiled, (plan, level)
+        for reduce in ("sum", "mean", "max", "min"):
+            check_spmm(csr, feat, dtype, idtype, reduce, seed=feat, what=f"wide rows, tiled={tiled}")
 
 
 @pytest.mark.parametrize("feat,level", [(64, 1), (128, 2)])

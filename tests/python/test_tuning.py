@@ -859,8 +859,10 @@ def test_explain_reports_the_csr_schedule_from_the_cost_model():
         assert "sch.prefetch(" in narrow["trace"] and "cache_level" not in narrow["trace"]
         # one register of lanes; accumulators as the level's register file holds them
         isa = big["isa"].split(":")[1].split("+")[0]
-        expected = {"avx512": ((16, 4, 2), (16, 16, 1)), "avx2": ((8, 8, 1), (8, 8, 1)),
-                    "generic": ((4, 8, 1), (4, 8, 1)), "neon": ((4, 16, 1), (4, 16, 1))}[isa]
+        # (lanes, unrolled vectors, accumulator sets) at k = 64 on the scattered
+        # graph, k = 256 on the tiny one and k = 256 on the scattered one
+        expected = {"avx512": ((16, 4, 2), (16, 16, 1), (16, 16, 1)), "avx2": ((8, 8, 1), (8, 1, 1), (8, 8, 1)),
+                    "generic": ((4, 1, 1), (4, 1, 1), (4, 8, 1)), "neon": ((4, 16, 1), (4, 1, 1), (4, 16, 1))}[isa]
         assert (big["vector_lanes"], big["unrolled_vectors"], big["accumulator_sets"]) == expected[0]
         banded_schedule = st.explain(banded, k=64)["schedule"]  # rows near the diagonal stay cached
         assert banded_schedule["prefetch"] is False and banded_schedule["prefetch_into"] is None
@@ -869,9 +871,14 @@ def test_explain_reports_the_csr_schedule_from_the_cost_model():
         assert small["prefetch"] is False and small["vector_lanes"] == 1 and small["accumulator_sets"] == 1
         wide = st.explain(tiny, k=256)["schedule"]
         assert (wide["vector_lanes"], wide["unrolled_vectors"], wide["accumulator_sets"]) == expected[1]
-        # Rows of more vectors than half the registers run in tiles of that many vectors.
-        tiles = {"avx512": (64, 256), "avx2": (64, 64), "generic": (32, 32), "neon": (64, 64)}[isa]
-        assert wide["output_row_in_registers"] and (big["feature_tile"], wide["feature_tile"]) == tiles
+        # Rows of more vectors than the level has registers run in tiles of
+        # half as many where the gathers are prefetched; a cached operand
+        # (the tiny matrix) keeps its rows whole.
+        wide_far = st.explain(scattered, k=256)["schedule"]
+        assert (wide_far["vector_lanes"], wide_far["unrolled_vectors"], wide_far["accumulator_sets"]) == expected[2]
+        tiles = {"avx512": (64, 256, 256), "avx2": (64, 256, 64), "generic": (64, 256, 32), "neon": (64, 256, 64)}[isa]
+        assert (big["feature_tile"], wide["feature_tile"], wide_far["feature_tile"]) == tiles
+        assert wide["output_row_in_registers"] and wide_far["output_row_in_registers"]
     finally:
         for k, v in old.items():
             if v is None:

@@ -40,15 +40,23 @@ void PrefetchGather(Schedule& sch, const std::string& j, const std::string& buff
   sch.Prefetch(j, buffer, kGatherPrefetchDistance, options.prefetch == GatherPrefetch::kToL2 ? 2 : 1);
 }
 
-// csrmm / csrmm_max / csrmm_min with rows of more vectors than the registers
-// hold (AVX2 at K >= 128, SSE2 at K >= 64): one pass over the row's
-// non-zeros per feature tile of plan.unrolled_vectors vectors, the tile's
-// accumulators in registers (cache_write inside the tile loop holds the
-// tile, not the row). A row kept whole in a local array instead runs every
+// csrmm / csrmm_max / csrmm_min with rows of more vectors than the level has
+// registers (float32: AVX2 at K = 256, SSE2 at K >= 128): one pass over the
+// row's non-zeros per feature tile of plan.unrolled_vectors vectors, the
+// tile's accumulators in registers (cache_write inside the tile loop holds
+// the tile, not the row). A row kept whole in a local array runs every
 // multiply-add through a load and a store. AMD EPYC Zen 4, AVX2, 1 thread,
-// spmm sum at K = 256 (8-vector tiles against the whole row):
-// cond-mat-2005 13.7 -> 10.7 ms, email-Enron 12.3 -> 10.4, horse-laplacian
-// 11.6 -> 9.2. (Tiles of 4 vectors ran 10-20 % slower than 8.)
+// whole row -> tiles of 8 vectors (`bench_ops.py --isa avx2 --ops
+// spmm,reduce`): at K = 256 spmm sum 1.04-1.26x and max 1.09-1.34x as fast
+// on 9 of the 11 matrices (bcsstk16 0.81 / 1.00, lund_a 0.89 / 1.00, both
+// cached); at K = 128, where the row is as many vectors as the registers,
+// 0.66-0.93x: there GCC keeps most of the whole row in registers itself.
+// (Tiles of 4 vectors ran 10-20 % slower than 8.) Structures whose gathers
+// need no prefetch (the operand cached, or read in streams) keep the whole
+// row: each tile's pass re-reads the row's indices and values, which is
+// what costs when the gathers are cheap (bcsstk16 and lund_a above, and
+// bcsstk16 at SSE2, K = 128, 2 threads: 0.91 of torch's time with tiles,
+// 1.08 without).
 void CsrmmFeatureTiles(Schedule& sch, const CsrmmPlan& plan, const RecipeOptions& options) {
   auto loops = sch.GetLoops("csrmm");
   const std::string &i = loops[0], &j = loops[1], &k = loops[2];
@@ -67,7 +75,7 @@ void CsrmmFeatureTiles(Schedule& sch, const CsrmmPlan& plan, const RecipeOptions
 // in the local cache, before the row is stored.
 void Csrmm(Schedule& sch, int64_t feat, int64_t element_bytes, const RecipeOptions& options,
            const std::string& epilogue = "") {
-  const CsrmmPlan plan = PlanCsrmm(feat, element_bytes, options.target);
+  const CsrmmPlan plan = PlanCsrmm(feat, element_bytes, options.target, options.prefetch);
   if (plan.feature_tile < feat && epilogue.empty()) {
     CsrmmFeatureTiles(sch, plan, options);
     return;
@@ -371,7 +379,7 @@ RegisterBudget RegisterBudgetOf(const Target& target) {
   return {registers / 2, registers / 8};
 }
 
-CsrmmPlan PlanCsrmm(int64_t feat, int64_t element_bytes, const Target& target) {
+CsrmmPlan PlanCsrmm(int64_t feat, int64_t element_bytes, const Target& target, GatherPrefetch prefetch) {
   CsrmmPlan plan;
   plan.vector_lanes = VectorLanes(feat, element_bytes, target);
   const int64_t vectors = plan.vector_lanes > 1 ? feat / plan.vector_lanes : 0;
@@ -380,7 +388,8 @@ CsrmmPlan PlanCsrmm(int64_t feat, int64_t element_bytes, const Target& target) {
   plan.output_row_local = feat <= kMaxLocalTile;
   plan.accumulator_sets = plan.output_row_local && vectors > 0 && vectors <= budget.max_two_accumulator_vectors ? 2 : 1;
   plan.feature_tile = feat;
-  if (plan.output_row_local && vectors > budget.max_unrolled_vectors && vectors % budget.max_unrolled_vectors == 0) {
+  const bool wide = vectors > target.vector_registers() && vectors % budget.max_unrolled_vectors == 0;
+  if (plan.output_row_local && wide && prefetch != GatherPrefetch::kOff) {
     plan.unrolled_vectors = budget.max_unrolled_vectors;
     plan.feature_tile = budget.max_unrolled_vectors * plan.vector_lanes;
   }

@@ -76,7 +76,8 @@ struct RegisterBudget {
 RegisterBudget RegisterBudgetOf(const Target& target);
 
 // What ScheduleForCpu chooses for an SpMM row of `feat` elements of
-// `element_bytes` bytes on `target` (st.explain prints it).
+// `element_bytes` bytes on `target` with gathers prefetched as `prefetch`
+// says (st.explain prints it).
 struct CsrmmPlan {
   int64_t vector_lanes;       // 1: scalar
   int64_t unrolled_vectors;   // 1: the vector loop is not unrolled
@@ -84,10 +85,12 @@ struct CsrmmPlan {
   int64_t accumulator_sets;   // 1 or 2
   // Elements of the output row one pass over the row's non-zeros computes:
   // the whole row, or a tile of unrolled_vectors vectors when the row has
-  // more vectors than the registers hold (then each pass keeps its tile in
-  // registers instead of a row in memory).
+  // more vectors than the target has registers and its gathers are
+  // prefetched (then each pass keeps its tile in registers instead of a row
+  // in memory).
   int64_t feature_tile;
 };
-CsrmmPlan PlanCsrmm(int64_t feat, int64_t element_bytes, const Target& target);
+CsrmmPlan PlanCsrmm(int64_t feat, int64_t element_bytes, const Target& target,
+                    GatherPrefetch prefetch = GatherPrefetch::kToL1);
 
 }  // namespace sparsetir
