@@ -19,19 +19,26 @@ def csrmm(
     T.assume_buffer_domain(J_indptr, [0, nnz])
     T.assume_buffer_domain(J_indices, [0, n - 1])
     for i in T.parallel(m):
-        C_local = T.alloc_buffer((256,), "float32", scope="local")
         for k_init in T.serial(256):
             with T.block("csrmm_init"):
-                C_local[k_init] = T.float32(0.0)
-        for j in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            if J_indptr[i] + (j + 32) < nnz:
-                T.prefetch(B[J_indices[J_indptr[i] + (j + 32)], 0], 256)
-            v2: T.int32 = J_indptr[i] + j
-            v3: T.int32 = J_indices[v2]
-            for k_0 in T.serial(32):
-                for k_1 in T.vectorized(8):
-                    with T.block("csrmm"):
-                        C_local[k_0 * 8 + k_1] = C_local[k_0 * 8 + k_1] + A[v2] * B[v3, k_0 * 8 + k_1]
-        for ax0_o in T.unroll(32):
-            for ax0_i in T.vectorized(8):
-                C[i, ax0_o * 8 + ax0_i] = C_local[ax0_o * 8 + ax0_i]
+                C[i, k_init] = T.float32(0.0)
+        v5: T.int32 = J_indptr[i + 1] - J_indptr[i]
+        v6: T.int32 = J_indptr[i]
+        for k_0 in T.serial(4):
+            C_local = T.alloc_buffer((64,), "float32", scope="local")
+            for ax0_o in T.unroll(8):
+                for ax0_i in T.vectorized(8):
+                    C_local[ax0_o * 8 + ax0_i] = C[i, k_0 * 64 + (ax0_o * 8 + ax0_i)]
+            for j in T.serial(v5):
+                if J_indptr[i] + (j + 32) < nnz:
+                    T.prefetch(B[J_indices[J_indptr[i] + (j + 32)], k_0 * 8 * 8], 64)
+                v3: T.int32 = v6 + j
+                v4: T.int32 = J_indices[v3]
+                for k_1 in T.unroll(8):
+                    v2: T.int32 = (k_0 * 8 + k_1) * 8
+                    for k_2 in T.vectorized(8):
+                        with T.block("csrmm"):
+                            C_local[k_1 * 8 + k_2] = C_local[k_1 * 8 + k_2] + A[v3] * B[v4, v2 + k_2]
+            for ax0_o in T.unroll(8):
+                for ax0_i in T.vectorized(8):
+                    C[i, k_0 * 64 + (ax0_o * 8 + ax0_i)] = C_local[ax0_o * 8 + ax0_i]

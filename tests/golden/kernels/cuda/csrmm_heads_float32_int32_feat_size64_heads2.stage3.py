@@ -36,7 +36,7 @@ def csrmm_heads(
                     for k_0 in T.thread_binding(1, thread="blockIdx.y"):
                         for k_1 in T.thread_binding(32, thread="threadIdx.x"):
                             C_local = T.alloc_buffer((2,), "float32", scope="local")
-                            v8: T.int32 = (k_0 * 32 + k_1) * 2
+                            v8: T.int32 = k_0 * 64 + k_1 * 2
                             for ax0_o in T.unroll(1):
                                 for ax0_i in T.vectorized(2):
                                     C_local[ax0_o * 2 + ax0_i] = C[v20, h, v8 + (ax0_o * 2 + ax0_i)]
@@ -49,7 +49,7 @@ def csrmm_heads(
                                         for k_2 in T.vectorized(2):
                                             with T.block("csrmm_heads"):
                                                 C_local[k_2] = C_local[k_2] + A[v9, h] * B[v10, h, v11 + k_2]
-                            v15: T.int32 = (k_0 * 32 + k_1) * 2
+                            v15: T.int32 = k_0 * 64 + k_1 * 2
                             for ax0_o in T.unroll(1):
                                 for ax0_i in T.vectorized(2):
                                     C[v20, h, v15 + (ax0_o * 2 + ax0_i)] = C_local[ax0_o * 2 + ax0_i]

@@ -33,7 +33,7 @@ def csrmm_min(
                 for k_0 in T.thread_binding(1, thread="blockIdx.y"):
                     for k_1 in T.thread_binding(32, thread="threadIdx.x"):
                         C_local = T.alloc_buffer((2,), "float64", scope="local")
-                        v7: T.int32 = (k_0 * 32 + k_1) * 2
+                        v7: T.int32 = k_0 * 64 + k_1 * 2
                         for ax0_o in T.unroll(1):
                             for ax0_i in T.vectorized(2):
                                 C_local[ax0_o * 2 + ax0_i] = C[v17, v7 + (ax0_o * 2 + ax0_i)]
@@ -46,7 +46,7 @@ def csrmm_min(
                                     for k_2 in T.vectorized(2):
                                         with T.block("csrmm"):
                                             C_local[k_2] = T.min(C_local[k_2], A[v8] * B[v9, v10 + k_2])
-                        v14: T.int32 = (k_0 * 32 + k_1) * 2
+                        v14: T.int32 = k_0 * 64 + k_1 * 2
                         for ax0_o in T.unroll(1):
                             for ax0_i in T.vectorized(2):
                                 C[v17, v14 + (ax0_o * 2 + ax0_i)] = C_local[ax0_o * 2 + ax0_i]

@@ -44,6 +44,6 @@ def csrmm_segments(
                                         for k_2 in T.vectorized(2):
                                             with T.block("csrmm_segments"):
                                                 C_local[k_2] = C_local[k_2] + A[v0] * B[v1, v2 + k_2]
-                            v4: T.int32 = (k_0 * 32 + k_1) * 2
+                            v4: T.int32 = k_0 * 64 + k_1 * 2
                             for ax0 in T.unroll(2):
                                 T.atomic_add(C[v8, v4 + ax0], C_local[ax0])

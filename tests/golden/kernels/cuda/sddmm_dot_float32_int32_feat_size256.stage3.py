@@ -31,12 +31,12 @@ def sddmm_dot(
                 for k_1 in T.thread_binding(32, thread="threadIdx.x"):
                     for k_0 in T.serial(2):
                         Y_local = T.alloc_buffer((4,), "float32", scope="local")
-                        v3: T.int32 = (k_0 * 32 + k_1) * 4
+                        v3: T.int32 = k_0 * 128 + k_1 * 4
                         for ax0_o in T.unroll(1):
                             for ax0_i in T.vectorized(4):
                                 Y_local[ax0_o * 4 + ax0_i] = Y[v7, v3 + (ax0_o * 4 + ax0_i)]
                         X_local = T.alloc_buffer((4,), "float32", scope="local")
-                        v5: T.int32 = (k_0 * 32 + k_1) * 4
+                        v5: T.int32 = k_0 * 128 + k_1 * 4
                         for ax0_o in T.unroll(1):
                             for ax0_i in T.vectorized(4):
                                 X_local[ax0_o * 4 + ax0_i] = X[i, v5 + (ax0_o * 4 + ax0_i)]

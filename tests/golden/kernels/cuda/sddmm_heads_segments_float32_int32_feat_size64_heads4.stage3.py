@@ -41,12 +41,12 @@ def sddmm_heads_segments(
                                     for k_1 in T.thread_binding(32, thread="threadIdx.x"):
                                         for k_0 in T.serial(1):
                                             Y_local = T.alloc_buffer((2,), "float32", scope="local")
-                                            v3: T.int32 = (k_0 * 32 + k_1) * 2
+                                            v3: T.int32 = k_0 * 64 + k_1 * 2
                                             for ax0_o in T.unroll(1):
                                                 for ax0_i in T.vectorized(2):
                                                     Y_local[ax0_o * 2 + ax0_i] = Y[v10, h, v3 + (ax0_o * 2 + ax0_i)]
                                             X_local = T.alloc_buffer((2,), "float32", scope="local")
-                                            v7: T.int32 = (k_0 * 32 + k_1) * 2
+                                            v7: T.int32 = k_0 * 64 + k_1 * 2
                                             for ax0_o in T.unroll(1):
                                                 for ax0_i in T.vectorized(2):
                                                     X_local[ax0_o * 2 + ax0_i] = X[v11, h, v7 + (ax0_o * 2 + ax0_i)]
