@@ -3,11 +3,13 @@
 //
 // They follow ARCHITECTURE.md's performance method: specialize the feature
 // width, keep the output row in SIMD registers (cache_write to a local
-// buffer), walk the feature dimension in vectors as wide as the target's
-// registers (16 float32 lanes on AVX-512, 8 on AVX2, 4 on SSE2 and NEON),
-// unroll and duplicate accumulators only as far as its register file holds
-// them, and split rows across threads by non-zeros (the codegen balances a
-// parallel loop over CSR rows by nnz).
+// buffer; a row wider than the register file in feature tiles, one pass over
+// the row's non-zeros each), walk the feature dimension in vectors as wide as
+// the target's registers (16 float32 lanes on AVX-512, 8 on AVX2, 4 on SSE2
+// and NEON), unroll and duplicate accumulators only as far as its register
+// file holds them, prefetch gathered rows into L1 or L2 as the operators say,
+// and split rows across threads by non-zeros (the codegen balances a parallel
+// loop over CSR rows by nnz).
 #pragma once
 
 #include <cstdint>
