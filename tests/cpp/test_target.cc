@@ -108,7 +108,18 @@ TEST(Target, RecipesSizeVectorsForTheLevel) {
   EXPECT_EQ(avx2.unrolled_vectors, 4);
   EXPECT_EQ(avx2.accumulator_sets, 1);
   EXPECT_EQ(PlanCsrmm(16, 4, Target::Cpu("avx2")).accumulator_sets, 2);
-  EXPECT_EQ(PlanCsrmm(256, 4, Target::Cpu("avx2")).unrolled_vectors, 1);  // 32 ymm vectors: past 16 registers
+  // 32 ymm vectors, past the 16 registers: tiles of 8 vectors where the
+  // gathers are prefetched, the whole row (not unrolled) where they are not.
+  CsrmmPlan tiled = PlanCsrmm(256, 4, Target::Cpu("avx2"));
+  EXPECT_EQ(tiled.unrolled_vectors, 8);
+  EXPECT_EQ(tiled.feature_tile, 64);
+  CsrmmPlan whole = PlanCsrmm(256, 4, Target::Cpu("avx2"), GatherPrefetch::kOff);
+  EXPECT_EQ(whole.unrolled_vectors, 1);
+  EXPECT_EQ(whole.feature_tile, 256);
+  // As many vectors as registers (AVX2 at K = 128) keeps the row whole.
+  EXPECT_EQ(PlanCsrmm(128, 4, Target::Cpu("avx2"), GatherPrefetch::kToL2).feature_tile, 128);
+  EXPECT_EQ(PlanCsrmm(128, 4, Target::Cpu("generic"), GatherPrefetch::kToL2).feature_tile, 32);
+  EXPECT_EQ(wide.feature_tile, 256);  // 16 zmm vectors of 32 registers
 }
 
 }  // namespace
