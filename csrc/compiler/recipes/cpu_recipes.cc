@@ -117,6 +117,8 @@ void CsrmmEll(Schedule& sch, const std::string& mode, int64_t feat, bool width_s
   const std::string &o = loops[0], &i = loops[1], &j = loops[2], &k = loops[3];
   if (plan.vector_lanes > 1) {
     auto parts = sch.Split(k, {std::nullopt, plan.vector_lanes});
+    // A bucket's row runs whole: a plan in feature tiles unrolls one tile's
+    // vectors, not the row's.
     if (plan.unrolled_vectors > 1 && plan.feature_tile == feat) sch.Unroll(parts[0]);
     sch.Vectorize(parts[1]);
   }
