@@ -55,6 +55,7 @@ def test_spmm_cpu_is_the_operators_kernel(feat):
 
 def test_spmm_cpu_without_prefetch_or_parallel_asks_the_recipe():
     from sparsetir_torch import _C
+    from sparsetir_torch.recipes import csrmm_plan
 
     plain = spmm_cpu(64, prefetch=False, parallel=False).trace
     assert "sch.prefetch(" not in plain and "sch.parallel(" not in plain
@@ -68,6 +69,8 @@ def test_spmm_cpu_without_prefetch_or_parallel_asks_the_recipe():
         spmm_cpu(64, prefetch=3)
     with pytest.raises(ValueError, match=r"recipe_trace: prefetch is 0 \(none\), 1 \(into L1\) or 2 .* got 5"):
         _C.recipe_trace("csrmm", "csrmm", "float32", "int32", {"feat_size": 64}, "cpu", 5)
+    with pytest.raises(ValueError, match=r"csrmm_plan: prefetch is 0 \(none\), 1 \(into L1\) or 2 .* got -1"):
+        csrmm_plan(64, prefetch=-1)
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta:UserWarning")
