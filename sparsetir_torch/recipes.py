@@ -43,6 +43,15 @@ def csrmm_plan(feat_size: int, element_bytes: int = 4, isa: str | None = None, p
     return _C.csrmm_plan(feat_size, element_bytes, isa or "", int(prefetch))
 
 
+def bsrmm_plan(block_h: int, feat_size: int, element_bytes: int = 4, isa: str | None = None) -> dict:
+    """The C++ recipe's choices for bsrmm's output rows of feat_size elements
+    (blocks of block_h rows): vector_lanes, unrolled_vectors, feature_tile
+    (the elements of a row held in registers while a block's columns pass;
+    a row wider than half the registers runs in tiles) and
+    output_tile_local (the block row's output kept on the stack)."""
+    return _C.bsrmm_plan(block_h, feat_size, element_bytes, isa or "")
+
+
 def spmm_cpu(feat_size: int, script: str | None = None, parallel: bool = True, prefetch: bool | int = True,
              isa: str | None = None) -> Schedule:
     """The CSR SpMM (kernels/csrmm.py, or `script` with the same loop names)

@@ -35,7 +35,7 @@ import torch
 from . import _C
 from .ell_formats import scatter_values
 from .ops import ops
-from .recipes import cpu_target, csrmm_plan
+from .recipes import bsrmm_plan, cpu_target, csrmm_plan
 
 BLOCK_SIZES = (2, 3, 4, 6, 8, 12, 16, 32)
 # A block format must not store more than this many times the non-zeros.
@@ -435,6 +435,24 @@ def csr_schedule(A, K: int, dtype) -> dict:
     }
 
 
+def bsr_schedule(A, K: int, dtype) -> dict:
+    """The schedule parameters bsrmm's kernel takes for A's blocks at width
+    K: each output row's feature tile stays in registers while a block's
+    columns pass; a row of more vectors than half the registers runs in
+    tiles (feature_tile < K)."""
+    block_h, block_w = (int(x) for x in A.values.shape[1:])
+    element_size = torch.empty((), dtype=dtype).element_size()
+    target = cpu_target()
+    sizes = {"block_h": block_h, "block_w": block_w, "feat_size": K}
+    return {
+        "isa": target["target"],
+        "compiler_flags": " ".join(target["compiler_flags"]),
+        **bsrmm_plan(block_h, K, 8 if element_size == 8 else 4),  # 16-bit values accumulate in float32
+        "tasks": f"{torch.get_num_threads()} (one per thread, equal non-zero blocks)",
+        "trace": _C.recipe_trace("bsrmm", "bsrmm", _dtype_name(dtype), _dtype_name(A.indices.dtype), sizes, "cpu"),
+    }
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")  # torch.float32 -> "float32", as scripts spell it
 
@@ -468,6 +486,8 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
     out = {"op": op, "k": int(k), "shape": A.shape, "nnz": A.nnz, "tuning": tuning_enabled(), **record}
     if record["format"] == "csr":
         out["schedule"] = csr_schedule(A, int(k), dtype)
+    elif A.is_block:
+        out["schedule"] = bsr_schedule(A, int(k), dtype)
     return out
 
 

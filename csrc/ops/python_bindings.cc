@@ -513,6 +513,20 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       py::arg("feat"), py::arg("element_bytes"), py::arg("isa") = "", py::arg("prefetch") = 1,
       "What the cpu recipe chooses for an SpMM row of `feat` elements (lanes, unrolling, accumulators).");
   m.def(
+      "bsrmm_plan",
+      [](int64_t block_h, int64_t feat, int64_t element_bytes, const std::string& isa) {
+        const Target t = isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa);
+        const BsrmmPlan plan = PlanBsrmm(block_h, feat, element_bytes, t);
+        py::dict out;
+        out["vector_lanes"] = plan.vector_lanes;
+        out["unrolled_vectors"] = plan.unrolled_vectors;
+        out["feature_tile"] = plan.feature_tile;
+        out["output_tile_local"] = plan.output_tile_local;
+        return out;
+      },
+      py::arg("block_h"), py::arg("feat"), py::arg("element_bytes"), py::arg("isa") = "",
+      "What the cpu recipe chooses for bsrmm's output rows of `feat` elements (lanes, feature tile).");
+  m.def(
       "vector_lanes",
       [](int64_t extent, int64_t element_bytes, const std::string& isa) {
         return VectorLanes(extent, element_bytes, isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa));

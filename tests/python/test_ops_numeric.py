@@ -548,6 +548,32 @@ def test_bsrmm_block_shapes(block, feat):
     check_bsrmm(pattern, block, feat, *variant, seed=feat)
 
 
+@pytest.mark.parametrize("block,feat,dtype,idtype", [((4, 4), 256, "float32", "int32"),
+                                                   ((2, 2), 512, "float64", "int64"),
+                                                   ((32, 32), 512, "float32", "int64"),
+                                                   ((4, 2), 256, "bfloat16", "int32"),
+                                                   ((4, 4), 100, "float16", "int64")])
+def test_bsrmm_rows_wider_than_half_the_registers(block, feat, dtype, idtype):
+    """Output rows of more vectors than half the registers run in feature
+    tiles, the tile loop outside the block's rows (SSE2 and AVX2 at K = 256,
+    AVX-512 at K = 512 in float32; K = 100 is 25 vectors of 4 lanes: tiles of
+    5 below AVX-512); a 32 x 512 output tile is too large for the stack and
+    accumulates in the output. Against scipy in float64, with an empty and a
+    dense block row."""
+    from sparsetir_torch.recipes import bsrmm_plan, cpu_target
+
+    element_bytes = 8 if dtype == "float64" else 4
+    plan = bsrmm_plan(block[0], feat, element_bytes)
+    vectors = feat // plan["vector_lanes"]
+    half = cpu_target()["vector_registers"] // 2
+    assert plan["unrolled_vectors"] * plan["vector_lanes"] == min(plan["feature_tile"], feat) or \
+        plan["unrolled_vectors"] == 1, plan
+    assert (plan["feature_tile"] < feat) == (vectors > half and plan["unrolled_vectors"] > 1), (plan, half)
+    assert plan["output_tile_local"] == (block[0] * feat <= 8192)
+    pattern = make_csr(5, 6, density=0.4, seed=feat, empty_rows=(1,), dense_rows=(3,), shuffle=True)
+    check_bsrmm(pattern, block, feat, dtype, idtype, seed=feat + block[0])
+
+
 @pytest.mark.parametrize("kind", ("bsrmm", "spmm"))
 def test_bsrmm_wrappers(kind):
     """st.bsrmm / st.spmm with a torch BSR tensor and a block SparseMatrix, against dense float64."""

@@ -73,6 +73,40 @@ def test_spmm_cpu_without_prefetch_or_parallel_asks_the_recipe():
         csrmm_plan(64, prefetch=-1)
 
 
+@pytest.mark.parametrize("isa,feat,element_bytes,expected", [
+    ("generic", 32, 4, (4, 8, 32)),     # 8 vectors: the row whole, unrolled
+    ("generic", 64, 4, (4, 8, 32)),     # 16 vectors for 16 registers: tiles of 8
+    ("generic", 256, 8, (2, 8, 16)),    # float64: 2 lanes, 128 vectors
+    ("generic", 44, 4, (4, 1, 44)),     # 11 vectors (prime): the row whole, its loop rolled
+    ("generic", 100, 4, (4, 5, 20)),    # 25 vectors: tiles of 5
+    ("generic", 7, 4, (1, 1, 7)),       # no vector divides 7: scalar
+    ("avx2", 64, 4, (8, 8, 64)),
+    ("avx2", 256, 4, (8, 8, 64)),
+    ("avx512", 256, 4, (16, 16, 256)),  # 16 vectors for 32 registers: whole
+    ("avx512", 512, 4, (16, 16, 256)),
+    ("avx512", 100, 4, (4, 1, 100)),    # 25 vectors: tiles of 5 would idle 11 of the 16 kept for the row
+])
+def test_bsrmm_plan_per_level(isa, feat, element_bytes, expected):
+    """bsrmm keeps each output row's feature tile in registers while a block's
+    columns pass; a row of more vectors than half the level's registers runs
+    in tiles of the largest divisor at most that many (when at least half of
+    them). The trace says so: the tile loop before the block's rows."""
+    from sparsetir_torch import _C
+    from sparsetir_torch.recipes import bsrmm_plan
+
+    plan = bsrmm_plan(4, feat, element_bytes, isa)
+    assert (plan["vector_lanes"], plan["unrolled_vectors"], plan["feature_tile"]) == expected, plan
+    assert plan["output_tile_local"]
+    assert not bsrmm_plan(32, 512, 4, isa)["output_tile_local"]  # 16384 elements: accumulated in the output
+    dtype = "float64" if element_bytes == 8 else "float32"
+    trace = _C.recipe_trace("bsrmm", "bsrmm", dtype, "int32", {"block_h": 4, "block_w": 4, "feat_size": feat},
+                            f"cpu:{isa}")
+    tiled = expected[2] < feat
+    assert ('sch.reorder(["f_0", "bi", "bj"' in trace) == tiled, trace
+    assert ("sch.unroll(" in trace) == (expected[1] > 1), trace
+    assert ("sch.vectorize(" in trace) == (expected[0] > 1), trace
+
+
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta:UserWarning")
 @pytest.mark.parametrize("feat", (3, 64))
 def test_spmm_mean_divides_each_row_before_it_is_stored(feat):
@@ -114,6 +148,30 @@ def test_explain_prints_the_recipe_trace_and_it_replays(monkeypatch):
     kernel(a=A.values(), b=B, c=C, indptr=A.crow_indices(), indices=A.col_indices(), m=40, n=30, feat_size=48,
            nnz=A.values().numel())
     torch.testing.assert_close(C, dense @ B)
+
+
+@pytest.mark.filterwarnings("ignore:Sparse BSR tensor support is in beta:UserWarning")
+def test_explain_of_a_bsr_matrix_prints_the_bsrmm_schedule_and_it_replays():
+    from sparsetir_torch import _C
+    from sparsetir_torch.kernels import kernel_script
+    from sparsetir_torch.recipes import bsrmm_plan, cpu_target
+
+    g = torch.Generator().manual_seed(8)
+    dense = torch.rand(24, 16, generator=g) * (torch.rand(24, 16, generator=g) < 0.5)
+    dense[8:12] = 0  # an empty block row
+    A = dense.to_sparse_bsr((4, 4))
+    schedule = st.explain(A, k=256)["schedule"]
+    assert schedule["isa"] == cpu_target()["target"]
+    plan = bsrmm_plan(4, 256, 4)
+    assert {k: schedule[k] for k in plan} == plan
+    assert schedule["trace"] == _C.recipe_trace("bsrmm", "bsrmm", "float32", "int64",
+                                                {"block_h": 4, "block_w": 4, "feat_size": 256}, "cpu")
+    kernel = st.compile(st.Schedule.replay(schedule["trace"], st.parse(kernel_script("bsrmm", int32="int64"))))
+    B = torch.randn(16, 256)
+    C = torch.full((6, 4, 256), float("nan"))
+    kernel(a=A.values(), b=B.view(4, 4, 256), c=C, indptr=A.crow_indices(), indices=A.col_indices(), mb=6, nb=4,
+           nnzb=A.values().shape[0], block_h=4, block_w=4, feat_size=256)
+    torch.testing.assert_close(C.view(24, 256).double(), dense.double() @ B.double(), rtol=1e-5, atol=1e-5)
 
 
 def test_kernel_script_puts_in_the_dtypes_once():

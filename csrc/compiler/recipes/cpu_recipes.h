@@ -95,4 +95,17 @@ struct CsrmmPlan {
 CsrmmPlan PlanCsrmm(int64_t feat, int64_t element_bytes, const Target& target,
                     GatherPrefetch prefetch = GatherPrefetch::kToL1);
 
+// What ScheduleForCpu chooses for bsrmm's output rows of `feat` elements of
+// `element_bytes` bytes on `target`, for blocks of `block_h` rows.
+struct BsrmmPlan {
+  int64_t vector_lanes;  // 1: scalar
+  // Elements of an output row held in registers while a block's columns
+  // pass (the whole row, or a tile of unrolled_vectors vectors when the row
+  // has more vectors than half the registers).
+  int64_t feature_tile;
+  int64_t unrolled_vectors;  // 1: the vector loop is not unrolled
+  bool output_tile_local;    // cache_write of the block row's output (block_h x feat)
+};
+BsrmmPlan PlanBsrmm(int64_t block_h, int64_t feat, int64_t element_bytes, const Target& target);
+
 }  // namespace sparsetir

@@ -27,14 +27,16 @@ def bsrmm(
                 with T.block("bsrmm_init"):
                     C_local[bi_init, f_init] = T.float32(0.0)
         for j in T.serial(J_indptr[i + 1] - J_indptr[i]):
-            v6: T.int32 = J_indptr[i] + j
-            v7: T.int32 = J_indices[v6]
-            for bi in T.serial(32):
-                for bj in T.serial(32):
-                    for f_0 in T.serial(32):
-                        for f_1 in T.vectorized(8):
-                            with T.block("bsrmm"):
-                                C_local[bi, f_0 * 8 + f_1] = C_local[bi, f_0 * 8 + f_1] + A[v6, bi, bj] * B[v7, bj, f_0 * 8 + f_1]
+            v9: T.int32 = J_indptr[i] + j
+            v10: T.int32 = J_indices[v9]
+            for f_0 in T.serial(4):
+                for bi in T.serial(32):
+                    for bj in T.serial(32):
+                        for f_1 in T.unroll(8):
+                            v0: T.int32 = (f_0 * 8 + f_1) * 8
+                            for f_2 in T.vectorized(8):
+                                with T.block("bsrmm"):
+                                    C_local[bi, v0 + f_2] = C_local[bi, v0 + f_2] + A[v9, bi, bj] * B[v10, bj, v0 + f_2]
         for ax0 in T.serial(32):
             for ax1_o in T.unroll(32):
                 for ax1_i in T.vectorized(8):
