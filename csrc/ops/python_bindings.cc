@@ -522,6 +522,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         out["unrolled_vectors"] = plan.unrolled_vectors;
         out["feature_tile"] = plan.feature_tile;
         out["output_tile_local"] = plan.output_tile_local;
+        out["b_tile_packed"] = plan.b_tile_packed;
         return out;
       },
       py::arg("block_h"), py::arg("feat"), py::arg("element_bytes"), py::arg("isa") = "",

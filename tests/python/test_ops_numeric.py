@@ -551,14 +551,16 @@ def test_bsrmm_block_shapes(block, feat):
 @pytest.mark.parametrize("block,feat,dtype,idtype", [((4, 4), 256, "float32", "int32"),
                                                    ((2, 2), 512, "float64", "int64"),
                                                    ((32, 32), 512, "float32", "int64"),
+                                                   ((32, 16), 256, "float32", "int32"),
                                                    ((4, 2), 256, "bfloat16", "int32"),
                                                    ((4, 4), 100, "float16", "int64")])
 def test_bsrmm_rows_wider_than_half_the_registers(block, feat, dtype, idtype):
     """Output rows of more vectors than half the registers run in feature
     tiles, the tile loop outside the block's rows (SSE2 and AVX2 at K = 256,
     AVX-512 at K = 512 in float32; K = 100 is 25 vectors of 4 lanes: tiles of
-    5 below AVX-512); a 32 x 512 output tile is too large for the stack and
-    accumulates in the output. Against scipy in float64, with an empty and a
+    5 below AVX-512); with 32-row blocks and rows 1 KiB apart, a tile's slice
+    of the B block is packed first; a 32 x 512 output tile is too large for
+    the stack and accumulates in the output. Against scipy in float64, with an empty and a
     dense block row."""
     from sparsetir_torch.recipes import bsrmm_plan, cpu_target
 

@@ -105,6 +105,27 @@ def test_bsrmm_plan_per_level(isa, feat, element_bytes, expected):
     assert ('sch.reorder(["f_0", "bi", "bj"' in trace) == tiled, trace
     assert ("sch.unroll(" in trace) == (expected[1] > 1), trace
     assert ("sch.vectorize(" in trace) == (expected[0] > 1), trace
+    assert not plan["b_tile_packed"] and "sch.cache_read(" not in trace  # 4-row blocks: the copy would not pay
+
+
+@pytest.mark.parametrize("isa", ["generic", "avx2", "avx512"])
+def test_bsrmm_packs_the_b_slice_of_a_tile_whose_rows_alias(isa):
+    """A tile's slice of the B block is packed when 32 or more block rows
+    reuse it and B's rows lie 1 KiB or more apart (power-of-two strides that
+    map the slice to a few L1 sets)."""
+    from sparsetir_torch import _C
+    from sparsetir_torch.recipes import bsrmm_plan
+
+    for block_h, feat, element_bytes in [(32, 256, 4), (32, 512, 4), (16, 256, 4), (32, 128, 4), (32, 128, 8),
+                                         (64, 64, 4)]:
+        plan = bsrmm_plan(block_h, feat, element_bytes, isa)
+        tiled = plan["feature_tile"] < feat
+        assert plan["b_tile_packed"] == (tiled and block_h >= 32 and feat * element_bytes >= 1024), plan
+        dtype = "float64" if element_bytes == 8 else "float32"
+        trace = _C.recipe_trace("bsrmm", "bsrmm", dtype, "int32",
+                                {"block_h": block_h, "block_w": 8, "feat_size": feat}, f"cpu:{isa}")
+        assert ('B_local = sch.cache_read("f_0", "B", "local")' in trace) == plan["b_tile_packed"], trace
+    assert bsrmm_plan(32, 256, 4, isa)["b_tile_packed"] == (isa != "avx512")  # AVX-512 keeps 16 vectors whole
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta:UserWarning")

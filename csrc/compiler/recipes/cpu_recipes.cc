@@ -262,11 +262,14 @@ void AttentionProbs(Schedule& sch, int64_t head_dim, int64_t element_bytes, cons
 // tile loop outside the block's rows, so a tile's slice of the B block
 // (block_w x tile) stays in L1 for all of them. AMD EPYC Zen 4, 1 thread,
 // 4096 x 4096, 32 x 32 blocks, 80 / 95 % block sparsity: SSE2 at K = 64
-// (16 vectors) 1.3-1.4x as fast as the row's vector loop not unrolled, and
-// at K = 256 1.15x; AVX2 at K = 256 (32 vectors) 1.25x as fast as the row
-// unrolled whole (GCC then keeps the row in memory). Tiles of several rows
-// times fewer vectors (4 x 2, 2 x 4) measured alike or slower: each row of a
-// tile costs a broadcast, which SSE2 makes a shuffle.
+// (16 vectors) 1.3-1.4x as fast as the row's vector loop not unrolled;
+// AVX2 at K = 256 (32 vectors) 1.25x as fast as the row unrolled whole
+// (GCC then keeps the row in memory). Tiles of several rows times fewer
+// vectors (4 x 2, 2 x 4) measured alike or slower: each row of a tile costs
+// a broadcast, which SSE2 makes a shuffle. The slice is packed (PlanBsrmm
+// says when) where its rows lie 1 KiB or more apart: such power-of-two
+// strides put the slice's lines in a few L1 sets, where they evict each
+// other; SSE2 at K = 256 ran 1.1-1.25x as fast packed.
 void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat, int64_t element_bytes, const Target& target) {
   const BsrmmPlan plan = PlanBsrmm(block_h, feat, element_bytes, target);
   auto loops = sch.GetLoops("bsrmm");
@@ -276,6 +279,7 @@ void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat, int64_t element_bytes, 
     sch.Reorder({parts[0], bi, bj, parts[1], parts[2]});
     sch.Unroll(parts[1]);
     sch.Vectorize(parts[2]);
+    if (plan.b_tile_packed) sch.CacheRead(parts[0], "B", "local");
   } else if (plan.vector_lanes > 1) {
     auto parts = sch.Split(f, {std::nullopt, plan.vector_lanes});
     if (plan.unrolled_vectors > 1) sch.Unroll(parts[0]);
@@ -411,6 +415,7 @@ BsrmmPlan PlanBsrmm(int64_t block_h, int64_t feat, int64_t element_bytes, const 
   plan.feature_tile = feat;
   plan.unrolled_vectors = 1;
   plan.output_tile_local = block_h * feat <= kMaxLocalTile;
+  plan.b_tile_packed = false;
   if (plan.vector_lanes <= 1) return plan;
   const int64_t vectors = feat / plan.vector_lanes;
   const int64_t budget = RegisterBudgetOf(target).max_unrolled_vectors;
@@ -424,6 +429,11 @@ BsrmmPlan PlanBsrmm(int64_t block_h, int64_t feat, int64_t element_bytes, const 
     plan.unrolled_vectors = tile;
     plan.feature_tile = tile * plan.vector_lanes;
   }
+  // Packing copies the slice once per block and tile; it pays back over 32
+  // block rows (SSE2, K = 256: 16-row blocks measured alike, 8-row blocks
+  // 0.8x as fast packed) and only where the rows alias in L1 (K = 64 and
+  // 128 in float32 measured alike).
+  plan.b_tile_packed = plan.feature_tile < feat && block_h >= 32 && feat * element_bytes >= 1024;
   return plan;
 }
 

@@ -105,6 +105,9 @@ struct BsrmmPlan {
   int64_t feature_tile;
   int64_t unrolled_vectors;  // 1: the vector loop is not unrolled
   bool output_tile_local;    // cache_write of the block row's output (block_h x feat)
+  // cache_read of a tile's slice of the B block (block_w x feature_tile)
+  // into a packed local buffer before the block's rows run over it.
+  bool b_tile_packed;
 };
 BsrmmPlan PlanBsrmm(int64_t block_h, int64_t feat, int64_t element_bytes, const Target& target);
 

@@ -27,17 +27,22 @@ def bsrmm(
                 with T.block("bsrmm_init"):
                     C_local[bi_init, f_init] = T.float32(0.0)
         for j in T.serial(J_indptr[i + 1] - J_indptr[i]):
+            v8: T.int32 = J_indices[J_indptr[i] + j]
             v9: T.int32 = J_indptr[i] + j
-            v10: T.int32 = J_indices[v9]
             for f_0 in T.serial(4):
+                B_local = T.alloc_buffer((32, 64), "float32", scope="local")
+                for ax0 in T.serial(32):
+                    for ax1_o in T.unroll(8):
+                        for ax1_i in T.vectorized(8):
+                            B_local[ax0, ax1_o * 8 + ax1_i] = B[v8, ax0, f_0 * 64 + (ax1_o * 8 + ax1_i)]
                 for bi in T.serial(32):
                     for bj in T.serial(32):
                         for f_1 in T.unroll(8):
-                            v0: T.int32 = (f_0 * 8 + f_1) * 8
+                            v3: T.int32 = (f_0 * 8 + f_1) * 8
                             for f_2 in T.vectorized(8):
                                 with T.block("bsrmm"):
-                                    C_local[bi, v0 + f_2] = C_local[bi, v0 + f_2] + A[v9, bi, bj] * B[v10, bj, v0 + f_2]
-        for ax0 in T.serial(32):
+                                    C_local[bi, v3 + f_2] = C_local[bi, v3 + f_2] + A[v9, bi, bj] * B_local[bj, f_1 * 8 + f_2]
+        for ax0_1 in T.serial(32):
             for ax1_o in T.unroll(32):
                 for ax1_i in T.vectorized(8):
-                    C[i, ax0, ax1_o * 8 + ax1_i] = C_local[ax0, ax1_o * 8 + ax1_i]
+                    C[i, ax0_1, ax1_o * 8 + ax1_i] = C_local[ax0_1, ax1_o * 8 + ax1_i]
