@@ -74,6 +74,8 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
         yield "sddmm_dot", "sddmm", "float32", "int32", {"feat_size": feat}
     for dtype in DTYPES[1:]:
         yield "sddmm_dot", "sddmm", dtype, "int64", {"feat_size": 64}
+    for dtype, feat, lanes in (("float32", 64, 8), ("float32", 256, 16), ("float64", 64, 4)):
+        yield "sddmm_dot_groups", "sddmm_dot_groups", dtype, "int32", {"feat_size": feat, "lanes": lanes}
     for feat in (32, 40, 256):
         yield "sddmm_segments", "sddmm_segments", "float32", "int32", {"feat_size": feat}
     yield "sddmm_segments", "sddmm_segments", "float16", "int64", {"feat_size": 64}

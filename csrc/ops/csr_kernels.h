@@ -50,9 +50,17 @@ int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::Scal
 // values of `dtype`, with $SPARSETIR_CUDA_FEATURES_PER_THREAD applied.
 int64_t CudaFeaturesPerThreadFor(int64_t feat, at::ScalarType dtype);
 
-// out (nnz,) = x[i, :] . y[j, :] for every non-zero (i, j).
+// The lanes of the cpu sddmm that computes four of a row's dot products at
+// a time (kernels/sddmm_dot_groups.py) for x on `target`, when the rows of y
+// it gathers stay cached (GathersStayCached); 0 where the one-at-a-time
+// kernel runs.
+int64_t SddmmGroupLanesFor(const at::Tensor& x, const Target& target, bool gathers_cached);
+
+// out (nnz,) = x[i, :] . y[j, :] for every non-zero (i, j). With
+// gathers_cached, four non-zeros of a row at a time (SddmmGroupLanesFor).
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
-                 const at::Tensor& out, GatherPrefetch prefetch = GatherPrefetch::kToL1);
+                 const at::Tensor& out, GatherPrefetch prefetch = GatherPrefetch::kToL1,
+                 bool gathers_cached = false);
 
 // RunSddmmDot (x (m, D), y (n, D), out (nnz,)), or per head RunSddmmHeads
 // (x (m, H, D), y (n, H, D), out (nnz, H)), over the row segments (seg_row,
@@ -104,5 +112,10 @@ void RunSddmmElementwise(const std::string& op, const at::Tensor& indptr, const 
 GatherPrefetch GatherPrefetchFor(const CheckedCsr& csr, const at::Tensor& dense);
 // The same for a dense operand of `dense_rows` rows of `row_bytes` bytes.
 GatherPrefetch GatherPrefetchFor(const CheckedCsr& csr, int64_t dense_rows, int64_t row_bytes);
+
+// True where the rows a structure gathers from such an operand stay cached:
+// the operand fits in L2, or the structure is banded (the first two reasons
+// GatherPrefetchFor gives for no prefetch; an arrow's streams are not).
+bool GathersStayCached(const CheckedCsr& csr, int64_t dense_rows, int64_t row_bytes);
 
 }  // namespace sparsetir::ops

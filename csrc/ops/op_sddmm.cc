@@ -59,9 +59,10 @@ at::Tensor Dot(const CheckedCsr& csr, const at::Tensor& x, const at::Tensor& y) 
     RunSddmmSegments(segments.row, segments.ptr, csr.indices, x, y, out);
     return out;
   }
-  const GatherPrefetch prefetch = GatherPrefetchFor(csr, y.size(0), TrailingSize(y) * y.element_size());
+  const int64_t row_bytes = TrailingSize(y) * y.element_size();
+  const GatherPrefetch prefetch = GatherPrefetchFor(csr, y.size(0), row_bytes);
   if (x.dim() == 2) {
-    RunSddmmDot(csr.indptr, csr.indices, x, y, out, prefetch);
+    RunSddmmDot(csr.indptr, csr.indices, x, y, out, prefetch, GathersStayCached(csr, y.size(0), row_bytes));
   } else {
     RunSddmmHeads(csr.indptr, csr.indices, x, y, out, prefetch);
   }

@@ -528,6 +528,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       py::arg("block_h"), py::arg("feat"), py::arg("element_bytes"), py::arg("isa") = "",
       "What the cpu recipe chooses for bsrmm's output rows of `feat` elements (lanes, feature tile).");
   m.def(
+      "sddmm_group_lanes",
+      [](int64_t feat, int64_t element_bytes, const std::string& isa) {
+        return SddmmGroupLanes(feat, element_bytes, isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa));
+      },
+      py::arg("feat"), py::arg("element_bytes"), py::arg("isa") = "",
+      "The lanes of the cpu sddmm that computes four of a row's dot products at a time (0: it does not apply).");
+  m.def(
       "vector_lanes",
       [](int64_t extent, int64_t element_bytes, const std::string& isa) {
         return VectorLanes(extent, element_bytes, isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa));

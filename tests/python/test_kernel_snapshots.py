@@ -32,7 +32,8 @@ def test_snapshots_cover_every_recipe_and_target():
     names = tool.on_disk().keys()
     for target in ("cpu_avx512", "cpu_avx2", "cuda"):
         assert f"{target}/prelude.src" in names
-    for script in ("csrmm", "csrmm_mean", "csrmm_max", "csrmm_min", "sddmm_dot", "bsrmm", "sparse_attention",
+    for script in ("csrmm", "csrmm_mean", "csrmm_max", "csrmm_min", "sddmm_dot", "sddmm_dot_groups", "bsrmm",
+                   "sparse_attention",
                    "attention_probs", "attention_grad_scores", "csrmm_ell_overwrite", "csrmm_ell_add",
                    "csrmm_ell_atomic", "csrmm_heads", "sddmm_heads", "sddmm_add", "sddmm_mul", "gat_attention"):
         assert any(n.startswith(f"cpu_avx2/{script}_") and n.endswith(".src") for n in names), script

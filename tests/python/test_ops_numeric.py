@@ -434,6 +434,54 @@ def test_sddmm_cases(case, dtype, idtype):
         check_sddmm(csr, 3, dtype, idtype, with_values, seed=CASES.index(case), what=case)
 
 
+def rows_of_every_length(m: int, n: int, seed: int) -> Csr:
+    """Rows of 0 to 9 non-zeros in turn (groups of four and every
+    remainder), one dense row, columns unsorted."""
+    rng = np.random.default_rng(seed)
+    lengths = np.arange(m) % 10
+    lengths[m // 2] = n
+    indices = [rng.permutation(n)[:k] for k in lengths]
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    cols = np.concatenate(indices).astype(np.int64)
+    return Csr(indptr, cols, rng.uniform(-1, 1, cols.size), (m, n))
+
+
+@pytest.mark.parametrize("feat,dtype,idtype", [(64, "float32", "int32"), (64, "float64", "int64"),
+                                               (256, "float32", "int64"), (100, "float32", "int32"),
+                                               (32, "float64", "int32"), (8, "float32", "int64")])
+def test_sddmm_four_nonzeros_at_a_time(feat, dtype, idtype):
+    """Where Y is cached, sddmm computes four of a row's dot products at a time
+    (each vector of X loaded once for the four), the row's last ones one at a
+    time; rows of every length mod 4, a dense row, an empty one, no rows, no
+    non-zeros. Against float64."""
+    from sparsetir_torch import _C
+
+    element_bytes = 8 if dtype == "float64" else 4
+    lanes = _C.sddmm_group_lanes(feat, element_bytes)
+    vectors = feat // max(lanes, 1)
+    assert (lanes > 0) == (_C.vector_lanes(feat, element_bytes) > 1 and feat // _C.vector_lanes(
+        feat, element_bytes) >= 4), (feat, lanes)
+    assert lanes == 0 or (vectors >= 4 and feat % lanes == 0)
+    csr = rows_of_every_length(41, 30, seed=feat)
+    for with_values in (True, False):
+        check_sddmm(csr, feat, dtype, idtype, with_values, seed=feat, what="rows of 0-9 non-zeros")
+    check_sddmm(make_csr(0, 5), feat, dtype, idtype, seed=1, what="no rows")
+    check_sddmm(make_csr(3, 4, density=0.0), feat, dtype, idtype, seed=1, what="zero nnz")
+
+
+def test_sddmm_group_lanes_per_level():
+    """The grouped sddmm takes the level's vector, on rows of 4 vectors or
+    more, 16 lanes at most."""
+    from sparsetir_torch import _C
+
+    assert [_C.sddmm_group_lanes(64, 4, isa) for isa in ("generic", "avx2", "avx512", "neon")] == [4, 8, 16, 4]
+    assert _C.sddmm_group_lanes(32, 4, "avx512") == 0  # 2 vectors: the merge of partial sums dominates
+    assert _C.sddmm_group_lanes(32, 4, "avx2") == 8
+    assert _C.sddmm_group_lanes(64, 8, "avx512") == 8
+    assert _C.sddmm_group_lanes(7, 4, "avx2") == 0  # no vector divides 7
+    assert _C.sddmm_group_lanes(12, 4, "generic") == 0  # 3 vectors
+
+
 @pytest.mark.parametrize("feat,dtype,idtype", SDDMM_FEAT_VARIANTS, ids=feat_ids(SDDMM_FEAT_VARIANTS))
 def test_sddmm_feature_sizes(feat, dtype, idtype):
     csr = make_csr(26, 31, density=0.2, seed=feat + 50, empty_rows=(0, 25), dense_rows=(7,), shuffle=True,

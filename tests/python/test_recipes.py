@@ -195,6 +195,26 @@ def test_explain_of_a_bsr_matrix_prints_the_bsrmm_schedule_and_it_replays():
     torch.testing.assert_close(C.view(24, 256).double(), dense.double() @ B.double(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("prefetch", [0, 1, 2])
+def test_sddmm_groups_recipe_prefetches_as_asked(prefetch):
+    """sddmm_dot_groups' recipe: its vector loops unrolled, rows in parallel,
+    and prefetches (when asked) 32 non-zeros ahead, 8 groups of 4 in the
+    group loop; the kernel the trace replays is the operators' own."""
+    from sparsetir_torch import _C
+    from sparsetir_torch.kernels import kernel_script
+
+    sizes = {"feat_size": 64, "lanes": 4}
+    trace = _C.recipe_trace("sddmm_dot_groups", "sddmm_dot_groups", "float32", "int32", sizes, "cpu:generic",
+                            prefetch)
+    assert 'sch.unroll("kg")' in trace and 'sch.unroll("kt")' in trace and 'sch.parallel("i")' in trace
+    level = "" if prefetch == 1 else ", cache_level=2"
+    assert ('sch.prefetch("g", "Y", 8' + level + ")" in trace) == (prefetch > 0), trace
+    assert ('sch.prefetch("t", "Y", 32' + level + ")" in trace) == (prefetch > 0), trace
+    replayed = st.Schedule.replay(trace, st.parse(kernel_script("sddmm_dot_groups")))
+    assert st.compile(replayed, target="cpu:generic").source == _C.op_kernel_source(
+        "sddmm_dot_groups", "sddmm_dot_groups", "float32", "int32", sizes, "cpu:generic") or prefetch != 1
+
+
 def test_kernel_script_puts_in_the_dtypes_once():
     from sparsetir_torch.kernels import kernel_script
 

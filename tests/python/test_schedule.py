@@ -873,6 +873,38 @@ def test_prefetch_sddmm_keeps_results():
     check_sddmm(st.compile(sch), 32, what="prefetch B")
 
 
+def test_prefetch_of_the_rows_a_group_gathers():
+    """A loop over groups of non-zeros whose inner loop picks the gathered row
+    (kernels/sddmm_dot_groups.py: Y[J_indices[first + q], k] for q in 4):
+    one span per row of the group `offset` iterations ahead, in an unrolled
+    loop of a fresh variable, each index read guarded; the kernel's values
+    stay those of the plain dot product."""
+    sch = st.Schedule(kernel_script("sddmm_dot_groups"))
+    sch.specialize(feat_size=64, lanes=8)
+    sch.prefetch("g", "Y", 2, cache_level=2)
+    sch.prefetch("t", "Y", 8)
+    text = sch.mod.script()
+    expected = """            for q_ahead in T.unroll(4):
+                if J_indptr[i] + (g + 2) * 4 + q_ahead < nnz:
+                    T.prefetch(Y[J_indices[J_indptr[i] + (g + 2) * 4 + q_ahead], 0], 64, cache_level=2)
+            first: T.int32 = J_indptr[i] + g * 4
+"""
+    assert expected in text, text
+    assert "T.prefetch(Y[J_indices[J_indptr[i] + (J_indptr[i + 1] - J_indptr[i]) // 4 * 4 + (t + 8)], 0], 64)" \
+        in text, text
+    assert_round_trips(sch)
+    assert st.Schedule.replay(sch.trace, kernel_script("sddmm_dot_groups")).mod == sch.mod
+    kernel = st.compile(sch)
+    for csr in MATRICES:
+        x = torch.randn(csr.m, 64)
+        y = torch.randn(csr.n, 64)
+        out = torch.full((csr.nnz,), float("nan"))
+        kernel(x=x, y=y, out=out, indptr=torch.from_numpy(csr.indptr).int(), indices=torch.from_numpy(csr.indices).int(),
+               m=csr.m, n=csr.n, feat_size=64, nnz=csr.nnz, lanes=8)
+        ref = (x.double()[torch.from_numpy(csr.rows())] * y.double()[torch.from_numpy(csr.indices)]).sum(1)
+        torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-4)
+
+
 def test_prefetch_of_an_empty_region_changes_nothing():
     sch = new_schedule("csrmm")
     sch.specialize(feat_size=0)

@@ -41,6 +41,17 @@ enum class GatherPrefetch { kOff, kToL1, kToL2 };
 // dense operand is not in L2).
 constexpr int64_t kGatherPrefetchDistance = 32;
 
+// Non-zeros of a row whose dot products kernels/sddmm_dot_groups.py computes
+// together (each vector of X[i] loaded once for all of them).
+constexpr int64_t kSddmmGroup = 4;
+
+// The lanes sddmm_dot_groups takes for rows of `feat` elements of
+// `element_bytes` bytes on `target` (its `lanes` parameter); 0 where the
+// script does not apply: no vector divides the row, or one of more than 16
+// lanes (its merge of partial sums halves 16 lanes at most), or the row is
+// fewer than 4 vectors.
+int64_t SddmmGroupLanes(int64_t feat, int64_t element_bytes, const Target& target);
+
 // Choices a caller makes per call site (the graph decides them, not the kernel).
 struct RecipeOptions {
   // The cpu target whose registers size the vectors and tiles (the

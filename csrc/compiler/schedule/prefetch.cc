@@ -20,6 +20,10 @@
 // range); the loop variable is advanced by `offset`, and every index array
 // read to form the address is guarded to stay in bounds (a prefetch of any
 // address is harmless, reading an index array past its end is not).
+//
+// One inner loop of constant extent may pick the gathered row itself (a
+// group of non-zeros per iteration, B[J_indices[first + q], k] for q in 4):
+// then the hint is one span per row, in a loop of that extent.
 #include <functional>
 #include <vector>
 
@@ -86,6 +90,27 @@ std::vector<Expr> IndicesAt(const Read& read, const std::function<Expr(const For
   return indices;
 }
 
+// The inner loop of `read` whose variable a buffer load inside its indices
+// reads (the row of a gather it moves), if one of constant extent does.
+const ForNode* GatherLoop(const Read& read) {
+  std::vector<Expr> indices = IndicesAt(read, [](const ForNode* l) { return Expr(l->var); });
+  for (const ForNode* loop : read.loops) {
+    if (!AsConstInt(loop->extent)) continue;
+    struct InLoad : IRVisitor {
+      const VarNode* var;
+      bool found = false;
+      void Visit(const BufferLoadNode* n) override {
+        for (const Expr& index : n->indices) found |= Uses(index, var);
+        IRVisitor::Visit(n);
+      }
+    } in_load;
+    in_load.var = loop->var.get();
+    for (const Expr& index : indices) in_load.VisitExpr(index);
+    if (in_load.found) return loop;
+  }
+  return nullptr;
+}
+
 // Bounds checks for every index-array read in `indices` that depends on `var`.
 Expr InBounds(const std::vector<Expr>& indices, const VarNode* var, bool check_lower) {
   struct Guard : IRVisitor {
@@ -144,8 +169,12 @@ PrimFunc PrefetchRewrite(const PrimFunc& f, const std::string& loop_name, const 
     ThrowScheduleError("prefetch: buffer '" + buffer_name + "' is not read inside loop '" + loop_name + "'",
                        Excerpt(loop));
   }
-  auto first = [](const ForNode* l) { return l->min; };
-  auto last = [](const ForNode* l) { return Simplify(Sub(Add(l->min, l->extent), IntLike(1, l->extent))); };
+  // A loop that picks gathered rows stays a variable: the span is one row's.
+  const ForNode* gather = GatherLoop(reads[0]);
+  auto first = [&](const ForNode* l) { return l == gather ? Expr(l->var) : l->min; };
+  auto last = [&](const ForNode* l) {
+    return l == gather ? Expr(l->var) : Simplify(Sub(Add(l->min, l->extent), IntLike(1, l->extent)));
+  };
   std::vector<Expr> start = IndicesAt(reads[0], first), end = IndicesAt(reads[0], last);
   for (const Read& other : reads) {
     std::vector<Expr> s = IndicesAt(other, first);
@@ -190,8 +219,14 @@ PrimFunc PrefetchRewrite(const PrimFunc& f, const std::string& loop_name, const 
   const VarNode* var = loop->var.get();
   const Expr ahead = offset > 0 ? Add(loop->var, IntLike(offset, loop->var)) : Sub(loop->var, IntLike(-offset, loop->var));
   for (Expr& index : start) index = Simplify(Substitute(index, {{var, ahead}}));
+  Var row;
+  if (gather) {  // a fresh variable: the gather loop's own stays in the body
+    row = MakeVar(FreshName(f, gather->var->name + "_ahead"), gather->var->dtype);
+    for (Expr& index : start) index = Simplify(Substitute(index, {{gather->var.get(), Expr(row)}}));
+  }
   Stmt hint = MakePrefetch(MakeLoad(reads[0].load->buffer, start), *span, cache_level);
   if (Expr cond = InBounds(start, var, offset < 0)) hint = MakeIf(cond, hint);
+  if (gather) hint = MakeFor(row, gather->min, gather->extent, ForKind::kUnrolled, hint, "");
   Stmt body = MakeSeq({hint, loop->body});
   return ReplaceStmt(f, loop, MakeFor(loop->var, loop->min, loop->extent, loop->for_kind, body, loop->thread_tag));
 }
