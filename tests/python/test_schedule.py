@@ -899,8 +899,9 @@ def test_prefetch_of_the_rows_a_group_gathers():
         x = torch.randn(csr.m, 64)
         y = torch.randn(csr.n, 64)
         out = torch.full((csr.nnz,), float("nan"))
-        kernel(x=x, y=y, out=out, indptr=torch.from_numpy(csr.indptr).int(), indices=torch.from_numpy(csr.indices).int(),
-               m=csr.m, n=csr.n, feat_size=64, nnz=csr.nnz, lanes=8)
+        indptr, indices = torch.from_numpy(csr.indptr).int(), torch.from_numpy(csr.indices).int()
+        kernel(x=x, y=y, out=out, indptr=indptr, indices=indices, m=csr.m, n=csr.n, feat_size=64, nnz=csr.nnz,
+               lanes=8)
         ref = (x.double()[torch.from_numpy(csr.rows())] * y.double()[torch.from_numpy(csr.indices)]).sum(1)
         torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-4)
 
