@@ -264,27 +264,14 @@ void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::
   }
   const Target target = TargetFor(x, "sddmm");
   const int64_t lanes = SddmmGroupLanesFor(x, target, gathers_cached);
-  if (lanes > 0) {
-    auto kernel = GetOpKernel({"sddmm_dot_groups", "sddmm_dot_groups", x.scalar_type(), indptr.scalar_type(),
-                               {{"feat_size", feat}, {"lanes", lanes}}, prefetch, target});
-    KernelCall(*kernel)
-        .Set("x", x)
-        .Set("y", y)
-        .Set("out", out)
-        .Set("indptr", indptr)
-        .Set("indices", indices)
-        .Set("m", rows)
-        .Set("n", y.size(0))
-        .Set("feat_size", feat)
-        .Set("nnz", nnz)
-        .Set("lanes", lanes)
-        .Run(2 * nnz * feat);
-    return;
-  }
-  auto kernel = GetOpKernel({"sddmm_dot", "sddmm", x.scalar_type(), indptr.scalar_type(), {{"feat_size", feat}},
-                             prefetch, target});
-  KernelCall(*kernel)
-      .Set("x", x)
+  const KernelRequest request =
+      lanes > 0 ? KernelRequest{"sddmm_dot_groups", "sddmm_dot_groups", x.scalar_type(), indptr.scalar_type(),
+                                {{"feat_size", feat}, {"lanes", lanes}}, prefetch, target}
+                : KernelRequest{"sddmm_dot", "sddmm", x.scalar_type(), indptr.scalar_type(), {{"feat_size", feat}},
+                                prefetch, target};
+  auto kernel = GetOpKernel(request);
+  KernelCall call(*kernel);
+  call.Set("x", x)
       .Set("y", y)
       .Set("out", out)
       .Set("indptr", indptr)
@@ -292,8 +279,9 @@ void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::
       .Set("m", rows)
       .Set("n", y.size(0))
       .Set("feat_size", feat)
-      .Set("nnz", nnz)
-      .Run(2 * nnz * feat);
+      .Set("nnz", nnz);
+  if (lanes > 0) call.Set("lanes", lanes);
+  call.Run(2 * nnz * feat);
 }
 
 void RunSddmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,

@@ -192,6 +192,10 @@ KernelRequest OpRequest(const std::string& script, const std::string& recipe, co
       GatherPrefetch::kToL1, Target::Parse(target)};
 }
 
+// The cpu level `isa` names ("avx2", an -march alias, ...), or this CPU's
+// (or $SPARSETIR_CPU_ISA's) when it is empty.
+Target CpuTargetNamed(const std::string& isa) { return isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa); }
+
 }  // namespace
 }  // namespace sparsetir::ops
 
@@ -479,7 +483,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "cpu_target",
       [](const std::string& isa) {
-        const Target t = isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa);
+        const Target t = CpuTargetNamed(isa);
         py::dict out;
         out["target"] = t.str();
         out["isa"] = t.arch;
@@ -500,7 +504,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           throw UserError(UserErrorKind::kArgument, "csrmm_plan: prefetch is 0 (none), 1 (into L1) or 2 (into L2), got " +
                                                         std::to_string(prefetch));
         }
-        const Target t = isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa);
+        const Target t = CpuTargetNamed(isa);
         const CsrmmPlan plan = PlanCsrmm(feat, element_bytes, t, static_cast<GatherPrefetch>(prefetch));
         py::dict out;
         out["vector_lanes"] = plan.vector_lanes;
@@ -515,7 +519,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "bsrmm_plan",
       [](int64_t block_h, int64_t feat, int64_t element_bytes, const std::string& isa) {
-        const Target t = isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa);
+        const Target t = CpuTargetNamed(isa);
         const BsrmmPlan plan = PlanBsrmm(block_h, feat, element_bytes, t);
         py::dict out;
         out["vector_lanes"] = plan.vector_lanes;
@@ -530,14 +534,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "sddmm_group_lanes",
       [](int64_t feat, int64_t element_bytes, const std::string& isa) {
-        return SddmmGroupLanes(feat, element_bytes, isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa));
+        return SddmmGroupLanes(feat, element_bytes, CpuTargetNamed(isa));
       },
       py::arg("feat"), py::arg("element_bytes"), py::arg("isa") = "",
       "The lanes of the cpu sddmm that computes four of a row's dot products at a time (0: it does not apply).");
   m.def(
       "vector_lanes",
       [](int64_t extent, int64_t element_bytes, const std::string& isa) {
-        return VectorLanes(extent, element_bytes, isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa));
+        return VectorLanes(extent, element_bytes, CpuTargetNamed(isa));
       },
       py::arg("extent"), py::arg("element_bytes") = 4, py::arg("isa") = "",
       "The widest vector the cpu recipes split `extent` into on the target.");
