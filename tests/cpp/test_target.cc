@@ -122,5 +122,33 @@ TEST(Target, RecipesSizeVectorsForTheLevel) {
   EXPECT_EQ(wide.feature_tile, 256);  // 16 zmm vectors of 32 registers
 }
 
+TEST(Target, BsrmmTilesRowsWiderThanHalfTheRegisters) {
+  // SSE2 at K = 64: 16 vectors for 16 registers, tiles of 8; not packed (rows 256 bytes apart).
+  BsrmmPlan sse = PlanBsrmm(32, 64, 4, Target::Cpu("generic"));
+  EXPECT_EQ(sse.vector_lanes, 4);
+  EXPECT_EQ(sse.feature_tile, 32);
+  EXPECT_FALSE(sse.b_tile_packed);
+  // AVX2 at K = 256: tiles of 8 vectors, the slice packed for 32-row blocks only.
+  EXPECT_EQ(PlanBsrmm(32, 256, 4, Target::Cpu("avx2")).feature_tile, 64);
+  EXPECT_TRUE(PlanBsrmm(32, 256, 4, Target::Cpu("avx2")).b_tile_packed);
+  EXPECT_FALSE(PlanBsrmm(16, 256, 4, Target::Cpu("avx2")).b_tile_packed);
+  // AVX-512 keeps 16 vectors whole; 25 vectors (K = 100, 4 lanes) stay rolled, not in tiles of 5.
+  BsrmmPlan whole = PlanBsrmm(32, 256, 4, Target::Cpu("avx512"));
+  EXPECT_EQ(whole.feature_tile, 256);
+  EXPECT_EQ(whole.unrolled_vectors, 16);
+  BsrmmPlan rolled = PlanBsrmm(4, 100, 4, Target::Cpu("avx512"));
+  EXPECT_EQ(rolled.feature_tile, 100);
+  EXPECT_EQ(rolled.unrolled_vectors, 1);
+  EXPECT_FALSE(PlanBsrmm(32, 512, 4, Target::Cpu("avx2")).output_tile_local);  // 16384 elements
+}
+
+TEST(Target, SddmmGroupsTakeRowsOfFourVectorsOrMore) {
+  EXPECT_EQ(SddmmGroupLanes(32, 4, Target::Cpu("avx2")), 8);
+  EXPECT_EQ(SddmmGroupLanes(32, 4, Target::Cpu("avx512")), 0);  // 2 vectors
+  EXPECT_EQ(SddmmGroupLanes(64, 4, Target::Cpu("avx512")), 16);
+  EXPECT_EQ(SddmmGroupLanes(64, 8, Target::Cpu("generic")), 2);
+  EXPECT_EQ(SddmmGroupLanes(7, 4, Target::Cpu("avx2")), 0);  // scalar
+}
+
 }  // namespace
 }  // namespace sparsetir
