@@ -460,7 +460,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
 def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") -> dict:
     """What `op` runs on A at feature width k (dense operand dtype: A's values'
     by default): the chosen format, the measured time (ms) of every candidate
-    and, for CSR, the kernel's schedule parameters. With device="cuda": the
+    and, for CSR and BSR, the kernel's schedule parameters. With device="cuda": the
     cuda recipe's schedule (a replayable trace) of op "spmm", "spmm_mean" or
     "sddmm", the features a thread owns and, for spmm on a given A, whether
     its rows are cut into segments (A may be None there)."""
