@@ -47,8 +47,9 @@ def bsrmm_plan(block_h: int, feat_size: int, element_bytes: int = 4, isa: str | 
     """The C++ recipe's choices for bsrmm's output rows of feat_size elements
     (blocks of block_h rows): vector_lanes, unrolled_vectors, feature_tile
     (the elements of a row held in registers while a block's columns pass;
-    a row wider than half the registers runs in tiles) and
-    output_tile_local (the block row's output kept on the stack)."""
+    a row wider than half the registers runs in tiles), output_tile_local
+    (the block row's output kept on the stack) and b_tile_packed (a tile's
+    slice of the B block copied into a local buffer first)."""
     return _C.bsrmm_plan(block_h, feat_size, element_bytes, isa or "")
 
 

@@ -466,6 +466,8 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
     its rows are cut into segments (A may be None there)."""
     from .sparse_matrix import as_sparse_matrix
 
+    if int(k) < 0:
+        raise ValueError(f"st.explain: k is a feature width, a number >= 0, got {k}")
     if device == "cuda":
         return _explain_cuda(None if A is None else as_sparse_matrix(A, "st.explain: argument 'A'"), op, int(k), dtype)
     if device != "cpu":

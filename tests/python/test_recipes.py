@@ -215,6 +215,16 @@ def test_sddmm_groups_recipe_prefetches_as_asked(prefetch):
         "sddmm_dot_groups", "sddmm_dot_groups", "float32", "int32", sizes, "cpu:generic") or prefetch != 1
 
 
+@pytest.mark.filterwarnings("ignore:Sparse BSR tensor support is in beta:UserWarning")
+@pytest.mark.parametrize("layout", ["csr", "bsr"])
+def test_explain_rejects_a_negative_width(layout):
+    dense = torch.eye(8)
+    A = dense.to_sparse_csr() if layout == "csr" else dense.to_sparse_bsr((4, 4))
+    with pytest.raises(ValueError, match=r"st.explain: k is a feature width, a number >= 0, got -1"):
+        st.explain(A, k=-1)
+    assert st.explain(A, k=0)["k"] == 0
+
+
 def test_kernel_script_puts_in_the_dtypes_once():
     from sparsetir_torch.kernels import kernel_script
 

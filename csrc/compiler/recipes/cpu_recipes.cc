@@ -37,9 +37,12 @@ void RowsInParallel(Schedule& sch, const std::string& block) { sch.Parallel(sch.
 // `j` are prefetched kGatherPrefetchDistance non-zeros ahead, into the cache
 // level options.prefetch names: no hardware prefetcher predicts a gather,
 // and on an operand larger than L2 its loads are what the kernel waits on.
-void PrefetchGather(Schedule& sch, const std::string& j, const std::string& buffer, const RecipeOptions& options) {
+// `ahead` counts iterations of `j` (a loop over groups of non-zeros takes
+// fewer).
+void PrefetchGather(Schedule& sch, const std::string& j, const std::string& buffer, const RecipeOptions& options,
+                    int64_t ahead = kGatherPrefetchDistance) {
   if (options.prefetch == GatherPrefetch::kOff) return;
-  sch.Prefetch(j, buffer, kGatherPrefetchDistance, options.prefetch == GatherPrefetch::kToL2 ? 2 : 1);
+  sch.Prefetch(j, buffer, ahead, options.prefetch == GatherPrefetch::kToL2 ? 2 : 1);
 }
 
 // csrmm / csrmm_max / csrmm_min with rows of more vectors than the level has
@@ -188,11 +191,8 @@ void VectorDot(Schedule& sch, const std::string& j, const std::string& k, const 
 void SddmmDotGroups(Schedule& sch, const RecipeOptions& options) {
   sch.Unroll("kg");
   sch.Unroll("kt");
-  if (options.prefetch != GatherPrefetch::kOff) {
-    const int level = options.prefetch == GatherPrefetch::kToL2 ? 2 : 1;
-    sch.Prefetch("g", "Y", kGatherPrefetchDistance / kSddmmGroup, level);
-    sch.Prefetch("t", "Y", kGatherPrefetchDistance, level);
-  }
+  PrefetchGather(sch, "g", "Y", options, kGatherPrefetchDistance / kSddmmGroup);
+  PrefetchGather(sch, "t", "Y", options);
   sch.Parallel("i");
 }
 
