@@ -15,11 +15,12 @@ def sddmm_dot_groups(
     # four non-zeros of a row at a time: each vector of X[i] loaded once
     # serves four dot products, so a multiply-add loads 1.25 vectors instead
     # of 2 (the one-at-a-time kernel is bound by those loads once Y is
-    # cached). The four sums of `lanes` partials each fold into their
-    # outputs together, halving the lanes level by level; a row's last
-    # non-zeros (fewer than four) run one at a time. feat_size is a multiple
-    # of lanes (a vector of the target), at most 16. A stage-III script: it
-    # binds its own loops; the recipe parallelizes the rows.
+    # cached). The four vectors of partial sums merge into the four outputs
+    # in registers (horizontal_sum in a vectorized loop: a few shuffles,
+    # where four separate folds would each end in scalar additions); a
+    # row's last non-zeros (fewer than four) run one at a time. feat_size is
+    # a multiple of lanes (a vector of the target, at most 16). A stage-III
+    # script: it binds its own loops; the recipe parallelizes the rows.
     T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 0})
     X = T.match_buffer(x, (m, feat_size), "float32")
     Y = T.match_buffer(y, (n, feat_size), "float32")
@@ -39,20 +40,8 @@ def sddmm_dot_groups(
                 for q in T.unroll(4):
                     for l in T.vectorized(lanes):
                         P[q, l] = P[q, l] + X[i, kg * lanes + l] * Y[J_indices[first + q], kg * lanes + l]
-            for q in T.unroll(4):
-                if lanes >= 16:
-                    for l in T.vectorized(8):
-                        P[q, l] = P[q, l] + P[q, l + 8]
-                if lanes >= 8:
-                    for l in T.vectorized(4):
-                        P[q, l] = P[q, l] + P[q, l + 4]
-                if lanes >= 4:
-                    for l in T.vectorized(2):
-                        P[q, l] = P[q, l] + P[q, l + 2]
-                if lanes >= 2:
-                    O[first + q] = P[q, 0] + P[q, 1]
-                else:
-                    O[first + q] = P[q, 0]
+            for q in T.vectorized(4):
+                O[first + q] = T.sp.horizontal_sum(P[q, 0], lanes)
         for t in T.serial((J_indptr[i + 1] - J_indptr[i]) % 4):
             last: T.int32 = J_indptr[i] + (J_indptr[i + 1] - J_indptr[i]) // 4 * 4 + t
             P1 = T.alloc_buffer((lanes,), "float32", scope="local")
@@ -61,16 +50,4 @@ def sddmm_dot_groups(
             for kt in T.serial(feat_size // lanes):
                 for l in T.vectorized(lanes):
                     P1[l] = P1[l] + X[i, kt * lanes + l] * Y[J_indices[last], kt * lanes + l]
-            if lanes >= 16:
-                for l in T.vectorized(8):
-                    P1[l] = P1[l] + P1[l + 8]
-            if lanes >= 8:
-                for l in T.vectorized(4):
-                    P1[l] = P1[l] + P1[l + 4]
-            if lanes >= 4:
-                for l in T.vectorized(2):
-                    P1[l] = P1[l] + P1[l + 2]
-            if lanes >= 2:
-                O[last] = P1[0] + P1[1]
-            else:
-                O[last] = P1[0]
+            O[last] = T.sp.horizontal_sum(P1[0], lanes)

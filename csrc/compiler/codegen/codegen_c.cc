@@ -274,6 +274,29 @@ void CodegenC::EmitMma(const MmaNode* n) {
                   "cuda target; compile it with target=\"cuda\", or leave the loops untensorized for the cpu");
 }
 
+int64_t CodegenC::HorizontalSumLanes(const CallNode* n) {
+  const auto* first = n->args[0]->as<BufferLoadNode>();
+  ICHECK(first) << "horizontal_sum of a non-element";
+  const std::string what = "T.sp.horizontal_sum(" + first->buffer->name + "[...], lanes)";
+  const int64_t* lanes = AsConstInt(n->args[1]);
+  if (!lanes || *lanes < 1 || *lanes > kMaxHorizontalSumLanes || (*lanes & (*lanes - 1)) != 0) {
+    throw UserError(UserErrorKind::kSchedule, what + ": the lanes must be a power of two from 1 to " +
+                                                  std::to_string(kMaxHorizontalSumLanes) +
+                                                  " when the kernel is built; specialize the size parameter "
+                                                  "that names them");
+  }
+  // A span that leaves the buffer's last axis reads past its row.
+  const int64_t* extent = AsConstInt(first->buffer->shape.back());
+  const int64_t* start = AsConstInt(first->indices.back());
+  if (extent && *lanes > *extent - (start ? *start : 0)) {
+    throw UserError(UserErrorKind::kSchedule,
+                    what + ": a span of " + std::to_string(*lanes) + " elements" +
+                        (start ? " from " + std::to_string(*start) : "") + " leaves the last axis of '" +
+                        first->buffer->name + "' (" + std::to_string(*extent) + " elements)");
+  }
+  return *lanes;
+}
+
 std::string CodegenC::LaneReduction(const CallNode* n) {
   throw UserError(UserErrorKind::kSchedule, std::string("T.sp.") + ToString(n->op) +
                                                 " combines values across the lanes of a warp, which only the cuda "
@@ -350,6 +373,9 @@ std::string CodegenC::Expr2C(const Expr& e) {
           return LaneReduction(n);
         case Intrinsic::kLaneShuffle:
           return LaneShuffle(n);
+        case Intrinsic::kHorizontalSum:
+          return "sparsetir_horizontal_sum<" + std::to_string(HorizontalSumLanes(n)) + ">(&" +
+                 Access(n->args[0]->as<BufferLoadNode>()) + ")";
       }
       ICHECK(false) << "intrinsic " << ToString(n->op) << " has no CPU lowering";
       return "";

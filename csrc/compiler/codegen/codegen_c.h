@@ -58,6 +58,10 @@ class CodegenC {
   // A lane's value given to its group (Intrinsic::kLaneShuffle): cuda only.
   virtual std::string LaneShuffle(const CallNode* n);
 
+  // The span of T.sp.horizontal_sum, checked: a constant power of two that
+  // stays within the buffer's last axis.
+  static int64_t HorizontalSumLanes(const CallNode* n);
+
   // ---- shared printing
   void EmitStmt(const Stmt& s);
   // A sequential loop, preceded by `pragma` unless empty.

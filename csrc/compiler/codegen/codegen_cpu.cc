@@ -6,6 +6,7 @@
 #include "codegen/prelude_cpu.h"
 #include "codegen/vector_access.h"
 #include "ir/functor.h"
+#include "ir/linear_form.h"
 #include "ir/printer.h"
 #include "ir/substitute.h"
 #include "support/error.h"
@@ -39,6 +40,7 @@ class CodegenCpuImpl : public CodegenC {
   // loop the C++ compiler may vectorize.
   bool TryEmitVectorLoop(const ForNode* loop);
   std::string VectorExpr(const Expr& e, const VarNode* lane, const std::string& vector_type, bool* ok);
+  std::string HorizontalSums(const CallNode* n, const VarNode* lane, const std::string& vector_type, bool* ok);
 
   int task_count_ = 0;
 };
@@ -305,6 +307,28 @@ bool CodegenCpuImpl::TryEmitVectorLoop(const ForNode* loop) {
   return true;
 }
 
+// Lane r of the loop sums the span that starts `stride` elements after lane
+// 0's, a constant stride: the spans of all lanes merge in registers
+// (the prelude's sparsetir_horizontal_sums). The span's elements must be
+// what the vector's lanes hold (a float32 local buffer for float32 lanes).
+std::string CodegenCpuImpl::HorizontalSums(const CallNode* n, const VarNode* lane, const std::string& vector_type,
+                                           bool* ok) {
+  const auto* first = n->args[0]->as<BufferLoadNode>();
+  const Buffer& b = first->buffer;
+  Expr flat = first->indices[0];
+  for (size_t k = 1; k < first->indices.size(); ++k) flat = Add(Mul(flat, b->shape[k]), first->indices[k]);
+  const std::optional<LinearForm> form = AsLinear(flat);
+  const int64_t stride = form ? form->CoefficientOf(lane) : 0;
+  const std::string element = std::string("sparsetir_") + BufferStorage(b.get()) + "x";
+  if (stride < 1 || Uses(n->args[1], lane) || vector_type.rfind(element, 0) != 0) {
+    *ok = false;
+    return "";
+  }
+  return "sparsetir_horizontal_sums<" + vector_type + ", " + std::to_string(HorizontalSumLanes(n)) + ", " +
+         std::to_string(stride) + ">(&" + Name(b.get(), b->name) + "[" + Index(b, LaneZero(first->indices, lane)) +
+         "])";
+}
+
 std::string CodegenCpuImpl::VectorExpr(const Expr& e, const VarNode* lane, const std::string& vector_type, bool* ok) {
   if (!Uses(e, lane)) return "sparsetir_broadcast<" + vector_type + ">(" + Expr2C(e) + ")";
   switch (e->kind) {
@@ -353,6 +377,11 @@ std::string CodegenCpuImpl::VectorExpr(const Expr& e, const VarNode* lane, const
       if (e->dtype == DataType::kFloat32) return value;
       const char* round = e->dtype == DataType::kBFloat16 ? "sparsetir_vround_bf16<" : "sparsetir_vround_half<";
       return round + vector_type + ">(" + value + ")";
+    }
+    case ExprKind::kCall: {
+      const auto* n = e->as<CallNode>();
+      if (n->op == Intrinsic::kHorizontalSum) return HorizontalSums(n, lane, vector_type, ok);
+      break;
     }
     default:
       break;

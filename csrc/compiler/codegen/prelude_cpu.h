@@ -232,6 +232,81 @@ template <typename V> static inline V sparsetir_vmin(V a, V b) {
   return sparsetir_nan_of(b, b < a ? b : a);
 }
 
+// Horizontal sums (T.sp.horizontal_sum). A span of L elements is folded in
+// halves, as a vector's lanes are. R spans S elements apart, summed into the
+// R lanes of one vector, merge in registers first: the in-block pair step
+// takes two vectors to one holding both's pair sums (vshufps / unpck, uzp on
+// NEON, lanes never cross a 16-byte block), so after log2(R) steps every
+// block holds one partial sum per span, and the blocks fold in halves. That is
+// 3 instructions per pair step where each span summed alone ends in a chain of
+// extracts and scalar additions. Other shapes sum the spans one by one.
+template <int... I> struct sparsetir_ints {};
+template <int N, int... I> struct sparsetir_make_ints : sparsetir_make_ints<N - 1, N - 1, I...> {};
+template <int... I> struct sparsetir_make_ints<0, I...> { typedef sparsetir_ints<I...> type; };
+template <typename T, int L> struct sparsetir_vec {
+  typedef T type __attribute__((vector_size(L * sizeof(T)), aligned(sizeof(T))));
+};
+// The lane of a (or of b, numbered from `lanes`) that output lane k of a
+// pair step adds (`odd` 0) or adds to (1): each chunk of `chunk` output lanes
+// takes its first half from a, its second from b, each lane the sum of two
+// `unit`-lane groups side by side.
+constexpr int sparsetir_pair_lane(int k, int lanes, int chunk, int unit, int odd) {
+  return (k % chunk < chunk / 2 ? 0 : lanes) + k / chunk * chunk + 2 * unit * (k % (chunk / 2) / unit) + k % unit +
+         odd * unit;
+}
+template <typename V, int L, int C, int U, int... K>
+static inline V sparsetir_pair_sums(V a, V b, sparsetir_ints<K...>) {
+  return __builtin_shufflevector(a, b, sparsetir_pair_lane(K, L, C, U, 0)...) +
+         __builtin_shufflevector(a, b, sparsetir_pair_lane(K, L, C, U, 1)...);
+}
+template <typename V, int L, int C, int U>
+static inline V sparsetir_pair_sums(V a, V b) {
+  return sparsetir_pair_sums<V, L, C, U>(a, b, typename sparsetir_make_ints<L>::type());
+}
+// v's L lanes folded in halves to W.
+template <typename T, int L, int W, int... K>
+static inline typename sparsetir_vec<T, W>::type sparsetir_fold(typename sparsetir_vec<T, L>::type v, sparsetir_ints<K...>) {
+  if constexpr (L == W) {
+    return v;
+  } else {
+    typename sparsetir_vec<T, L / 2>::type h = __builtin_shufflevector(v, v, K...) + __builtin_shufflevector(v, v, (K + L / 2)...);
+    return sparsetir_fold<T, L / 2, W>(h, typename sparsetir_make_ints<L / 4>::type());
+  }
+}
+template <typename T, int L, int W>
+static inline typename sparsetir_vec<T, W>::type sparsetir_fold(typename sparsetir_vec<T, L>::type v) {
+  return sparsetir_fold<T, L, W>(v, typename sparsetir_make_ints<L / 2>::type());
+}
+template <int L, typename T> static inline T sparsetir_horizontal_sum(const T* p) {
+  return sparsetir_fold<T, L, 1>(*(const typename sparsetir_vec<T, L>::type*)p)[0];
+}
+template <typename V, int L, int S, typename T> static inline V sparsetir_horizontal_sums(const T* p) {
+  typedef typename sparsetir_vec<T, L>::type VL;
+  constexpr int R = sizeof(V) / sizeof(T), block = 16 / sizeof(T);
+  if constexpr (R == 4 && block == 4 && L >= 4) {
+    const VL a = *(const VL*)p, b = *(const VL*)(p + S), c = *(const VL*)(p + 2 * S), d = *(const VL*)(p + 3 * S);
+    const VL x = sparsetir_pair_sums<VL, L, 4, 1>(sparsetir_pair_sums<VL, L, 4, 1>(a, b),
+                                                   sparsetir_pair_sums<VL, L, 4, 1>(c, d));
+    return (V)sparsetir_fold<T, L, 4>(x);
+  } else if constexpr (R == 4 && block == 2 && L == 2) {
+    const VL a = *(const VL*)p, b = *(const VL*)(p + S), c = *(const VL*)(p + 2 * S), d = *(const VL*)(p + 3 * S);
+    return (V)__builtin_shufflevector(sparsetir_pair_sums<VL, L, 2, 1>(a, b), sparsetir_pair_sums<VL, L, 2, 1>(c, d),
+                                      0, 1, 2, 3);
+  } else if constexpr (R == 4 && block == 2 && L >= 4) {
+    const VL a = *(const VL*)p, b = *(const VL*)(p + S), c = *(const VL*)(p + 2 * S), d = *(const VL*)(p + 3 * S);
+    const VL x = sparsetir_pair_sums<VL, L, 4, 2>(sparsetir_pair_sums<VL, L, 2, 1>(a, b),
+                                                   sparsetir_pair_sums<VL, L, 2, 1>(c, d));
+    return (V)sparsetir_fold<T, L, 4>(x);
+  } else if constexpr (R == 2 && block == 2 && L >= 2) {
+    const VL a = *(const VL*)p, b = *(const VL*)(p + S);
+    return (V)sparsetir_fold<T, L, 2>(sparsetir_pair_sums<VL, L, 2, 1>(a, b));
+  } else {
+    V sums;
+    for (int r = 0; r < R; ++r) sums[r] = sparsetir_horizontal_sum<L>(p + r * S);
+    return sums;
+  }
+}
+
 // Row `t` of `tasks` boundaries over rows [begin, end) so that every task gets
 // about the same work, counting one unit per non-zero (indptr) plus one per row
 // (a row's own fixed cost): the first row whose cumulative work reaches the

@@ -137,6 +137,19 @@ template <typename T> SPARSETIR_DEVICE T sparsetir_lane_shuffle(T v, int source,
   return __shfl_sync(sparsetir_lane_group_mask(lanes), v, source, lanes);
 }
 
+// The sum of a thread's L consecutive local elements (T.sp.horizontal_sum),
+// halves first, in the order the cpu target's vector folds add them.
+template <int L, typename T> SPARSETIR_DEVICE T sparsetir_horizontal_sum(const T* p) {
+  if constexpr (L == 1) {
+    return p[0];
+  } else {
+    T half[L / 2];
+#pragma unroll
+    for (int k = 0; k < L / 2; ++k) half[k] = p[k] + p[k + L / 2];
+    return sparsetir_horizontal_sum<L / 2>(half);
+  }
+}
+
 // A reduction across more than a warp (lower_lane_reductions.h): the group
 // is the whole block (blockDim = (lanes, 1, 1), a multiple of 32). Each warp
 // combines its lanes with the butterfly, its lane 0 publishes the warp's part

@@ -42,6 +42,7 @@ const char* ToString(Intrinsic op) {
     case Intrinsic::kLaneMax: return "lane_max";
     case Intrinsic::kLaneMin: return "lane_min";
     case Intrinsic::kLaneShuffle: return "lane_shuffle";
+    case Intrinsic::kHorizontalSum: return "horizontal_sum";
   }
   return "?";
 }
@@ -111,7 +112,7 @@ Expr MakeCast(DataType dtype, Expr value) {
 }
 
 Expr MakeCall(Intrinsic op, std::vector<Expr> args, DataType dtype) {
-  size_t arity = op == Intrinsic::kPow || IsLaneReduction(op) ? 2
+  size_t arity = op == Intrinsic::kPow || IsLaneReduction(op) || op == Intrinsic::kHorizontalSum ? 2
                  : op == Intrinsic::kLaneShuffle              ? 3
                  : op == Intrinsic::kLowerBound               ? 4
                                                               : 1;

@@ -113,7 +113,16 @@ enum class Intrinsic {
   // caller's group of `lanes` consecutive lanes, given to every lane of the
   // group (a broadcast). CUDA only; every lane of the group must reach it.
   kLaneShuffle,
+  // horizontal_sum(buffer[..., first], lanes): the sum of the `lanes`
+  // consecutive elements of a local buffer's last axis that start at the
+  // named one (argument 0 names the span's first element; the call reads the
+  // whole span). A vectorized loop over rows of such spans sums them into a
+  // vector of row sums with in-register shuffles (codegen_cpu.cc), where the
+  // spans summed one by one would each end in a chain of scalar additions.
+  kHorizontalSum,
 };
+// The most lanes horizontal_sum takes (a span is summed in registers).
+inline constexpr int64_t kMaxHorizontalSumLanes = 64;
 inline bool IsLaneReduction(Intrinsic op) {
   return op == Intrinsic::kLaneSum || op == Intrinsic::kLaneMax || op == Intrinsic::kLaneMin;
 }

@@ -115,7 +115,7 @@ class ExprPrinter {
       }
       case ExprKind::kCall: {
         const auto* n = e->as<CallNode>();
-        if (n->op == Intrinsic::kLowerBound || IsLaneOperation(n->op)) {
+        if (n->op == Intrinsic::kLowerBound || n->op == Intrinsic::kHorizontalSum || IsLaneOperation(n->op)) {
           return std::string("T.sp.") + ToString(n->op) + "(" + Join(n->args) + ")";
         }
         return std::string("T.") + ToString(n->op) + "(" + Join(n->args) + ")";

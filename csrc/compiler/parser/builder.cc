@@ -970,6 +970,23 @@ class Builder {
     return MakeInt(*count);
   }
 
+  // The lanes of T.sp.horizontal_sum: a constant power of two, or an integer
+  // parameter (the kernel's build checks the value it is specialized to).
+  Expr SpanLanes(const std::string& callee, const AstExprPtr& e) {
+    if (e->kind == Kind::kName) {
+      const Symbol* s = Lookup(e->text);
+      if (s && s->kind == Symbol::Kind::kParam && IsInteger(s->var->dtype)) return s->var;
+    }
+    const Expr lanes = BuildExpr(e);
+    const int64_t* count = AsConstInt(lanes);
+    if (!count || *count < 1 || *count > kMaxHorizontalSumLanes || (*count & (*count - 1)) != 0) {
+      ThrowScriptError(callee + ": the lanes must be a constant power of two from 1 to " +
+                           std::to_string(kMaxHorizontalSumLanes) + ", or an integer parameter specialized to one",
+                       e->span);
+    }
+    return MakeInt(*count);
+  }
+
   // Gives an untyped literal the type its context asks for.
   Expr CastLiteralTo(const Expr& e, DataType dtype, const Span& span) {
     if (!IsWeak(e) || e->dtype == dtype) return e;
@@ -1233,6 +1250,27 @@ class Builder {
       const Expr source = BuildIndexScalar(args[1], "the source lane of T.sp.lane_shuffle");
       return MakeCall(Intrinsic::kLaneShuffle, {value, MakeCast(DataType::kInt32, source), LaneGroup(callee, args[2])},
                       value->dtype);
+    }
+    if (callee == "T.sp.horizontal_sum") {
+      // T.sp.horizontal_sum(buffer[..., first], lanes): the sum of the
+      // `lanes` consecutive elements of a local buffer's last axis that start
+      // at the one named (a vector's partial sums folded into one).
+      arity(2);
+      const Expr first = BuildExpr(args[0]);
+      const auto* load = first->as<BufferLoadNode>();
+      if (!load) {
+        ThrowScriptError(callee + " sums a span of a buffer: its first argument names the span's first element, "
+                         "as in P[q, 0]", args[0]->span);
+      }
+      if (load->buffer->scope != "local") {
+        ThrowScriptError(callee + " sums a span of a local buffer (T.alloc_buffer(..., scope=\"local\")); '" +
+                         load->buffer->name + "' is in scope \"" + load->buffer->scope + "\"", args[0]->span);
+      }
+      if (!IsFloat(load->dtype)) {
+        ThrowScriptError(callee + " sums floating-point elements; '" + load->buffer->name + "' holds " +
+                         ToString(load->dtype), args[0]->span);
+      }
+      return MakeCall(Intrinsic::kHorizontalSum, {first, SpanLanes(callee, args[1])}, load->dtype);
     }
     if (callee == "T.sp.lower_bound") {
       // T.sp.lower_bound(array_handle, begin, end, value): the first position in

@@ -34,20 +34,8 @@ def sddmm_dot_groups(
                     v0: T.int32 = J_indices[first + q]
                     for l in T.vectorized(4):
                         P[q, l] = P[q, l] + X[i, kg * 4 + l] * Y[v0, kg * 4 + l]
-            for q in T.unroll(4):
-                if 4 >= 16:
-                    for l in T.vectorized(8):
-                        P[q, l] = P[q, l] + P[q, l + 8]
-                if 4 >= 8:
-                    for l in T.vectorized(4):
-                        P[q, l] = P[q, l] + P[q, l + 4]
-                if 4 >= 4:
-                    for l in T.vectorized(2):
-                        P[q, l] = P[q, l] + P[q, l + 2]
-                if 4 >= 2:
-                    O[first + q] = P[q, 0] + P[q, 1]
-                else:
-                    O[first + q] = P[q, 0]
+            for q in T.vectorized(4):
+                O[first + q] = T.sp.horizontal_sum(P[q, 0], 4)
         for t in T.serial((J_indptr[i + 1] - J_indptr[i]) % 4):
             if J_indptr[i] + (J_indptr[i + 1] - J_indptr[i]) // 4 * 4 + (t + 32) < nnz:
                 T.prefetch(Y[J_indices[J_indptr[i] + (J_indptr[i + 1] - J_indptr[i]) // 4 * 4 + (t + 32)], 0], 64)
@@ -59,16 +47,4 @@ def sddmm_dot_groups(
             for kt in T.unroll(16):
                 for l in T.vectorized(4):
                     P1[l] = P1[l] + X[i, kt * 4 + l] * Y[v2, kt * 4 + l]
-            if 4 >= 16:
-                for l in T.vectorized(8):
-                    P1[l] = P1[l] + P1[l + 8]
-            if 4 >= 8:
-                for l in T.vectorized(4):
-                    P1[l] = P1[l] + P1[l + 4]
-            if 4 >= 4:
-                for l in T.vectorized(2):
-                    P1[l] = P1[l] + P1[l + 2]
-            if 4 >= 2:
-                O[last] = P1[0] + P1[1]
-            else:
-                O[last] = P1[0]
+            O[last] = T.sp.horizontal_sum(P1[0], 4)
