@@ -285,10 +285,10 @@ int64_t CodegenC::HorizontalSumLanes(const CallNode* n) {
                                                   " when the kernel is built; specialize the size parameter "
                                                   "that names them");
   }
-  // A span that leaves the buffer's last axis reads past its row.
+  // A span that leaves the buffer's last axis reads outside its row.
   const int64_t* extent = AsConstInt(first->buffer->shape.back());
   const int64_t* start = AsConstInt(first->indices.back());
-  if (extent && *lanes > *extent - (start ? *start : 0)) {
+  if (extent && (*lanes > *extent - (start ? *start : 0) || (start && *start < 0))) {
     throw UserError(UserErrorKind::kSchedule,
                     what + ": a span of " + std::to_string(*lanes) + " elements" +
                         (start ? " from " + std::to_string(*start) : "") + " leaves the last axis of '" +

@@ -265,11 +265,13 @@ static inline V sparsetir_pair_sums(V a, V b) {
 }
 // v's L lanes folded in halves to W.
 template <typename T, int L, int W, int... K>
-static inline typename sparsetir_vec<T, W>::type sparsetir_fold(typename sparsetir_vec<T, L>::type v, sparsetir_ints<K...>) {
+static inline typename sparsetir_vec<T, W>::type sparsetir_fold(typename sparsetir_vec<T, L>::type v,
+                                                                 sparsetir_ints<K...>) {
   if constexpr (L == W) {
     return v;
   } else {
-    typename sparsetir_vec<T, L / 2>::type h = __builtin_shufflevector(v, v, K...) + __builtin_shufflevector(v, v, (K + L / 2)...);
+    typename sparsetir_vec<T, L / 2>::type h =
+        __builtin_shufflevector(v, v, K...) + __builtin_shufflevector(v, v, (K + L / 2)...);
     return sparsetir_fold<T, L / 2, W>(h, typename sparsetir_make_ints<L / 4>::type());
   }
 }
