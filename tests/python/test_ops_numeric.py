@@ -448,7 +448,8 @@ def rows_of_every_length(m: int, n: int, seed: int) -> Csr:
 
 @pytest.mark.parametrize("feat,dtype,idtype", [(64, "float32", "int32"), (64, "float64", "int64"),
                                                (256, "float32", "int64"), (100, "float32", "int32"),
-                                               (32, "float64", "int32"), (8, "float32", "int64")])
+                                               (32, "float64", "int32"), (8, "float32", "int64"),
+                                               (32, "float32", "int64"), (16, "float32", "int32")])
 def test_sddmm_four_nonzeros_at_a_time(feat, dtype, idtype):
     """Where Y is cached, sddmm computes four of a row's dot products at a time
     (each vector of X loaded once for the four), the row's last ones one at a
@@ -458,10 +459,12 @@ def test_sddmm_four_nonzeros_at_a_time(feat, dtype, idtype):
 
     element_bytes = 8 if dtype == "float64" else 4
     lanes = _C.sddmm_group_lanes(feat, element_bytes)
-    vectors = feat // max(lanes, 1)
-    assert (lanes > 0) == (_C.vector_lanes(feat, element_bytes) > 1 and feat // _C.vector_lanes(
-        feat, element_bytes) >= 4), (feat, lanes)
-    assert lanes == 0 or (vectors >= 4 and feat % lanes == 0)
+    widest = _C.vector_lanes(feat, element_bytes)
+    # Groups take the widest vector of 16 bytes or more that gives rows of 4
+    # vectors or more, when there is one.
+    fitting = [w for w in (16, 8, 4, 2) if w <= widest and w * element_bytes >= 16 and feat % w == 0
+               and feat >= 4 * w]
+    assert lanes == (fitting[0] if fitting else 0), (feat, lanes, widest)
     csr = rows_of_every_length(41, 30, seed=feat)
     for with_values in (True, False):
         check_sddmm(csr, feat, dtype, idtype, with_values, seed=feat, what="rows of 0-9 non-zeros")
@@ -471,11 +474,16 @@ def test_sddmm_four_nonzeros_at_a_time(feat, dtype, idtype):
 
 def test_sddmm_group_lanes_per_level():
     """The grouped sddmm takes the level's vector, on rows of 4 vectors or
-    more, 16 lanes at most."""
+    more, 16 lanes at most; a shorter row takes narrower vectors, down to 16
+    bytes."""
     from sparsetir_torch import _C
 
     assert [_C.sddmm_group_lanes(64, 4, isa) for isa in ("generic", "avx2", "avx512", "neon")] == [4, 8, 16, 4]
-    assert _C.sddmm_group_lanes(32, 4, "avx512") == 0  # 2 vectors: the merge of partial sums dominates
+    assert _C.sddmm_group_lanes(32, 4, "avx512") == 8  # 4 vectors of 8 lanes, not 2 of 16
+    assert _C.sddmm_group_lanes(16, 4, "avx512") == 4
+    assert _C.sddmm_group_lanes(16, 4, "avx2") == 4
+    assert _C.sddmm_group_lanes(8, 4, "avx512") == 0  # 2 float32 lanes: narrower than 16 bytes
+    assert _C.sddmm_group_lanes(8, 8, "avx2") == 2  # 2 float64 lanes: 16 bytes
     assert _C.sddmm_group_lanes(32, 4, "avx2") == 8
     assert _C.sddmm_group_lanes(64, 8, "avx512") == 8
     assert _C.sddmm_group_lanes(7, 4, "avx2") == 0  # no vector divides 7

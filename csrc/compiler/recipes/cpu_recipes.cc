@@ -426,11 +426,15 @@ RegisterBudget RegisterBudgetOf(const Target& target) {
 }
 
 int64_t SddmmGroupLanes(int64_t feat, int64_t element_bytes, const Target& target) {
-  // A dot product of fewer than 4 vectors is mostly its merge of partial
-  // sums, which the groups do not share: AVX-512 at K = 32 (2 vectors) ran
-  // horse-laplacian (7 non-zeros a row) 0.9x as fast in groups, while K = 64
-  // measured alike and bcsstk16 (60 a row) gained at both.
-  const int64_t lanes = VectorLanes(feat, element_bytes, target);
+  // Rows of 4 vectors or more: a row of fewer is mostly its merge of partial
+  // sums. A shorter row takes narrower vectors, down to 16 bytes: AMD EPYC
+  // Zen 4, AVX-512, 1 thread, K = 32 in 8 lanes against one at a time in 16,
+  // ms: bcsstk16 0.27 against 0.51, horse-laplacian 0.71 against 0.83 (at
+  // K = 64 8 lanes measured alike to 16). Before the four sums merged in
+  // registers, groups of 2 vectors ran horse-laplacian 0.9x as fast.
+  int64_t lanes = VectorLanes(feat, element_bytes, target);
+  const int64_t narrowest = std::max<int64_t>(2, 16 / element_bytes);
+  while (lanes > narrowest && feat < 4 * lanes) lanes /= 2;
   return lanes >= 2 && lanes <= 16 && feat >= 4 * lanes ? lanes : 0;
 }
 
