@@ -144,7 +144,9 @@ TEST(Target, BsrmmTilesRowsWiderThanHalfTheRegisters) {
 
 TEST(Target, SddmmGroupsTakeRowsOfFourVectorsOrMore) {
   EXPECT_EQ(SddmmGroupLanes(32, 4, Target::Cpu("avx2")), 8);
-  EXPECT_EQ(SddmmGroupLanes(32, 4, Target::Cpu("avx512")), 0);  // 2 vectors
+  EXPECT_EQ(SddmmGroupLanes(32, 4, Target::Cpu("avx512")), 8);  // 4 vectors of 8 lanes, not 2 of 16
+  EXPECT_EQ(SddmmGroupLanes(16, 4, Target::Cpu("avx512")), 4);
+  EXPECT_EQ(SddmmGroupLanes(8, 4, Target::Cpu("avx512")), 0);  // 2 float32 lanes: under 16 bytes
   EXPECT_EQ(SddmmGroupLanes(64, 4, Target::Cpu("avx512")), 16);
   EXPECT_EQ(SddmmGroupLanes(64, 8, Target::Cpu("generic")), 2);
   EXPECT_EQ(SddmmGroupLanes(7, 4, Target::Cpu("avx2")), 0);  // scalar
