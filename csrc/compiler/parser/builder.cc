@@ -952,39 +952,28 @@ class Builder {
   }
   DataType StrongType(const Expr& e) { return e->dtype; }
 
-  // The `lanes` argument of a lane operation: a constant power of two from 1
-  // to 32, a group of consecutive lanes within a warp, or the name of an
-  // integer parameter that the schedule specializes to one (the cuda
-  // backend checks it then).
-  Expr LaneGroup(const std::string& callee, const AstExprPtr& e) {
+  // A count of lanes: a constant power of two from 1 to `most`, or the name
+  // of an integer parameter that the schedule specializes to one (the code
+  // generator checks it then). `what` says what the lanes are, if anything.
+  Expr PowerOfTwoLanes(const std::string& callee, const AstExprPtr& e, int64_t most, const std::string& what) {
     if (e->kind == Kind::kName) {
       const Symbol* s = Lookup(e->text);
       if (s && s->kind == Symbol::Kind::kParam && IsInteger(s->var->dtype)) return s->var;
     }
     const Expr lanes = BuildExpr(e);
     const int64_t* count = AsConstInt(lanes);
-    if (!count || *count < 1 || *count > 32 || (*count & (*count - 1)) != 0) {
-      ThrowScriptError(callee + ": the lanes must be a constant power of two from 1 to 32 (a group within a warp), "
-                       "or an integer parameter specialized to one", e->span);
+    if (!count || *count < 1 || *count > most || (*count & (*count - 1)) != 0) {
+      ThrowScriptError(callee + ": the lanes must be a constant power of two from 1 to " + std::to_string(most) +
+                           what + ", or an integer parameter specialized to one",
+                       e->span);
     }
     return MakeInt(*count);
   }
 
-  // The lanes of T.sp.horizontal_sum: a constant power of two, or an integer
-  // parameter (the kernel's build checks the value it is specialized to).
-  Expr SpanLanes(const std::string& callee, const AstExprPtr& e) {
-    if (e->kind == Kind::kName) {
-      const Symbol* s = Lookup(e->text);
-      if (s && s->kind == Symbol::Kind::kParam && IsInteger(s->var->dtype)) return s->var;
-    }
-    const Expr lanes = BuildExpr(e);
-    const int64_t* count = AsConstInt(lanes);
-    if (!count || *count < 1 || *count > kMaxHorizontalSumLanes || (*count & (*count - 1)) != 0) {
-      ThrowScriptError(callee + ": the lanes must be a constant power of two from 1 to " +
-                           std::to_string(kMaxHorizontalSumLanes) + ", or an integer parameter specialized to one",
-                       e->span);
-    }
-    return MakeInt(*count);
+  // The `lanes` argument of a lane operation: a group of consecutive lanes
+  // within a warp.
+  Expr LaneGroup(const std::string& callee, const AstExprPtr& e) {
+    return PowerOfTwoLanes(callee, e, 32, " (a group within a warp)");
   }
 
   // Gives an untyped literal the type its context asks for.
@@ -1270,7 +1259,8 @@ class Builder {
         ThrowScriptError(callee + " sums floating-point elements; '" + load->buffer->name + "' holds " +
                          ToString(load->dtype), args[0]->span);
       }
-      return MakeCall(Intrinsic::kHorizontalSum, {first, SpanLanes(callee, args[1])}, load->dtype);
+      return MakeCall(Intrinsic::kHorizontalSum, {first, PowerOfTwoLanes(callee, args[1], kMaxHorizontalSumLanes, "")},
+                      load->dtype);
     }
     if (callee == "T.sp.lower_bound") {
       // T.sp.lower_bound(array_handle, begin, end, value): the first position in
