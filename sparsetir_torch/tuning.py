@@ -453,6 +453,35 @@ def bsr_schedule(A, K: int, dtype) -> dict:
     }
 
 
+def sddmm_schedule(A, K: int, dtype) -> dict:
+    """The schedule of sddmm's dot product (x[i] . y[j] at A's non-zeros,
+    x and y of K columns of `dtype`) on the cpu. Where the rows of y it
+    gathers stay cached (y small, or the pattern banded), four of a row's
+    dot products at a time (kernels/sddmm_dot_groups.py, group_lanes > 0:
+    each vector of x loaded once for the four, the four sums merged in
+    registers); elsewhere one at a time (kernels/sddmm_dot.py), the gathered
+    rows prefetched by spmm's rule."""
+    element_size = torch.empty((), dtype=dtype).element_size()
+    target = cpu_target()
+    level = _C.spmm_prefetch_level(A.indptr, A.indices, A.shape[1], K * element_size) if A.nnz else 0
+    like = torch.empty(0, dtype=dtype)
+    lanes = _C.sddmm_cpu_group_lanes(A.indptr, A.indices, A.shape[1], K, like) if A.nnz else 0
+    script, recipe, sizes = (("sddmm_dot_groups", "sddmm_dot_groups", {"feat_size": K, "lanes": lanes}) if lanes
+                             else ("sddmm_dot", "sddmm", {"feat_size": K}))
+    return {
+        "isa": target["target"],
+        "compiler_flags": " ".join(target["compiler_flags"]),
+        "kernel": script,
+        "group_lanes": lanes,
+        "prefetch": level > 0,
+        "prefetch_into": {0: None, 1: "L1", 2: "L2"}[level],
+        "tasks": f"{torch.get_num_threads()} (one per thread, equal non-zeros)",
+        # The C++ recipe's steps for this kernel, replayable with st.Schedule.replay.
+        "trace": _C.recipe_trace(script, recipe, _dtype_name(dtype), _dtype_name(A.indices.dtype), sizes, "cpu",
+                                 level),
+    }
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")  # torch.float32 -> "float32", as scripts spell it
 
@@ -460,7 +489,9 @@ def _dtype_name(dtype: torch.dtype) -> str:
 def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") -> dict:
     """What `op` runs on A at feature width k (dense operand dtype: A's values'
     by default): the chosen format, the measured time (ms) of every candidate
-    and, for CSR and BSR, the kernel's schedule parameters. With device="cuda": the
+    and, for CSR and BSR, the kernel's schedule parameters. op="sddmm" on the
+    cpu: the schedule of sddmm's dot product on A's pattern (which kernel,
+    four dot products at a time or one, and its prefetches). With device="cuda": the
     cuda recipe's schedule (a replayable trace) of op "spmm", "spmm_mean" or
     "sddmm", the features a thread owns and, for spmm on a given A, whether
     its rows are cut into segments (A may be None there)."""
@@ -473,10 +504,15 @@ def explain(A, op: str = "spmm", k: int = 128, dtype=None, device: str = "cpu") 
     if device != "cpu":
         raise ValueError(f"st.explain: device must be 'cpu' or 'cuda', got {device!r}")
 
-    if op != "spmm":
-        raise ValueError(f"st.explain: formats are chosen for op='spmm' only, got {op!r}")
+    if op not in ("spmm", "sddmm"):
+        raise ValueError(f"st.explain: on the cpu, op is 'spmm' (formats are chosen for it) or 'sddmm', got {op!r}")
     A = as_sparse_matrix(A, "st.explain: argument 'A'")
     dtype = A.values.dtype if dtype is None else dtype
+    if op == "sddmm":
+        if A.is_block:
+            raise ValueError("st.explain: op='sddmm' samples a CSR pattern; A is block-sparse (BSR)")
+        return {"op": op, "k": int(k), "shape": A.shape, "nnz": A.nnz, "format": "csr",
+                "schedule": sddmm_schedule(A, int(k), dtype)}
     if dtype != A.values.dtype:
         raise ValueError(f"st.explain: dtype {dtype} differs from A's values ({A.values.dtype}); "
                          "st.spmm needs them equal")

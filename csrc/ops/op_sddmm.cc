@@ -127,4 +127,12 @@ at::Tensor Sddmm(const at::Tensor& indptr, const at::Tensor& indices, const std:
   return out;
 }
 
+int64_t SddmmCpuGroupLanes(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat,
+                           at::ScalarType dtype) {
+  CheckedCsr csr = CheckCsr("sparsetir.sddmm_cpu_group_lanes", indptr, indices, columns, "argument 'columns'");
+  const at::Tensor x = at::empty({0, feat}, at::TensorOptions().dtype(dtype));
+  const int64_t row_bytes = feat * x.element_size();
+  return SddmmGroupLanesFor(x, TargetFor(x, "sddmm"), GathersStayCached(csr, columns, row_bytes));
+}
+
 }  // namespace sparsetir::ops

@@ -604,6 +604,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       },
       "The ELL buckets _spmm_hyb runs for hyb(parts, max_width) of this structure: width, ELL rows and how its "
       "kernel writes the output (overwrite, add or atomic).");
+  m.def(
+      "sddmm_cpu_group_lanes",
+      [](const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat, const at::Tensor& like) {
+        return SddmmCpuGroupLanes(indptr, indices, columns, feat, like.scalar_type());
+      },
+      "The lanes of the kernel that computes four of a row's dot products at a time, which sddmm runs on this "
+      "structure on the cpu with operands of `feat` columns of like's dtype (y of `columns` rows); 0: one at a "
+      "time.");
   m.def("spmm_prefetch_level", &SpmmPrefetchLevel,
         "Where spmm prefetches the gathered dense rows (columns rows of row_bytes bytes) on this structure: 0 not at "
         "all, 1 into L1, 2 into L2.");

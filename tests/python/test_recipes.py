@@ -195,6 +195,84 @@ def test_explain_of_a_bsr_matrix_prints_the_bsrmm_schedule_and_it_replays():
     torch.testing.assert_close(C.view(24, 256).double(), dense.double() @ B.double(), rtol=1e-5, atol=1e-5)
 
 
+def run_sddmm_trace(schedule, A, K, dtype):
+    """sddmm's dot product from the kernel explain names, rebuilt from its
+    trace; against float64 and the operator."""
+    from sparsetir_torch.kernels import kernel_script
+
+    name = str(dtype).removeprefix("torch.")
+    script = kernel_script(schedule["kernel"], float32=name, int32="int64")
+    kernel = st.compile(st.Schedule.replay(schedule["trace"], st.parse(script)))
+    (m, n), nnz = A.shape, A.values().numel()
+    g = torch.Generator().manual_seed(K)
+    X, Y = torch.randn(m, K, generator=g).to(dtype), torch.randn(n, K, generator=g).to(dtype)
+    out = torch.full((nnz,), float("nan"), dtype=dtype)
+    sizes = {"lanes": schedule["group_lanes"]} if schedule["group_lanes"] else {}
+    kernel(x=X, y=Y, out=out, indptr=A.crow_indices(), indices=A.col_indices(), m=m, n=n, feat_size=K, nnz=nnz,
+           **sizes)
+    rows = torch.repeat_interleave(torch.arange(m), A.crow_indices().diff())
+    expected = (X.double()[rows] * Y.double()[A.col_indices()]).sum(1)
+    torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(torch.ops.sparsetir.sddmm(A.crow_indices(), A.col_indices(), None, X, Y), out,
+                               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_explain_sddmm_on_a_cached_pattern_groups_four_dot_products(dtype):
+    from sparsetir_torch import _C
+    from sparsetir_torch.recipes import cpu_target
+
+    A = random_csr(40, 30, seed=5).to(dtype).to_sparse_csr()
+    explained = st.explain(A, op="sddmm", k=64)
+    assert (explained["op"], explained["k"], explained["format"]) == ("sddmm", 64, "csr")
+    schedule = explained["schedule"]
+    lanes = _C.sddmm_group_lanes(64, 8 if dtype == torch.float64 else 4)
+    assert lanes > 0 and schedule["isa"] == cpu_target()["target"]
+    assert (schedule["kernel"], schedule["group_lanes"], schedule["prefetch_into"]) == ("sddmm_dot_groups", lanes, None)
+    name = str(dtype).removeprefix("torch.")
+    assert schedule["trace"] == _C.recipe_trace("sddmm_dot_groups", "sddmm_dot_groups", name, "int64",
+                                                {"feat_size": 64, "lanes": lanes}, "cpu", 0)
+    run_sddmm_trace(schedule, A, 64, dtype)
+
+
+def test_explain_sddmm_on_a_scattered_pattern_prefetches_one_at_a_time():
+    """y of 10 MiB gathered at random columns: one dot product at a time, the
+    rows ahead prefetched (the rule spmm follows)."""
+    from sparsetir_torch import _C
+
+    m, n, per_row = 3000, 40000, 8
+    g = torch.Generator().manual_seed(4)
+    cols = torch.stack([torch.randperm(n, generator=g)[:per_row].sort()[0] for _ in range(m)])
+    indptr = torch.arange(0, m * per_row + 1, per_row)
+    A = torch.sparse_csr_tensor(indptr, cols.reshape(-1), torch.ones(m * per_row), (m, n))
+    schedule = st.explain(A, op="sddmm", k=64)["schedule"]
+    level = _C.spmm_prefetch_level(indptr, cols.reshape(-1), n, 64 * 4)
+    assert level > 0
+    assert (schedule["kernel"], schedule["group_lanes"], schedule["prefetch"]) == ("sddmm_dot", 0, True)
+    assert schedule["prefetch_into"] == {1: "L1", 2: "L2"}[level]
+    assert schedule["trace"] == _C.recipe_trace("sddmm_dot", "sddmm", "float32", "int64", {"feat_size": 64}, "cpu",
+                                                level)
+    assert "sch.prefetch(" in schedule["trace"]
+    run_sddmm_trace(schedule, A, 64, torch.float32)
+
+
+def test_explain_sddmm_of_16_bit_values_runs_one_at_a_time():
+    A = random_csr(40, 30, seed=6).to(torch.bfloat16).to_sparse_csr()
+    schedule = st.explain(A, op="sddmm", k=64)["schedule"]
+    assert (schedule["kernel"], schedule["group_lanes"]) == ("sddmm_dot", 0)
+
+
+@pytest.mark.filterwarnings("ignore:Sparse BSR tensor support is in beta:UserWarning")
+def test_explain_sddmm_errors():
+    A = torch.eye(8).to_sparse_csr()
+    with pytest.raises(ValueError, match="st.explain: on the cpu, op is 'spmm' .* or 'sddmm', got 'bsrmm'"):
+        st.explain(A, op="bsrmm")
+    with pytest.raises(ValueError, match=r"st.explain: op='sddmm' samples a CSR pattern; A is block-sparse \(BSR\)"):
+        st.explain(torch.eye(8).to_sparse_bsr((4, 4)), op="sddmm")
+    empty = torch.zeros(3, 5).to_sparse_csr()
+    assert st.explain(empty, op="sddmm", k=16)["schedule"]["group_lanes"] == 0
+
+
 @pytest.mark.parametrize("prefetch", [0, 1, 2])
 def test_sddmm_groups_recipe_prefetches_as_asked(prefetch):
     """sddmm_dot_groups' recipe: its vector loops unrolled, rows in parallel,
