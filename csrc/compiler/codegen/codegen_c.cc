@@ -276,7 +276,7 @@ void CodegenC::EmitMma(const MmaNode* n) {
 
 int64_t CodegenC::HorizontalSumLanes(const CallNode* n) {
   const auto* first = n->args[0]->as<BufferLoadNode>();
-  ICHECK(first) << "horizontal_sum of a non-element";
+  ICHECK(first && !first->indices.empty()) << "horizontal_sum of a non-element";  // VerifyWellFormed's rule
   const std::string what = "T.sp.horizontal_sum(" + first->buffer->name + "[...], lanes)";
   const int64_t* lanes = AsConstInt(n->args[1]);
   if (!lanes || *lanes < 1 || *lanes > kMaxHorizontalSumLanes || (*lanes & (*lanes - 1)) != 0) {
@@ -288,7 +288,8 @@ int64_t CodegenC::HorizontalSumLanes(const CallNode* n) {
   // A span that leaves the buffer's last axis reads outside its row.
   const int64_t* extent = AsConstInt(first->buffer->shape.back());
   const int64_t* start = AsConstInt(first->indices.back());
-  if (extent && (*lanes > *extent - (start ? *start : 0) || (start && *start < 0))) {
+  const int64_t from = start ? *start : 0;
+  if (extent && (from < 0 || from > *extent || *lanes > *extent - from)) {
     throw UserError(UserErrorKind::kSchedule,
                     what + ": a span of " + std::to_string(*lanes) + " elements" +
                         (start ? " from " + std::to_string(*start) : "") + " leaves the last axis of '" +

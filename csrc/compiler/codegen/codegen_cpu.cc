@@ -314,6 +314,10 @@ bool CodegenCpuImpl::TryEmitVectorLoop(const ForNode* loop) {
 std::string CodegenCpuImpl::HorizontalSums(const CallNode* n, const VarNode* lane, const std::string& vector_type,
                                            bool* ok) {
   const auto* first = n->args[0]->as<BufferLoadNode>();
+  if (!first || first->indices.empty()) {  // refused by HorizontalSumLanes on the scalar path
+    *ok = false;
+    return "";
+  }
   const Buffer& b = first->buffer;
   Expr flat = first->indices[0];
   for (size_t k = 1; k < first->indices.size(); ++k) flat = Add(Mul(flat, b->shape[k]), first->indices[k]);

@@ -199,6 +199,14 @@ class WellFormedVerifier : public IRVisitor {
     CheckRank(node->buffer, node->indices.size());
     IRVisitor::Visit(node);
   }
+  void Visit(const CallNode* node) override {
+    // horizontal_sum names its span by the span's first element.
+    const auto* first = node->args.empty() ? nullptr : node->args[0]->as<BufferLoadNode>();
+    if (node->op == Intrinsic::kHorizontalSum && (!first || first->indices.empty())) {
+      ThrowInternal(__FILE__, __LINE__, "horizontal_sum of something other than a buffer element in " + func_->name);
+    }
+    IRVisitor::Visit(node);
+  }
 
  private:
   void CheckDefined(const Expr& e, const Span&) { if (e) VisitExpr(e); }

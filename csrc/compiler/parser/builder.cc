@@ -1255,6 +1255,10 @@ class Builder {
         ThrowScriptError(callee + " sums a span of a local buffer (T.alloc_buffer(..., scope=\"local\")); '" +
                          load->buffer->name + "' is in scope \"" + load->buffer->scope + "\"", args[0]->span);
       }
+      if (load->indices.empty()) {
+        ThrowScriptError(callee + " sums along a buffer's last axis; '" + load->buffer->name + "' has no axes",
+                         args[0]->span);
+      }
       if (!IsFloat(load->dtype)) {
         ThrowScriptError(callee + " sums floating-point elements; '" + load->buffer->name + "' holds " +
                          ToString(load->dtype), args[0]->span);
