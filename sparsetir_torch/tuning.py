@@ -419,15 +419,12 @@ def csr_schedule(A, K: int, dtype) -> dict:
     equal non-zeros needs no tuning."""
     element_size = torch.empty((), dtype=dtype).element_size()
     row_bytes = K * element_size
-    target = cpu_target()
     level = _C.spmm_prefetch_level(A.indptr, A.indices, A.shape[1], row_bytes) if A.nnz else 0
     plan = csrmm_plan(K, 8 if element_size == 8 else 4, prefetch=level)  # 16-bit values accumulate in float32
     return {
-        "isa": target["target"],
-        "compiler_flags": " ".join(target["compiler_flags"]),
+        **_cpu_target_fields(),
         **plan,
-        "prefetch": level > 0,
-        "prefetch_into": {0: None, 1: "L1", 2: "L2"}[level],
+        **_prefetch_fields(level),
         "tasks": f"{torch.get_num_threads()} (one per thread, equal non-zeros)",
         # The C++ recipe's steps for this kernel, replayable with st.Schedule.replay.
         "trace": _C.recipe_trace("csrmm", "csrmm", _dtype_name(dtype), _dtype_name(A.indices.dtype), {"feat_size": K},
@@ -442,11 +439,9 @@ def bsr_schedule(A, K: int, dtype) -> dict:
     tiles (feature_tile < K)."""
     block_h, block_w = (int(x) for x in A.values.shape[1:])
     element_size = torch.empty((), dtype=dtype).element_size()
-    target = cpu_target()
     sizes = {"block_h": block_h, "block_w": block_w, "feat_size": K}
     return {
-        "isa": target["target"],
-        "compiler_flags": " ".join(target["compiler_flags"]),
+        **_cpu_target_fields(),
         **bsrmm_plan(block_h, K, 8 if element_size == 8 else 4),  # 16-bit values accumulate in float32
         "tasks": f"{torch.get_num_threads()} (one per thread, equal non-zero blocks)",
         "trace": _C.recipe_trace("bsrmm", "bsrmm", _dtype_name(dtype), _dtype_name(A.indices.dtype), sizes, "cpu"),
@@ -461,25 +456,31 @@ def sddmm_schedule(A, K: int, dtype) -> dict:
     each vector of x loaded once for the four, the four sums merged in
     registers); elsewhere one at a time (kernels/sddmm_dot.py), the gathered
     rows prefetched by spmm's rule."""
-    element_size = torch.empty((), dtype=dtype).element_size()
-    target = cpu_target()
-    level = _C.spmm_prefetch_level(A.indptr, A.indices, A.shape[1], K * element_size) if A.nnz else 0
-    like = torch.empty(0, dtype=dtype)
-    lanes = _C.sddmm_cpu_group_lanes(A.indptr, A.indices, A.shape[1], K, like) if A.nnz else 0
+    plan = (_C.sddmm_cpu_plan(A.indptr, A.indices, A.shape[1], K, torch.empty(0, dtype=dtype)) if A.nnz
+            else {"prefetch": 0, "group_lanes": 0})
+    level, lanes = plan["prefetch"], plan["group_lanes"]
     script, recipe, sizes = (("sddmm_dot_groups", "sddmm_dot_groups", {"feat_size": K, "lanes": lanes}) if lanes
                              else ("sddmm_dot", "sddmm", {"feat_size": K}))
     return {
-        "isa": target["target"],
-        "compiler_flags": " ".join(target["compiler_flags"]),
+        **_cpu_target_fields(),
         "kernel": script,
         "group_lanes": lanes,
-        "prefetch": level > 0,
-        "prefetch_into": {0: None, 1: "L1", 2: "L2"}[level],
+        **_prefetch_fields(level),
         "tasks": f"{torch.get_num_threads()} (one per thread, equal non-zeros)",
         # The C++ recipe's steps for this kernel, replayable with st.Schedule.replay.
         "trace": _C.recipe_trace(script, recipe, _dtype_name(dtype), _dtype_name(A.indices.dtype), sizes, "cpu",
                                  level),
     }
+
+
+def _cpu_target_fields() -> dict:
+    target = cpu_target()
+    return {"isa": target["target"], "compiler_flags": " ".join(target["compiler_flags"])}
+
+
+def _prefetch_fields(level: int) -> dict:
+    """Where a kernel prefetches its gathered rows (GatherPrefetchFor's level)."""
+    return {"prefetch": level > 0, "prefetch_into": {0: None, 1: "L1", 2: "L2"}[level]}
 
 
 def _dtype_name(dtype: torch.dtype) -> str:

@@ -243,11 +243,11 @@ void RunCsrmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, cons
 int64_t SddmmGroupLanesFor(const at::Tensor& x, const Target& target, bool gathers_cached) {
   // Four dot products sharing each load of X pay where those loads are what
   // a dot product waits on: Y's rows cached. AMD EPYC Zen 4, AVX2, 1 thread,
-  // one at a time -> four, ms: bcsstk16 (banded) at K = 32 / 128 / 256 0.47
-  // -> 0.40, 1.61 -> 1.29, 3.77 -> 3.00. Where the rows stream from DRAM (an
-  // arrow's) they ran 0.75x as fast, and where they are prefetched from L3 or
-  // DRAM alike or slower (copter2, cond-mat-2005, email-Enron,
-  // horse-laplacian at K >= 128 within 5 %; at K = 32 0.8-0.9x as fast).
+  // one at a time -> four (the four sums merged in registers), ms: bcsstk16
+  // (banded) at K = 32 / 128 0.47 -> 0.28, 1.61 -> 1.21. Where the rows
+  // stream from DRAM (an arrow's) they ran 0.75x as fast, and where they are
+  // prefetched from L3 or DRAM from 1.1x as fast (copter2, K = 32) to 0.85x
+  // (R-MAT 2^17, K = 64), with no rule that separates the two.
   // 16-bit values keep the one-at-a-time kernel, which sums them in float32.
   const bool wide = x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble;
   if (!target.is_cpu() || !gathers_cached || !wide || x.dim() != 2) return 0;
@@ -255,7 +255,7 @@ int64_t SddmmGroupLanesFor(const at::Tensor& x, const Target& target, bool gathe
 }
 
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
-                 const at::Tensor& out, GatherPrefetch prefetch, bool gathers_cached) {
+                 const at::Tensor& out, GatherPrefetch prefetch, int64_t lanes) {
   const int64_t rows = indptr.numel() - 1, feat = x.size(1), nnz = indices.numel();
   if (nnz == 0) return;
   if (feat == 0) {
@@ -263,7 +263,6 @@ void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::
     return;
   }
   const Target target = TargetFor(x, "sddmm");
-  const int64_t lanes = SddmmGroupLanesFor(x, target, gathers_cached);
   const KernelRequest request =
       lanes > 0 ? KernelRequest{"sddmm_dot_groups", "sddmm_dot_groups", x.scalar_type(), indptr.scalar_type(),
                                 {{"feat_size", feat}, {"lanes", lanes}}, prefetch, target}

@@ -57,10 +57,10 @@ int64_t CudaFeaturesPerThreadFor(int64_t feat, at::ScalarType dtype);
 int64_t SddmmGroupLanesFor(const at::Tensor& x, const Target& target, bool gathers_cached);
 
 // out (nnz,) = x[i, :] . y[j, :] for every non-zero (i, j). With
-// gathers_cached, four non-zeros of a row at a time (SddmmGroupLanesFor).
+// group_lanes > 0, four non-zeros of a row at a time in vectors of that many
+// lanes (SddmmGroupLanesFor).
 void RunSddmmDot(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& x, const at::Tensor& y,
-                 const at::Tensor& out, GatherPrefetch prefetch = GatherPrefetch::kToL1,
-                 bool gathers_cached = false);
+                 const at::Tensor& out, GatherPrefetch prefetch = GatherPrefetch::kToL1, int64_t group_lanes = 0);
 
 // RunSddmmDot (x (m, D), y (n, D), out (nnz,)), or per head RunSddmmHeads
 // (x (m, H, D), y (n, H, D), out (nnz, H)), over the row segments (seg_row,

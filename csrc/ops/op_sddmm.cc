@@ -50,6 +50,15 @@ int64_t DotSegmentLength(const CheckedCsr& csr, const at::Tensor& x) {
   return CudaSddmmSegmentLength(feat);
 }
 
+// What the dot product runs on the cpu for this structure with x (m, *F)
+// and y of `y_rows` rows: the gathers' prefetch, and the lanes of the kernel
+// that computes four of a row's dot products at a time (0: one at a time).
+SddmmCpuPlan PlanDot(const CheckedCsr& csr, const at::Tensor& x, int64_t y_rows) {
+  const int64_t row_bytes = TrailingSize(x) * x.element_size();
+  return {GatherPrefetchFor(csr, y_rows, row_bytes),
+          SddmmGroupLanesFor(x, TargetFor(x, "sddmm"), GathersStayCached(csr, y_rows, row_bytes))};
+}
+
 at::Tensor Dot(const CheckedCsr& csr, const at::Tensor& x, const at::Tensor& y) {
   std::vector<int64_t> shape = {csr.nnz()};
   if (x.dim() == 3) shape.push_back(x.size(1));  // per head
@@ -59,12 +68,11 @@ at::Tensor Dot(const CheckedCsr& csr, const at::Tensor& x, const at::Tensor& y) 
     RunSddmmSegments(segments.row, segments.ptr, csr.indices, x, y, out);
     return out;
   }
-  const int64_t row_bytes = TrailingSize(y) * y.element_size();
-  const GatherPrefetch prefetch = GatherPrefetchFor(csr, y.size(0), row_bytes);
+  const SddmmCpuPlan plan = PlanDot(csr, x, y.size(0));
   if (x.dim() == 2) {
-    RunSddmmDot(csr.indptr, csr.indices, x, y, out, prefetch, GathersStayCached(csr, y.size(0), row_bytes));
+    RunSddmmDot(csr.indptr, csr.indices, x, y, out, plan.prefetch, plan.group_lanes);
   } else {
-    RunSddmmHeads(csr.indptr, csr.indices, x, y, out, prefetch);
+    RunSddmmHeads(csr.indptr, csr.indices, x, y, out, plan.prefetch);
   }
   return out;
 }
@@ -127,12 +135,10 @@ at::Tensor Sddmm(const at::Tensor& indptr, const at::Tensor& indices, const std:
   return out;
 }
 
-int64_t SddmmCpuGroupLanes(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat,
-                           at::ScalarType dtype) {
-  CheckedCsr csr = CheckCsr("sparsetir.sddmm_cpu_group_lanes", indptr, indices, columns, "argument 'columns'");
-  const at::Tensor x = at::empty({0, feat}, at::TensorOptions().dtype(dtype));
-  const int64_t row_bytes = feat * x.element_size();
-  return SddmmGroupLanesFor(x, TargetFor(x, "sddmm"), GathersStayCached(csr, columns, row_bytes));
+SddmmCpuPlan SddmmCpuPlanFor(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat,
+                             at::ScalarType dtype) {
+  CheckedCsr csr = CheckCsr("sparsetir.sddmm_cpu_plan", indptr, indices, columns, "argument 'columns'");
+  return PlanDot(csr, at::empty({0, feat}, at::TensorOptions().dtype(dtype)), columns);
 }
 
 }  // namespace sparsetir::ops

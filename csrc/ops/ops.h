@@ -10,6 +10,8 @@
 #include <tuple>
 #include <vector>
 
+#include "recipes/cpu_recipes.h"
+
 namespace sparsetir::ops {
 
 at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values, const at::Tensor& dense,
@@ -160,11 +162,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> CsrRcmOp(const at::Te
 // bytes): 0 not at all, 1 into L1, 2 into L2.
 int64_t SpmmPrefetchLevel(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t row_bytes);
 
-// The lanes of the four-at-a-time kernel sddmm's dot runs on this structure
-// with x and y of `feat` columns of `dtype` (y of `columns` rows), on the
-// cpu; 0 where the one-at-a-time kernel runs (SddmmGroupLanesFor).
-int64_t SddmmCpuGroupLanes(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat,
-                           at::ScalarType dtype);
+// What sddmm's dot product runs on the cpu on this structure with x and y
+// of `feat` columns of `dtype` (y of `columns` rows): the gathers' prefetch
+// (GatherPrefetchFor) and the lanes of the kernel that computes four of a
+// row's dot products at a time (SddmmGroupLanesFor; 0: one at a time).
+struct SddmmCpuPlan {
+  GatherPrefetch prefetch;
+  int64_t group_lanes;
+};
+SddmmCpuPlan SddmmCpuPlanFor(const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat,
+                             at::ScalarType dtype);
 
 // The row segment length spmm's cuda kernel uses on this structure with a
 // dense operand of `columns` rows and `feat` columns of `dtype` on `device`

@@ -605,13 +605,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "The ELL buckets _spmm_hyb runs for hyb(parts, max_width) of this structure: width, ELL rows and how its "
       "kernel writes the output (overwrite, add or atomic).");
   m.def(
-      "sddmm_cpu_group_lanes",
+      "sddmm_cpu_plan",
       [](const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t feat, const at::Tensor& like) {
-        return SddmmCpuGroupLanes(indptr, indices, columns, feat, like.scalar_type());
+        const SddmmCpuPlan plan = SddmmCpuPlanFor(indptr, indices, columns, feat, like.scalar_type());
+        return py::dict(py::arg("prefetch") = static_cast<int64_t>(plan.prefetch),
+                        py::arg("group_lanes") = plan.group_lanes);
       },
-      "The lanes of the kernel that computes four of a row's dot products at a time, which sddmm runs on this "
-      "structure on the cpu with operands of `feat` columns of like's dtype (y of `columns` rows); 0: one at a "
-      "time.");
+      "What sddmm's dot product runs on this structure on the cpu with operands of `feat` columns of like's dtype "
+      "(y of `columns` rows): where it prefetches the gathered rows (0 not at all, 1 into L1, 2 into L2) and the "
+      "lanes of the kernel that computes four of a row's dot products at a time (0: one at a time).");
   m.def("spmm_prefetch_level", &SpmmPrefetchLevel,
         "Where spmm prefetches the gathered dense rows (columns rows of row_bytes bytes) on this structure: 0 not at "
         "all, 1 into L1, 2 into L2.");

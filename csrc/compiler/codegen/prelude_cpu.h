@@ -285,23 +285,20 @@ template <int L, typename T> static inline T sparsetir_horizontal_sum(const T* p
 template <typename V, int L, int S, typename T> static inline V sparsetir_horizontal_sums(const T* p) {
   typedef typename sparsetir_vec<T, L>::type VL;
   constexpr int R = sizeof(V) / sizeof(T), block = 16 / sizeof(T);
+  auto span = [p](int r) { return *(const VL*)(p + r * S); };
   if constexpr (R == 4 && block == 4 && L >= 4) {
-    const VL a = *(const VL*)p, b = *(const VL*)(p + S), c = *(const VL*)(p + 2 * S), d = *(const VL*)(p + 3 * S);
-    const VL x = sparsetir_pair_sums<VL, L, 4, 1>(sparsetir_pair_sums<VL, L, 4, 1>(a, b),
-                                                   sparsetir_pair_sums<VL, L, 4, 1>(c, d));
+    const VL x = sparsetir_pair_sums<VL, L, 4, 1>(sparsetir_pair_sums<VL, L, 4, 1>(span(0), span(1)),
+                                                   sparsetir_pair_sums<VL, L, 4, 1>(span(2), span(3)));
     return (V)sparsetir_fold<T, L, 4>(x);
   } else if constexpr (R == 4 && block == 2 && L == 2) {
-    const VL a = *(const VL*)p, b = *(const VL*)(p + S), c = *(const VL*)(p + 2 * S), d = *(const VL*)(p + 3 * S);
-    return (V)__builtin_shufflevector(sparsetir_pair_sums<VL, L, 2, 1>(a, b), sparsetir_pair_sums<VL, L, 2, 1>(c, d),
-                                      0, 1, 2, 3);
+    return (V)__builtin_shufflevector(sparsetir_pair_sums<VL, L, 2, 1>(span(0), span(1)),
+                                      sparsetir_pair_sums<VL, L, 2, 1>(span(2), span(3)), 0, 1, 2, 3);
   } else if constexpr (R == 4 && block == 2 && L >= 4) {
-    const VL a = *(const VL*)p, b = *(const VL*)(p + S), c = *(const VL*)(p + 2 * S), d = *(const VL*)(p + 3 * S);
-    const VL x = sparsetir_pair_sums<VL, L, 4, 2>(sparsetir_pair_sums<VL, L, 2, 1>(a, b),
-                                                   sparsetir_pair_sums<VL, L, 2, 1>(c, d));
+    const VL x = sparsetir_pair_sums<VL, L, 4, 2>(sparsetir_pair_sums<VL, L, 2, 1>(span(0), span(1)),
+                                                   sparsetir_pair_sums<VL, L, 2, 1>(span(2), span(3)));
     return (V)sparsetir_fold<T, L, 4>(x);
   } else if constexpr (R == 2 && block == 2 && L >= 2) {
-    const VL a = *(const VL*)p, b = *(const VL*)(p + S);
-    return (V)sparsetir_fold<T, L, 2>(sparsetir_pair_sums<VL, L, 2, 1>(a, b));
+    return (V)sparsetir_fold<T, L, 2>(sparsetir_pair_sums<VL, L, 2, 1>(span(0), span(1)));
   } else {
     V sums;
     for (int r = 0; r < R; ++r) sums[r] = sparsetir_horizontal_sum<L>(p + r * S);
