@@ -597,7 +597,13 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
         block_h, block_w = A.values.shape[1:]
         sizes.update(block_h=int(block_h), block_w=int(block_w))
         out["block"] = (int(block_h), int(block_w))
+        if _C.cuda_bsrmm_rows_setting() >= 0:  # $SPARSETIR_CUDA_BSRMM_ROWS, as the operator passes it
+            sizes["rows_per_thread"] = _C.cuda_bsrmm_rows_setting()
     out["schedule"] = _C.recipe_trace(script, recipe, value_dtype, index_dtype, sizes, "cuda")
     if op == "bsrmm":
         out["tensor_cores"] = "sch.tensorize(" in out["schedule"]
+        if not out["tensor_cores"]:
+            # The SIMT kernel's register tile: rows x features outputs a thread (rows 0: one output a thread).
+            out["tile"] = _C.cuda_bsrmm_tile(sizes["block_h"], sizes["block_w"], k,
+                                             torch.empty(0, dtype=getattr(torch, value_dtype)))
     return out

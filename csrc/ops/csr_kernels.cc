@@ -1,11 +1,10 @@
 #include "csr_kernels.h"
 
-#include <cerrno>
-#include <cstdlib>
 #include <map>
 #include <string>
 
 #include "cuda_launch.h"
+#include "env_setting.h"
 #include "kernel_library.h"
 #include "recipes/cuda_recipes.h"
 #include "support/error.h"
@@ -94,22 +93,6 @@ constexpr int64_t kMaxAttentionColumnLanes = 16;
 // multiprocessors x 64 warps).
 constexpr int64_t kEmulatedResidentWarps = 132 * 64;
 
-// The value of the environment variable `name`, a whole number in
-// [0, `most`], or `fallback` when unset; anything else is a ValueError that
-// names the variable and says what it takes (`what`).
-int64_t EnvSetting(const char* name, int64_t fallback, int64_t most, const char* what) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long long value = std::strtoll(text, &end, 10);
-  if (*end != '\0' || errno != 0 || value < 0 || value > most) {
-    throw UserError(UserErrorKind::kArgument,
-                    std::string(name) + " must be " + what + ", got '" + text + "'");
-  }
-  return value;
-}
-
 // $SPARSETIR_CUDA_FEATURES_PER_THREAD: 1-8, or 0 (also when unset) for the
 // recipe's choice.
 int64_t FeaturesPerThreadSetting() {
@@ -129,6 +112,15 @@ std::map<std::string, int64_t> CsrmmSizes(const at::Tensor& dense, const Target&
 
 int64_t CudaFeaturesPerThreadFor(int64_t feat, at::ScalarType dtype) {
   return CudaFeaturesPerThread(feat, FeaturesPerThreadSetting(), FromTorch(dtype));
+}
+
+int64_t CudaBsrmmRowsSetting() {
+  return EnvSetting("SPARSETIR_CUDA_BSRMM_ROWS", -1, 16,
+                    "a number of rows per thread from 1 to 16, or 0 (one output per thread)");
+}
+
+BsrmmTile CudaBsrmmTileFor(int64_t block_h, int64_t block_w, int64_t feat, at::ScalarType dtype) {
+  return CudaBsrmmTile(FromTorch(dtype), block_h, block_w, feat, CudaBsrmmRowsSetting());
 }
 
 int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::ScalarType dtype,

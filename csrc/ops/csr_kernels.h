@@ -8,6 +8,7 @@
 
 #include "op_checks.h"
 #include "recipes/cpu_recipes.h"
+#include "recipes/cuda_recipes.h"
 #include "runtime/csr_structure.h"
 
 namespace sparsetir::ops {
@@ -49,6 +50,18 @@ int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::Scal
 // The features a thread of the cuda csrmm kernels owns at width `feat` for
 // values of `dtype`, with $SPARSETIR_CUDA_FEATURES_PER_THREAD applied.
 int64_t CudaFeaturesPerThreadFor(int64_t feat, at::ScalarType dtype);
+
+// The rows per thread the cuda bsrmm is asked for: $SPARSETIR_CUDA_BSRMM_ROWS
+// (1-16 rows; 0: one output per thread, the earlier kernel), or -1 when
+// unset (the recipe's choice). The operator passes it to the recipe as
+// kBsrmmRowsPerThread when set.
+int64_t CudaBsrmmRowsSetting();
+
+// The register tile of the cuda bsrmm for blocks of block_h x block_w values
+// of `dtype` and `feat` features, with $SPARSETIR_CUDA_BSRMM_ROWS applied
+// (rows == 0: one output per thread). Blocks that take tensor cores
+// (16-bit, sides of multiples of 16) do not use it.
+BsrmmTile CudaBsrmmTileFor(int64_t block_h, int64_t block_w, int64_t feat, at::ScalarType dtype);
 
 // The lanes of the cpu sddmm that computes four of a row's dot products at
 // a time (kernels/sddmm_dot_groups.py) for x on `target`, when the rows of y

@@ -1,5 +1,6 @@
 // torch.ops.sparsetir.bsrmm: block-sparse (BSR, blocks (nnzb, bh, bw)) times
 // dense (n, K) with n a multiple of bw; the result has rows * bh rows.
+#include "csr_kernels.h"
 #include "kernel_library.h"
 #include "op_checks.h"
 #include "ops.h"
@@ -28,8 +29,11 @@ at::Tensor Bsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::
   }
   at::Tensor out = EmptyOutput({csr.rows() * block_h, feat}, b.options());
   if (out.numel() == 0) return out;
-  auto kernel = GetOpKernel({"bsrmm", "bsrmm", a.scalar_type(), csr.indptr.scalar_type(),
-                             {{"block_h", block_h}, {"block_w", block_w}, {"feat_size", feat}},
+  std::map<std::string, int64_t> sizes{{"block_h", block_h}, {"block_w", block_w}, {"feat_size", feat}};
+  if (target.is_cuda()) {
+    if (const int64_t rows = CudaBsrmmRowsSetting(); rows >= 0) sizes[kBsrmmRowsPerThread] = rows;
+  }
+  auto kernel = GetOpKernel({"bsrmm", "bsrmm", a.scalar_type(), csr.indptr.scalar_type(), sizes,
                              GatherPrefetch::kToL1, target});
   KernelCall(*kernel)
       .Set("a", a)

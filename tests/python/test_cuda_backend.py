@@ -626,6 +626,74 @@ def test_emulated_block_sparse_gradients_match_the_cpu_kernels(emulate, monkeypa
         torch.testing.assert_close(e, c, rtol=1e-12, atol=1e-12)
 
 
+# The SIMT bsrmm's register tiles: rows x features outputs a thread (as
+# many rows as divide the block's, up to 4), a 16-byte vector of features
+# and of a block row's columns where the widths allow, the block's rows over
+# up to 128 / lanes threads and the rest over blockIdx.z.
+@pytest.mark.parametrize("dtype, block, feat, tile", [
+    ("float32", (32, 32), 256, dict(rows=4, features=4, columns=4, lanes=32, row_threads=4, row_slices=2)),
+    ("float32", (32, 32), 64, dict(rows=4, features=4, columns=4, lanes=16, row_threads=8, row_slices=1)),
+    ("float64", (32, 32), 256, dict(rows=4, features=2, columns=2, lanes=32, row_threads=4, row_slices=2)),
+    ("float16", (4, 8), 20, dict(rows=4, features=4, columns=4, lanes=8, row_threads=1, row_slices=1)),
+    ("float32", (130, 2), 37, dict(rows=2, features=1, columns=2, lanes=32, row_threads=1, row_slices=65)),
+    ("float32", (1, 1), 6, dict(rows=1, features=2, columns=1, lanes=4, row_threads=1, row_slices=1)),
+])
+def test_bsrmm_register_tile_choice(monkeypatch, dtype, block, feat, tile):
+    monkeypatch.delenv("SPARSETIR_CUDA_BSRMM_ROWS", raising=False)
+    like = torch.empty(0, dtype=TORCH_DTYPES[dtype])
+    assert _C.cuda_bsrmm_tile(*block, feat, like) == tile
+    monkeypatch.setenv("SPARSETIR_CUDA_BSRMM_ROWS", "8")
+    assert _C.cuda_bsrmm_tile(*block, feat, like)["rows"] == max(r for r in range(1, 9) if block[0] % r == 0)
+    monkeypatch.setenv("SPARSETIR_CUDA_BSRMM_ROWS", "0")
+    assert _C.cuda_bsrmm_tile(*block, feat, like)["rows"] == 0
+
+
+@pytest.mark.parametrize("value", ["17", "-1", "four"])
+def test_bsrmm_rows_setting_is_checked(monkeypatch, value):
+    monkeypatch.setenv("SPARSETIR_CUDA_BSRMM_ROWS", value)
+    with pytest.raises(ValueError, match=f"SPARSETIR_CUDA_BSRMM_ROWS must be a number of rows per thread from 1 "
+                                         f"to 16, or 0 \\(one output per thread\\), got '{value}'"):
+        _C.cuda_bsrmm_tile(32, 32, 64, torch.empty(0))
+
+
+def test_explain_shows_the_bsrmm_register_tile(monkeypatch):
+    monkeypatch.delenv("SPARSETIR_CUDA_BSRMM_ROWS", raising=False)
+    a = torch.randn(64, 64).to_sparse_bsr((32, 32))
+    plan = st.explain(a, op="bsrmm", k=256, device="cuda")
+    assert plan["tile"] == _C.cuda_bsrmm_tile(32, 32, 256, torch.empty(0))
+    assert 'sch.split("bi", factors=[None, 4, 4])' in plan["schedule"]
+    assert 'sch.cache_read("bj_0", "A", "local")' in plan["schedule"]
+    assert "tile" not in st.explain(a, op="bsrmm", k=256, device="cuda", dtype=torch.float16)  # tensor cores
+    monkeypatch.setenv("SPARSETIR_CUDA_BSRMM_ROWS", "0")  # one output per thread, as the operator would run
+    plan = st.explain(a, op="bsrmm", k=256, device="cuda")
+    assert plan["tile"]["rows"] == 0 and "cache_read" not in plan["schedule"]
+    assert 'sch.bind("bi", "blockIdx.z")' in plan["schedule"]
+
+
+# Rows a thread (unset: the recipe's 4), blocks whose sides the tiles divide
+# or not, widths whose vectors fill the lanes or leave some idle (20: 5 of 8
+# lanes; 37: 37 of 64), every value dtype on its SIMT path.
+@pytest.mark.parametrize("rows", [None, "0", "1", "3", "8"])
+@pytest.mark.parametrize("block, feat", [((32, 32), 64), ((4, 8), 20), ((6, 3), 37), ((16, 16), 40)])
+@pytest.mark.parametrize("dtype, idtype", [("float32", "int32"), ("float64", "int64"), ("float16", "int32")])
+def test_emulated_bsrmm_register_tiles_match_float64(emulate, monkeypatch, rows, block, feat, dtype, idtype):
+    if rows is None:
+        monkeypatch.delenv("SPARSETIR_CUDA_BSRMM_ROWS", raising=False)
+    else:
+        monkeypatch.setenv("SPARSETIR_CUDA_BSRMM_ROWS", rows)
+    bh, bw = block
+    indptr, indices, blocks = random_bsr(5, 4, bh, bw, 0.5, seed=bh + bw + feat, idtype=idtype, empty_rows=(2,))
+    blocks_t = to_tensor(blocks, dtype)
+    b = to_tensor(np.random.default_rng(feat).uniform(-1, 1, (4 * bw, feat)), dtype)
+    before = _C.emulated_runs()
+    out = ops.bsrmm(indptr, indices, blocks_t, b)
+    assert _C.emulated_runs() == before + 1, "the CUDA path did not run"
+    wd = bsr_dense(indptr, indices, blocks_t.double().numpy(), 5, 4)
+    ref = wd @ b.double().numpy()
+    assert_within_bound(out, ref, np.abs(wd) @ np.abs(b.double().numpy()), 4 * bw, dtype, "emulated bsrmm tiles")
+    assert torch.all(out[2 * bh:3 * bh] == 0), "an empty block row gives zeros"
+
+
 def test_emulated_multi_head_gradients_match_the_cpu_kernels(emulate, monkeypatch):
     # The backward of a multi-head spmm runs sddmm heads and a per-head spmm
     # on the transpose; of sddmm add, sums by row and column.

@@ -189,3 +189,60 @@ def test_split_row_blocks_of_other_sizes_do_not_merge():
     sch, init_rows, rows = split_rows(8)
     with pytest.raises(st.ScheduleError, match="does not run over the same range"):
         sch.merge(init_rows, rows)
+
+
+def split_rows_three_ways(init_threads):
+    """bsrmm's block rows split into slices x threads x 4 rows in the update
+    and slices x init_threads x ... in the init, the update's thread loop
+    after its slice loop as in the cuda register tiles."""
+    sch = st.Schedule(BSRMM)
+    sch.specialize(block_h=32, block_w=4, feat_size=8)
+    i, j, bi, bj, f = sch.get_loops("bsrmm")
+    z, y, r = sch.split(bi, factors=[None, 4, 4])
+    sch.reorder(z, y, j, r)
+    _, ibi, _ = sch.get_loops("bsrmm_init")
+    iz, iy, ir = sch.split(ibi, factors=[2, init_threads, None])
+    return sch, (iz, z), (iy, y)
+
+
+def run_bsrmm(sch):
+    rng = np.random.default_rng(4)
+    indptr = torch.tensor([0, 2, 2, 3], dtype=torch.int32)
+    indices = torch.tensor([0, 1, 1], dtype=torch.int32)
+    a = torch.from_numpy(rng.standard_normal((3, 32, 4))).float()
+    b = torch.from_numpy(rng.standard_normal((2, 4, 8))).float()
+    c = torch.full((3, 32, 8), float("nan"))
+    st.compile(sch)(a=a, b=b, c=c, indptr=indptr, indices=indices, mb=3, nb=2, nnzb=3, block_h=32, block_w=4,
+                    feat_size=8)
+    dense = np.zeros((3, 32, 2, 4))
+    for r in range(3):
+        for p in range(int(indptr[r]), int(indptr[r + 1])):
+            dense[r, :, int(indices[p])] = a[p].double().numpy()
+    expected = dense.reshape(96, 8) @ b.double().numpy().reshape(8, 8)
+    np.testing.assert_allclose(c.reshape(96, 8).numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_inner_split_parts_merge_after_their_outer_part():
+    """Once the slices are merged, iteration y of the thread loops touches
+    rows 16 z + 4 y .. 16 z + 4 y + 3 in both: the slice's part of the index
+    is the same in every access and fixed for the merged loop."""
+    sch, slices, threads = split_rows_three_ways(4)
+    sch.merge(*slices)
+    sch.merge(*threads)
+    run_bsrmm(sch)
+
+
+def test_inner_split_parts_with_other_outer_parts_do_not_merge():
+    """The init's slice part 8 rows apart (its rows 8 z + 4 y ..), the
+    update's 16: for z = 1, the init's iteration 2 would zero rows 16..19,
+    which the update's iteration 0 had summed. The outer parts differ, so the
+    loops stay apart."""
+    sch, slices, threads = split_rows_three_ways(4)
+    sch.merge(*slices)
+    text = sch.mod.script()
+    init = "C[i, (bi_init_0 * 4 + bi_init_1) * 4 + bi_init_2, f_init]"
+    assert init in text, text
+    other = st.Schedule(text.replace(init, "C[i, (bi_init_0 * 2 + bi_init_1) * 4 + bi_init_2, f_init]"))
+    with pytest.raises(st.ScheduleError, match="buffer 'C' is written by one loop and accessed by another"):
+        other.merge(*threads)
+    st.Schedule(text).merge(*threads)  # as split, they merge

@@ -210,6 +210,56 @@ def test_split_three_factors():
     assert_round_trips(sch)
 
 
+def test_split_guard_reads_only_the_outer_parts_where_the_inner_divide():
+    """20 features in 3 x 2 x 4: the inner 4 divide 20, so the guard names
+    k_0 and k_1 only (the same condition: the inner part adds less than 4),
+    and a thread's vector of 4 features always runs whole. 3 does not divide
+    20: the guard names every part."""
+    sch = new_schedule()
+    sch.specialize(feat_size=20)
+    sch.split("k", [None, 2, 4])
+    guards = [ln.strip() for ln in sch.mod.script().splitlines() if ln.strip().startswith("if ")]
+    assert guards == ["if k_0 * 2 + k_1 < 5:"], guards
+    assert_round_trips(sch)
+    check_csrmm(st.compile(sch), 20, what="split 3 x 2 x 4 of 20")
+    sch = new_schedule()
+    sch.specialize(feat_size=20)
+    sch.split("k", [None, 3])
+    assert "if k_0 * 3 + k_1 < 20:" in sch.mod.script()
+    check_csrmm(st.compile(sch), 20, what="split by 3 of 20")
+
+
+def test_local_cache_copies_take_the_guard_of_every_access():
+    """A thread's window of 4 features (k_2) under the guard of its outer
+    parts: the cache holds the window, not the row, and its copies in and
+    out are guarded like the accesses, so that the iterations past the row's
+    end (k_0 * 2 + k_1 >= 5) touch nothing: the elements after the output's
+    last row keep their values."""
+    sch = new_schedule()
+    sch.specialize(feat_size=20)
+    sch.split("k", [None, 2, 4])
+    sch.reorder(["k_0", "k_1", "j"])
+    sch.vectorize("k_2")
+    sch.cache_write("k_1", "C", "local")
+    text = sch.mod.script()
+    assert 'C_local = T.alloc_buffer((4,), "float32", scope="local")' in text, text
+    copies = [n for n, ln in enumerate(text.splitlines()) if "C_local[ax0_o * 4 + ax0_i]" in ln]
+    lines = text.splitlines()
+    for n in copies:  # each copy (in, out) sits under the guard, three lines up
+        assert lines[n - 3].strip() == "if k_0 * 2 + k_1 < 5:", "\n".join(lines[n - 4:n + 1])
+    kernel = st.compile(sch)
+    check_csrmm(kernel, 20, what="guarded window cache")
+    csr = MATRICES[0]
+    rng = np.random.default_rng(5)
+    a = torch.from_numpy(csr.values).float()
+    b = torch.from_numpy(random_values(rng, (csr.n, 20))).float()
+    memory = torch.full((csr.m * 20 + 16,), 7.0)
+    c = memory[:csr.m * 20].view(csr.m, 20)
+    indptr, indices = csr.torch_structure("int32")
+    kernel(a=a, b=b, c=c, indptr=indptr, indices=indices, m=csr.m, n=csr.n, feat_size=20, nnz=csr.nnz)
+    assert torch.all(memory[csr.m * 20:] == 7.0), "the kernel wrote past the output's last row"
+
+
 def test_unroll_ir():
     sch = new_schedule()
     sch.specialize(feat_size=64)

@@ -23,6 +23,12 @@ constexpr int64_t kNonZerosInFlight = 4;
 // load; 16-bit values take four, the same 8 bytes a lane as float32's two.
 constexpr int64_t kDefaultFeaturesPerThread = 2;
 constexpr int64_t kDefaultFeaturesPerThread16 = 4;
+// Rows of a block a bsrmm thread owns (BsrmmTile): with four features and
+// four columns a step, 4 x 4 x 4 multiply-adds for 8 vector loads and 16
+// accumulators, and a 32 x 32 block's rows spread over 8 threads (two warps
+// of 4 row groups), so that a 4096-row matrix at 256 features has some 16
+// warps a multiprocessor.
+constexpr int64_t kBsrmmRowsPerThreadDefault = 4;
 // Non-zeros per block of the fused sddmm loop (a thread per non-zero).
 constexpr int64_t kSddmmBlock = 128;
 // Features from which a warp computes each sddmm dot product (Sddmm).
@@ -313,6 +319,47 @@ void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat) {
   BindFeatures(sch, init[2], lanes, 1);
 }
 
+// bsrmm in register tiles (BsrmmTile): loops i, j, bi, bj, f. A block row
+// per blockIdx.x, a window of lanes x `features` outputs per blockIdx.y and
+// a slice of its rows per blockIdx.z; a thread owns `rows` rows x
+// `features` outputs (threadIdx.y over the slice's row groups, threadIdx.x
+// over the window's feature groups), summed in registers over the row's
+// blocks j. Per `columns` columns of a block it loads its rows' values, one
+// vector per row (the same address across a warp's lanes: one broadcast),
+// and the B rows' features, one vector each, then makes rows x columns x
+// features multiply-adds from registers: where one output per thread made
+// two loads per multiply-add, a 4 x 4 x 4 step makes 8 vector loads for 64.
+// The init is merged into the thread's loops, so the tile starts from zero
+// in registers and reaches C with one vector store per row.
+void BsrmmTiles(Schedule& sch, const BsrmmTile& tile) {
+  auto loops = sch.GetLoops("bsrmm");  // i, j, bi, bj, f
+  auto f = sch.Split(loops[4], {std::nullopt, tile.lanes, tile.features});
+  auto bi = sch.Split(loops[2], {std::nullopt, tile.row_threads, tile.rows});
+  auto bj = sch.Split(loops[3], {std::nullopt, tile.columns});
+  sch.Reorder({bi[0], bi[1], f[0], f[1], loops[1], bj[0], bi[2], bj[1], f[2]});
+  auto init = sch.GetLoops("bsrmm_init");  // i, bi, f
+  auto init_bi = sch.Split(init[1], {std::nullopt, tile.row_threads, tile.rows});
+  auto init_f = sch.Split(init[2], {std::nullopt, tile.lanes, tile.features});
+  sch.Reorder({init_bi[0], init_bi[1], init_f[0], init_f[1], init_bi[2], init_f[2]});
+  const std::string row_slice = sch.Merge({init_bi[0], bi[0]});
+  const std::string row_threads = sch.Merge({init_bi[1], bi[1]});
+  const std::string window = sch.Merge({init_f[0], f[0]});
+  const std::string lanes = sch.Merge({init_f[1], f[1]});
+  sch.Bind(loops[0], "blockIdx.x");
+  sch.Bind(window, "blockIdx.y");
+  sch.Bind(row_slice, "blockIdx.z");
+  sch.Bind(row_threads, "threadIdx.y");
+  sch.Bind(lanes, "threadIdx.x");
+  sch.Unroll(init_bi[2]);
+  sch.Vectorize(init_f[2]);
+  sch.Unroll(bi[2]);
+  sch.Unroll(bj[1]);
+  sch.Vectorize(f[2]);
+  sch.CacheWrite(lanes, "C", "local");
+  sch.CacheRead(bj[0], "A", "local");
+  sch.CacheRead(bj[0], "B", "local");
+}
+
 // The tensor-core tile (T.sp.mma_sync: 16 rows, 8 columns, 16 deep) and the
 // most 8-column tiles a warp accumulates side by side: four share each
 // 16 x 16 tile of A it loads, and the accumulators take 16 registers.
@@ -558,6 +605,42 @@ bool BsrLinearGradBlocksOnTensorCores(DataType values, int64_t block_h, int64_t 
 
 const char* const kFeaturesPerThread = "features_per_thread";
 
+const char* const kBsrmmRowsPerThread = "rows_per_thread";
+
+namespace {
+
+// The largest divisor of n (> 0) that is at most `most` (>= 1).
+int64_t LargestDivisorUpTo(int64_t n, int64_t most) {
+  int64_t d = std::min(n, most);
+  while (n % d != 0) --d;
+  return d;
+}
+
+}  // namespace
+
+BsrmmTile CudaBsrmmTile(DataType values, int64_t block_h, int64_t block_w, int64_t feat, int64_t requested) {
+  if (requested == 0) return BsrmmTile{0, 1, 1, CudaRowLanes(feat), 1, block_h};
+  // One 16-byte vector of features a thread (two float64, four of the
+  // others: 16-bit values read 8 bytes, as spmm's threads do) and of a
+  // block row's columns, narrowed until it divides the width.
+  const int64_t vector = values == DataType::kFloat64 ? 2 : 4;
+  BsrmmTile tile;
+  tile.features = vector;
+  while (feat % tile.features != 0) tile.features /= 2;
+  tile.columns = vector;
+  while (block_w % tile.columns != 0) tile.columns /= 2;
+  // The block's rows split exactly (rows, row threads and slices divide
+  // them): a split that does not leaves a guard between the loops, which
+  // would keep the init's loops and the update's apart.
+  tile.rows = LargestDivisorUpTo(block_h, requested > 0 ? requested : kBsrmmRowsPerThreadDefault);
+  tile.lanes = CudaRowLanes((feat + tile.features - 1) / tile.features);
+  const int64_t row_groups = block_h / tile.rows;
+  tile.row_threads = LargestDivisorUpTo(row_groups, std::max<int64_t>(1, kBlockThreads / tile.lanes));
+  tile.row_slices = row_groups / tile.row_threads;
+  return tile;
+}
+
+
 int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested, DataType values) {
   const bool narrow = values == DataType::kFloat16 || values == DataType::kBFloat16;
   return LaneRun(feat, requested > 0 ? requested : narrow ? kDefaultFeaturesPerThread16 : kDefaultFeaturesPerThread);
@@ -579,9 +662,13 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
     throw UserError(UserErrorKind::kSchedule, "the '" + recipe + "' kernel has no cuda schedule yet");
   }
   std::map<std::string, int64_t> script_sizes = sizes;
-  int64_t requested = 0;
+  int64_t requested = 0, rows_per_thread = -1;
   if (auto found = script_sizes.find(kFeaturesPerThread); found != script_sizes.end()) {
     requested = found->second;
+    script_sizes.erase(found);
+  }
+  if (auto found = script_sizes.find(kBsrmmRowsPerThread); found != script_sizes.end()) {
+    rows_per_thread = found->second;
     script_sizes.erase(found);
   }
   Schedule sch(f);
@@ -602,8 +689,13 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
     SddmmHeads(sch, Size(sizes, "heads"), Size(sizes, "feat_size"), BufferDtype(f, "X"));
   } else if (recipe == "bsrmm") {
     const int64_t block_h = Size(sizes, "block_h"), feat = Size(sizes, "feat_size");
-    if (BsrmmOnTensorCores(BufferDtype(f, "A"), block_h, Size(sizes, "block_w"), feat)) {
-      BsrmmMma(sch, block_h, Size(sizes, "block_w"), feat);
+    const int64_t block_w = Size(sizes, "block_w");
+    const DataType values = BufferDtype(f, "A");
+    const BsrmmTile tile = CudaBsrmmTile(values, block_h, block_w, feat, rows_per_thread);
+    if (BsrmmOnTensorCores(values, block_h, block_w, feat)) {
+      BsrmmMma(sch, block_h, block_w, feat);
+    } else if (tile.rows > 0) {
+      BsrmmTiles(sch, tile);
     } else {
       Bsrmm(sch, block_h, feat);
     }

@@ -84,6 +84,24 @@ bool BsrLinearGradBlocksOnTensorCores(DataType values, int64_t block_h, int64_t 
 // halved until 32 x that many divide the width.
 int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested, DataType values);
 
+// The register tile of the SIMT bsrmm (blocks that do not take tensor
+// cores): a thread owns `rows` rows x `features` outputs and steps through a
+// block `columns` columns at a time; `lanes` threads (threadIdx.x) cover a
+// window of lanes x features outputs, `row_threads` (threadIdx.y) a slice of
+// row_threads x rows rows, and `row_slices` slices (blockIdx.z) the block's
+// rows. rows == 0: one output per thread (the earlier kernel; the other
+// fields unused).
+struct BsrmmTile {
+  int64_t rows, features, columns, lanes, row_threads, row_slices;
+};
+// The size that asks bsrmm's cuda recipe for `rows` rows per thread: 0 the
+// earlier kernel, -1 (also when absent) the recipe's choice.
+extern const char* const kBsrmmRowsPerThread;
+// The tile for blocks of block_h x block_w `values` and `feat` features;
+// `requested` rows per thread (-1: the recipe's choice, 4 or the block's
+// rows if fewer; 0: one output per thread).
+BsrmmTile CudaBsrmmTile(DataType values, int64_t block_h, int64_t block_w, int64_t feat, int64_t requested);
+
 // Threads of a csrmm row group: the feature width rounded up to a power of
 // two, at most a warp (32).
 int64_t CudaRowLanes(int64_t feat);

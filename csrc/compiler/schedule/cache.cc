@@ -258,6 +258,16 @@ enum class Copy {
   kAtomicOut  // atomic_add(buffer, cache): the private sums published at once
 };
 
+// The most elements of a local cache whose copies are unrolled whole.
+constexpr int64_t kUnrolledCopyElements = 64;
+
+// The elements of a buffer of constant shape (a cache's).
+int64_t ElementsOf(const Buffer& cache) {
+  int64_t elements = 1;
+  for (const Expr& extent : cache->shape) elements *= *AsConstInt(extent);
+  return elements;
+}
+
 // A copy loop nest between the cache and the buffer; the innermost dimension is
 // vectorized in vectors of `lanes` (and the loop around its vectors unrolled)
 // when it divides evenly.
@@ -296,12 +306,95 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
       body = MakeFor(outer, MakeInt(0), MakeInt(extent / lanes), ForKind::kUnrolled, body);
     } else {
       // A window is a few elements a thread owns: unrolled, they stay in
-      // registers (a loop over a local array would put it in memory).
-      const ForKind kind = tiles[DimensionOf(varying, t)].offset ? ForKind::kUnrolled : ForKind::kSerial;
+      // registers (a loop over a local array would put it in memory); so
+      // are the dimensions of a small local cache that it holds whole (a
+      // thread's tile of all of a 4-row block's rows).
+      const bool few = cache->scope == "local" && ElementsOf(cache) <= kUnrolledCopyElements;
+      const ForKind kind = tiles[DimensionOf(varying, t)].offset || few ? ForKind::kUnrolled : ForKind::kSerial;
       body = MakeFor(vars[t], MakeInt(0), MakeInt(extent), kind, body);
     }
   }
   return body;
+}
+
+// The conditions that enclose every access to `buffer` in `body` (in the
+// then-branch of an `if`) and read nothing bound inside it: a split's guard
+// on a thread's outer parts, around both a reduction's init and its update.
+// A local cache's copies take them too, so that they touch only the
+// elements the guarded accesses may, never the ones past a row's end.
+class CommonGuards : public IRVisitor {
+ public:
+  CommonGuards(const BufferNode* buffer, const InnerLoops& bound) : buffer_(buffer), bound_(bound) {}
+
+  std::vector<Expr> Of(const Stmt& body) {
+    VisitStmt(body);
+    std::vector<Expr> out;
+    for (const Expr& cond : common_.value_or(std::vector<Expr>{})) {
+      bool inner = false;
+      for (const VarNode* v : bound_.vars) inner |= Uses(cond, v);
+      if (!inner) out.push_back(cond);
+    }
+    return out;
+  }
+
+ protected:
+  void Visit(const IfThenElseNode* n) override {
+    VisitExpr(n->cond);
+    open_.push_back(n->cond);
+    VisitStmt(n->then_case);
+    open_.pop_back();
+    if (n->else_case) VisitStmt(n->else_case);
+  }
+  void Visit(const BufferLoadNode* n) override {
+    if (n->buffer.get() == buffer_) Meet();
+    IRVisitor::Visit(n);
+  }
+  void Visit(const BufferStoreNode* n) override {
+    if (n->buffer.get() == buffer_) Meet();
+    IRVisitor::Visit(n);
+  }
+  void Visit(const AtomicAddNode* n) override {
+    if (n->target->as<BufferLoadNode>()->buffer.get() == buffer_) Meet();
+    IRVisitor::Visit(n);
+  }
+
+ private:
+  // Keeps the common conditions that also enclose this access.
+  void Meet() {
+    if (!common_) {
+      common_ = open_;
+      return;
+    }
+    std::vector<Expr> kept;
+    for (const Expr& cond : *common_) {
+      for (const Expr& here : open_) {
+        if (StructuralEqual(cond, here)) {
+          kept.push_back(cond);
+          break;
+        }
+      }
+    }
+    common_ = kept;
+  }
+
+  const BufferNode* buffer_;
+  const InnerLoops& bound_;
+  std::vector<Expr> open_;
+  std::optional<std::vector<Expr>> common_;
+};
+
+// `copy` under `guards` (CommonGuards), outermost first.
+Stmt UnderGuards(Stmt copy, const std::vector<Expr>& guards) {
+  for (auto g = guards.rbegin(); g != guards.rend(); ++g) copy = MakeIf(*g, copy);
+  return copy;
+}
+
+// True if `cond` is one of `guards`.
+bool IsCommonGuard(const Expr& cond, const std::vector<Expr>& guards) {
+  for (const Expr& g : guards) {
+    if (StructuralEqual(cond, g)) return true;
+  }
+  return false;
 }
 
 // True if the first statement of `body` that touches `cache` stores every
@@ -313,9 +406,10 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
 // maps the shared zero page, and the first write then costs a second page
 // fault plus a TLB shootdown.
 // `once` gives the variables of enclosing loops that run once (a warp axis of
-// extent 1) their values, so that an index such as `w * 32 + c` is seen as
-// `c`.
-bool OverwritesFirst(const Stmt& body, const Buffer& cache, const VarMap& once) {
+// extent 1, RunOnce) their values, so that an index such as `w * 32 + c` is seen as
+// `c`. The nest may pass through `guards`, which guard the copies too: where
+// they fail, nothing touches the cache.
+bool OverwritesFirst(const Stmt& body, const Buffer& cache, const VarMap& once, const std::vector<Expr>& guards) {
   Stmt s = body;
   if (const auto* seq = s->as<SeqNode>()) {
     s = nullptr;
@@ -338,6 +432,9 @@ bool OverwritesFirst(const Stmt& body, const Buffer& cache, const VarMap& once) 
       s = loop->body;
     } else if (const auto* block = s->as<BlockNode>()) {
       s = block->body;
+    } else if (const auto* guard = s->as<IfThenElseNode>();
+               guard && !guard->else_case && IsCommonGuard(guard->cond, guards)) {
+      s = guard->then_case;
     } else {
       break;
     }
@@ -388,11 +485,27 @@ std::vector<Tile> Windows(const std::vector<Access>& accesses, const std::vector
   return tiles;
 }
 
-// {loop's variable: its min} if `loop` runs once, else nothing.
-VarMap RunOnce(const ForNode* loop) {
-  const int64_t* extent = AsConstInt(loop->extent);
-  if (extent && *extent == 1) return {{loop->var.get(), loop->min}};
-  return {};
+// {variable: its min} of `loop` and the loops around it in `f` that run once
+// (a row slice or thread axis of extent 1).
+VarMap RunOnce(const PrimFunc& f, const ForNode* loop) {
+  struct Finder : IRVisitor {
+    const ForNode* target = nullptr;
+    std::vector<const ForNode*> stack, found;
+    void Visit(const ForNode* n) override {
+      stack.push_back(n);
+      if (n == target) found = stack;
+      if (found.empty()) IRVisitor::Visit(n);
+      stack.pop_back();
+    }
+  } finder;
+  finder.target = loop;
+  if (f->body) finder.VisitStmt(f->body);
+  VarMap once;
+  for (const ForNode* l : finder.found) {
+    const int64_t* extent = AsConstInt(l->extent);
+    if (extent && *extent == 1) once[l->var.get()] = l->min;
+  }
+  return once;
 }
 
 // The loops bound to threadIdx.{x,y,z} that enclose `target` in `f`.
@@ -476,6 +589,10 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   }
   InnerLoops bound;
   bound.VisitStmt(inner);
+  // (A shared cache's fill is spread over the block's threads, whatever
+  // each thread's own guards say.)
+  const std::vector<Expr> guards =
+      scope == "local" ? CommonGuards(buffer.get(), bound).Of(inner) : std::vector<Expr>{};
   // A shared cache is one copy for every thread of the block: the loops
   // bound to threadIdx around `loop` vary over it as the loops inside do, so
   // the cache holds what all the block's threads touch (the whole block of a
@@ -554,12 +671,13 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   std::vector<Stmt> parts;
   if (atomics) {
     parts.push_back(CopyNest(f, buffer, cache, fixed, varying, tiles, Copy::kZero, lanes));
-  } else if (!(direction == CacheDirection::kWrite && OverwritesFirst(body, cache, RunOnce(loop)))) {
-    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, tiles, Copy::kIn, lanes));
+  } else if (!(direction == CacheDirection::kWrite && OverwritesFirst(body, cache, RunOnce(f, loop), guards))) {
+    parts.push_back(UnderGuards(CopyNest(f, buffer, cache, fixed, varying, tiles, Copy::kIn, lanes), guards));
   }
   parts.push_back(body);
   if (direction == CacheDirection::kWrite) {
-    parts.push_back(CopyNest(f, buffer, cache, fixed, varying, tiles, atomics ? Copy::kAtomicOut : Copy::kOut, lanes));
+    parts.push_back(UnderGuards(
+        CopyNest(f, buffer, cache, fixed, varying, tiles, atomics ? Copy::kAtomicOut : Copy::kOut, lanes), guards));
   }
   Stmt new_body = MakeAllocate(cache, MakeSeq(parts));
   for (auto w = wrappers.rbegin(); w != wrappers.rend(); ++w) {

@@ -14,10 +14,12 @@
 // ranges and no iteration reads what another iteration wrote: every buffer
 // written by one body and touched by another is indexed by the loop variable
 // in one of its dimensions (the row, or a feature), everywhere, or, after a
-// split, by `v * s + r` with the same s everywhere and r a sum of inner loop
-// variables that stays in [0, s): iteration v touches rows [v s, v s + s)
-// only. Stage II only: there, a buffer's first index is its row position;
-// after lower_sparse_buffer rows are flattened into offsets.
+// split, by `o + v * s + r` with the same s everywhere, r a sum of inner loop
+// variables that stays in [0, s) and o the same everywhere, a sum of
+// variables bound outside the loops (an outer part of the same split, merged
+// before): iteration v touches rows [o + v s, o + v s + s) only. Stage II
+// only: there, a buffer's first index is its row position; after
+// lower_sparse_buffer rows are flattened into offsets.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -72,47 +74,71 @@ struct BufferAccesses : IRVisitor {
   }
 };
 
-// The extents of the loops inside the bodies that start at 0.
-using Extents = std::map<const VarNode*, int64_t>;
+// The extents of the loops inside the bodies that start at 0, and every
+// variable the bodies bind (loops, lets): what is not among them is fixed for
+// one iteration of the merged loop.
+struct InnerVars {
+  std::map<const VarNode*, int64_t> extents;
+  std::set<const VarNode*> bound;
+};
 
-Extents InnerExtents(const std::vector<Stmt>& bodies) {
+InnerVars CollectInnerVars(const std::vector<Stmt>& bodies) {
   struct Collector : IRVisitor {
-    Extents extents;
+    InnerVars vars;
     void Visit(const ForNode* n) override {
       const int64_t* min = AsConstInt(n->min);
       const int64_t* extent = AsConstInt(n->extent);
-      if (min && *min == 0 && extent && *extent > 0) extents[n->var.get()] = *extent;
+      if (min && *min == 0 && extent && *extent > 0) vars.extents[n->var.get()] = *extent;
+      vars.bound.insert(n->var.get());
+      IRVisitor::Visit(n);
+    }
+    void Visit(const LetNode* n) override {
+      vars.bound.insert(n->var.get());
       IRVisitor::Visit(n);
     }
   } collector;
   for (const Stmt& body : bodies) collector.VisitStmt(body);
-  return collector.extents;
+  return collector.vars;
 }
 
-// The block of rows an index addresses per iteration of `var`: 1 for `var`
-// itself, s for `var * s + r` with r a sum of inner loop variables times
-// non-negative constants whose largest value is below s (a split's inner
-// parts); nullopt otherwise.
-std::optional<int64_t> RowsPerIteration(const Expr& index, const VarNode* var, const Extents& inner) {
+// What an index addresses per iteration of the merged loop's variable: a
+// block of `rows` rows from `outer` (variables bound outside the loop, times
+// constants), the same in every iteration but for the block's place.
+struct RowBlock {
+  int64_t rows;
+  std::map<const VarNode*, int64_t> outer;
+  bool operator==(const RowBlock& other) const { return rows == other.rows && outer == other.outer; }
+};
+
+// The row block of an index: 1 row for `var` itself, s rows for
+// `o + var * s + r` with r a sum of inner loop variables times non-negative
+// constants whose largest value is below s (a split's inner parts) and o a
+// sum of variables the bodies do not bind; nullopt otherwise.
+std::optional<RowBlock> RowsPerIteration(const Expr& index, const VarNode* var, const InnerVars& inner) {
   const std::optional<LinearForm> linear = AsLinear(index);
   if (!linear || linear->constant != 0) return std::nullopt;
   auto own = linear->coefficients.find(var);
   if (own == linear->coefficients.end() || own->second <= 0) return std::nullopt;
+  RowBlock block{own->second, {}};
   int64_t largest_rest = 0;
   for (const auto& [v, coefficient] : linear->coefficients) {
     if (v == var || coefficient == 0) continue;
-    auto extent = inner.find(v);
-    if (extent == inner.end() || coefficient < 0) return std::nullopt;
+    if (!inner.bound.count(v)) {
+      block.outer[v] = coefficient;
+      continue;
+    }
+    auto extent = inner.extents.find(v);
+    if (extent == inner.extents.end() || coefficient < 0) return std::nullopt;
     largest_rest += coefficient * (extent->second - 1);
   }
   if (largest_rest >= own->second) return std::nullopt;
-  return own->second;
+  return block;
 }
 
 // True if some dimension of `buffer` is indexed by `var` (with the same
-// rows per iteration, RowsPerIteration) in every access of every body.
+// row block, RowsPerIteration) in every access of every body.
 bool IndexedByOnEveryAccess(const BufferNode* buffer, const std::vector<BufferAccesses>& accesses,
-                            const VarNode* var, const Extents& inner) {
+                            const VarNode* var, const InnerVars& inner) {
   size_t rank = SIZE_MAX;
   for (const BufferAccesses& a : accesses) {
     auto found = a.touched.find(buffer);
@@ -121,12 +147,12 @@ bool IndexedByOnEveryAccess(const BufferNode* buffer, const std::vector<BufferAc
   }
   for (size_t d = 0; d < rank; ++d) {
     bool every = true;
-    std::optional<int64_t> rows;
+    std::optional<RowBlock> rows;
     for (const BufferAccesses& a : accesses) {
       auto found = a.touched.find(buffer);
       if (found == a.touched.end()) continue;
       for (const std::vector<Expr>& indices : found->second) {
-        const std::optional<int64_t> here = RowsPerIteration(indices[d], var, inner);
+        const std::optional<RowBlock> here = RowsPerIteration(indices[d], var, inner);
         every &= here.has_value() && (!rows || *rows == *here);
         if (here) rows = here;
       }
@@ -145,7 +171,7 @@ bool IndexedByOnEveryAccess(const BufferNode* buffer, const std::vector<BufferAc
 std::string CrossRowBuffer(const std::vector<Stmt>& bodies, const VarNode* row) {
   std::vector<BufferAccesses> accesses(bodies.size());
   for (size_t t = 0; t < bodies.size(); ++t) accesses[t].VisitStmt(bodies[t]);
-  const Extents inner = InnerExtents(bodies);
+  const InnerVars inner = CollectInnerVars(bodies);
   std::map<const BufferNode*, int> bodies_touching;
   std::set<const BufferNode*> written;
   for (const BufferAccesses& a : accesses) {

@@ -5,7 +5,10 @@
 //          for k_0 in T.serial(8):
 //              for k_1 in T.serial(16): body(k_0 * 16 + k_1)
 // When the factors do not divide the extent, the body is guarded by
-// `if k_0 * 16 + k_1 < extent`.
+// `if k_0 * 16 + k_1 < extent`; where the inner factors' product divides a
+// constant extent, by the outer parts alone (`k_0 < extent / 16`), so that
+// the inner loops always run whole: a thread's vector of features, or a
+// cache's window of them, never stops part way.
 #include "ir/substitute.h"
 #include "schedule/loop_utils.h"
 #include "schedule/schedule.h"
@@ -13,6 +16,31 @@
 #include "transforms/simplify.h"
 
 namespace sparsetir {
+namespace {
+
+// The condition that keeps the split parts `vars` (of extents `sizes`)
+// within `extent`: the combined index below it, or, where the product P of
+// the innermost parts' extents divides a constant extent, the outer parts'
+// index below extent / P (the same condition, since the inner parts add
+// less than P), naming as few parts as it can.
+Expr SplitGuard(const std::vector<Var>& vars, const std::vector<Expr>& sizes, const Expr& extent) {
+  size_t outer_parts = vars.size();
+  int64_t inner = 1, whole_inner = 1;
+  if (const int64_t* constant = AsConstInt(extent)) {
+    for (size_t t = vars.size(); t-- > 1;) {
+      inner *= *AsConstInt(sizes[t]);
+      if (*constant % inner != 0) break;
+      outer_parts = t;
+      whole_inner = inner;
+    }
+  }
+  Expr outer = vars[0];
+  for (size_t t = 1; t < outer_parts; ++t) outer = Add(Mul(outer, sizes[t]), vars[t]);
+  const Expr bound = whole_inner == 1 ? extent : IntLike(*AsConstInt(extent) / whole_inner, extent);
+  return MakeBinary(BinaryOp::kLT, Simplify(outer), bound);
+}
+
+}  // namespace
 
 std::vector<std::string> Schedule::Split(const std::string& loop_name,
                                          const std::vector<std::optional<int64_t>>& factors) {
@@ -75,7 +103,7 @@ std::vector<std::string> Schedule::Split(const std::string& loop_name,
   for (size_t t = 1; t < vars.size(); ++t) combined = Add(Mul(combined, sizes[t]), vars[t]);
   combined = Simplify(combined);
   Stmt body = Substitute(loop->body, {{loop->var.get(), combined}});
-  if (!exact) body = MakeIf(MakeBinary(BinaryOp::kLT, combined, extent), body);
+  if (!exact) body = MakeIf(SplitGuard(vars, sizes, extent), body);
   for (size_t t = vars.size(); t-- > 0;) body = MakeFor(vars[t], IntLike(0, extent), sizes[t], ForKind::kSerial, body);
   func_ = ReplaceStmt(func_, loop, body);
   Record(PyTuple(names) + " = sch.split(" + PyStr(loop_name) + ", factors=" + PyFactors(factors) + ")");

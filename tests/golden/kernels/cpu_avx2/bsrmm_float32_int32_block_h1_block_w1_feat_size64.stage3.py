@@ -35,7 +35,7 @@ def bsrmm(
                         for f_1 in T.vectorized(8):
                             with T.block("bsrmm"):
                                 C_local[bi, f_0 * 8 + f_1] = C_local[bi, f_0 * 8 + f_1] + A[v6, bi, bj] * B[v7, bj, f_0 * 8 + f_1]
-        for ax0 in T.serial(1):
+        for ax0 in T.unroll(1):
             for ax1_o in T.unroll(8):
                 for ax1_i in T.vectorized(8):
                     C[i, ax0, ax1_o * 8 + ax1_i] = C_local[ax0, ax1_o * 8 + ax1_i]

@@ -23,7 +23,7 @@ def csrmm(
         for i_ell in T.serial(1):
             C_local = T.alloc_buffer((3,), "float32", scope="local")
             v0: T.int32 = I_ell_indices[o_ell + i_ell]
-            for ax0 in T.serial(3):
+            for ax0 in T.unroll(3):
                 C_local[ax0] = C[v0, ax0]
             v3: T.int32 = (o_ell + i_ell) * 4
             for j_ell in T.unroll(4):
@@ -35,5 +35,5 @@ def csrmm(
                     with T.block("csrmm_ell"):
                         C_local[k] = C_local[k] + A_ell[v1] * B[v2, k]
             v4: T.int32 = I_ell_indices[o_ell + i_ell]
-            for ax0 in T.serial(3):
+            for ax0 in T.unroll(3):
                 C[v4, ax0] = C_local[ax0]

@@ -36,5 +36,5 @@ def csrmm(
                         with T.block("csrmm_ell"):
                             C_local[k_0 * 8 + k_1] = C_local[k_0 * 8 + k_1] + A_ell[v2] * B[v3, k_0 * 8 + k_1]
             v5: T.int64 = I_ell_indices[T.Cast("int64", o_ell) + i_ell]
-            for ax0 in T.serial(64):
+            for ax0 in T.unroll(64):
                 T.atomic_add(C[v5, ax0], C_local[ax0])

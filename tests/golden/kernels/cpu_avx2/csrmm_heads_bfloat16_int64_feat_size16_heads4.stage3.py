@@ -35,7 +35,7 @@ def csrmm_heads(
                     for k_1 in T.vectorized(8):
                         with T.block("csrmm_heads"):
                             C_local[h, k_0 * 8 + k_1] = C_local[h, k_0 * 8 + k_1] + A[v4, h] * B[v5, h, k_0 * 8 + k_1]
-        for ax0 in T.serial(4):
+        for ax0 in T.unroll(4):
             for ax1_o in T.unroll(2):
                 for ax1_i in T.vectorized(8):
                     C[i, ax0, ax1_o * 8 + ax1_i] = C_local[ax0, ax1_o * 8 + ax1_i]

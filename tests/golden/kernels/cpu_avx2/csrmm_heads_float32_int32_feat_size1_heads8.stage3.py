@@ -34,6 +34,6 @@ def csrmm_heads(
                 for h_k_fused_1 in T.vectorized(8):
                     with T.block("csrmm_heads"):
                         C_local[h_k_fused_0 * 8 + h_k_fused_1, 0] = C_local[h_k_fused_0 * 8 + h_k_fused_1, 0] + A[v2, h_k_fused_0 * 8 + h_k_fused_1] * B[v3, h_k_fused_0 * 8 + h_k_fused_1, 0]
-        for ax0 in T.serial(8):
-            for ax1 in T.serial(1):
+        for ax0 in T.unroll(8):
+            for ax1 in T.unroll(1):
                 C[i, ax0, ax1] = C_local[ax0, ax1]

@@ -34,6 +34,6 @@ def csrmm_heads(
                 for k in T.serial(5):
                     with T.block("csrmm_heads"):
                         C_local[h, k] = C_local[h, k] + A[v2, h] * B[v3, h, k]
-        for ax0 in T.serial(3):
-            for ax1 in T.serial(5):
+        for ax0 in T.unroll(3):
+            for ax1 in T.unroll(5):
                 C[i, ax0, ax1] = C_local[ax0, ax1]

@@ -33,5 +33,5 @@ def bsr_linear(
                     for bi in T.serial(1):
                         with T.block("bsr_linear"):
                             Y_local[bi] = Y_local[bi] + X[n, v2, bj] * WT[v3, bj, bi]
-            for ax0 in T.serial(1):
+            for ax0 in T.unroll(1):
                 Y[n, i, ax0] = Y_local[ax0]

@@ -36,5 +36,5 @@ def csrmm(
                         with T.block("csrmm_ell"):
                             C_local[k_0 * 16 + k_1] = C_local[k_0 * 16 + k_1] + A_ell[v2] * B[v3, k_0 * 16 + k_1]
             v5: T.int32 = I_ell_indices[o_ell + i_ell]
-            for ax0 in T.serial(32):
+            for ax0 in T.unroll(32):
                 T.atomic_add(C[v5, ax0], C_local[ax0])

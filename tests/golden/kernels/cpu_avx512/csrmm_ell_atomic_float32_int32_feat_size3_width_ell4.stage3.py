@@ -22,7 +22,7 @@ def csrmm(
     for o_ell in T.parallel(rows_ell):
         for i_ell in T.serial(1):
             C_local = T.alloc_buffer((3,), "float32", scope="local")
-            for ax0 in T.serial(3):
+            for ax0 in T.unroll(3):
                 C_local[ax0] = T.float32(0.0)
             v2: T.int32 = (o_ell + i_ell) * 4
             for j_ell in T.unroll(4):
@@ -34,5 +34,5 @@ def csrmm(
                     with T.block("csrmm_ell"):
                         C_local[k] = C_local[k] + A_ell[v0] * B[v1, k]
             v3: T.int32 = I_ell_indices[o_ell + i_ell]
-            for ax0 in T.serial(3):
+            for ax0 in T.unroll(3):
                 T.atomic_add(C[v3, ax0], C_local[ax0])

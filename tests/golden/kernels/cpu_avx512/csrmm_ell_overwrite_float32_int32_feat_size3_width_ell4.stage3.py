@@ -35,5 +35,5 @@ def csrmm(
                     with T.block("csrmm_ell"):
                         C_local[k] = C_local[k] + A_ell[v0] * B[v1, k]
             v3: T.int32 = I_ell_indices[o_ell + i_ell]
-            for ax0 in T.serial(3):
+            for ax0 in T.unroll(3):
                 C[v3, ax0] = C_local[ax0]

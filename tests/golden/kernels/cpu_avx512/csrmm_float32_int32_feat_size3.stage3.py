@@ -31,5 +31,5 @@ def csrmm(
             for k in T.serial(3):
                 with T.block("csrmm"):
                     C_local[k] = C_local[k] + A[v0] * B[v1, k]
-        for ax0 in T.serial(3):
+        for ax0 in T.unroll(3):
             C[i, ax0] = C_local[ax0]

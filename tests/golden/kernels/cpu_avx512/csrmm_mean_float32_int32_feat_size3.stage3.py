@@ -36,5 +36,5 @@ def csrmm_mean(
         for k_1 in T.serial(3):
             with T.block("row_div"):
                 C_local[k_1] = C_local[k_1] / L[i]
-        for ax0 in T.serial(3):
+        for ax0 in T.unroll(3):
             C[i, ax0] = C_local[ax0]

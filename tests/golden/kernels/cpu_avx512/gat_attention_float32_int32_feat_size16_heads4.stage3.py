@@ -83,7 +83,7 @@ def gat_attention(
                     for k_1 in T.vectorized(16):
                         with T.block("aggregate"):
                             O_local[h_5, k_0 * 16 + k_1] = O_local[h_5, k_0 * 16 + k_1] + P[v16, h_5] * X[v17, h_5, k_0 * 16 + k_1]
-        for ax0 in T.serial(4):
+        for ax0 in T.unroll(4):
             for ax1_o in T.unroll(1):
                 for ax1_i in T.vectorized(16):
                     O[i_5, ax0, ax1_o * 16 + ax1_i] = O_local[ax0, ax1_o * 16 + ax1_i]

@@ -82,6 +82,6 @@ def gat_attention(
                 for h_5_k_fused_1 in T.vectorized(8):
                     with T.block("aggregate"):
                         O_local[h_5_k_fused_0 * 8 + h_5_k_fused_1, 0] = O_local[h_5_k_fused_0 * 8 + h_5_k_fused_1, 0] + P[v14, h_5_k_fused_0 * 8 + h_5_k_fused_1] * X[v15, h_5_k_fused_0 * 8 + h_5_k_fused_1, 0]
-        for ax0 in T.serial(8):
-            for ax1 in T.serial(1):
+        for ax0 in T.unroll(8):
+            for ax1 in T.unroll(1):
                 O[i_5, ax0, ax1] = O_local[ax0, ax1]

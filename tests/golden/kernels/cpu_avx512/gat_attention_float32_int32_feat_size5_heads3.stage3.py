@@ -77,6 +77,6 @@ def gat_attention(
                 for k in T.serial(5):
                     with T.block("aggregate"):
                         O_local[h_5, k] = O_local[h_5, k] + P[v8, h_5] * X[v9, h_5, k]
-        for ax0 in T.serial(3):
-            for ax1 in T.serial(5):
+        for ax0 in T.unroll(3):
+            for ax1 in T.unroll(5):
                 O[i_5, ax0, ax1] = O_local[ax0, ax1]

@@ -25,26 +25,22 @@ def bsr_linear_grad_blocks_tiles(
         i_flat: T.int32 = T.sp.lower_bound(indptr, 0, mb + 1, ij + 1) - 1
         i: T.int32 = i_flat
         j: T.int32 = ij - J_indptr[i]
-        v12: T.int32 = J_indptr[i] + j
-        v13: T.int32 = J_indices[v12]
+        v9: T.int32 = J_indices[J_indptr[i] + j]
+        v10: T.int32 = J_indptr[i] + j
         for bi_init_0 in T.thread_binding(1, thread="threadIdx.y"):
             for bj_init_0 in T.thread_binding(1, thread="blockIdx.y"):
                 DW_local = T.alloc_buffer((16, 32), "float16", scope="local")
-                for ax0 in T.serial(16):
-                    for ax1_o in T.unroll(1):
-                        for ax1_i in T.vectorized(32):
-                            DW_local[ax0, ax1_o * 32 + ax1_i] = DW[v12, ax0, ax1_o * 32 + ax1_i]
                 for bi_init_1 in T.serial(16):
-                    v3: T.int32 = bi_init_0 * 16 + bi_init_1
+                    v0: T.int32 = bi_init_0 * 16 + bi_init_1
                     for bj_init_1 in T.serial(32):
                         with T.block("grad_blocks_init"):
-                            DW_local[v3, bj_init_0 * 32 + bj_init_1] = T.float16(0.0)
+                            DW_local[v0, bj_init_0 * 32 + bj_init_1] = T.float16(0.0)
                 for n in T.serial(tiles):
                     X_shared = T.alloc_buffer((16, 32), "float16", scope="shared")
                     for ax0_2 in T.serial(16):
                         for ax1_o in T.unroll(2):
                             for ax1_i in T.vectorized(16):
-                                X_shared[ax0_2, ax1_o * 16 + ax1_i] = X[n, ax0_2, v13, ax1_o * 16 + ax1_i]
+                                X_shared[ax0_2, ax1_o * 16 + ax1_i] = X[n, ax0_2, v9, ax1_o * 16 + ax1_i]
                     DY_shared = T.alloc_buffer((16, 16), "float16", scope="shared")
                     for ax0_1 in T.serial(16):
                         for ax1_o in T.unroll(1):
@@ -56,4 +52,4 @@ def bsr_linear_grad_blocks_tiles(
                 for ax0 in T.serial(16):
                     for ax1_o in T.unroll(1):
                         for ax1_i in T.vectorized(32):
-                            DW[v12, ax0, ax1_o * 32 + ax1_i] = DW_local[ax0, ax1_o * 32 + ax1_i]
+                            DW[v10, ax0, ax1_o * 32 + ax1_i] = DW_local[ax0, ax1_o * 32 + ax1_i]

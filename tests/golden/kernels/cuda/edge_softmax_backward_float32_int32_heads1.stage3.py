@@ -42,5 +42,5 @@ def edge_softmax_backward(
                                 with T.block("grad_scores"):
                                     DS[J_indptr[i_0 * 4 + i_1] + (j_1_0 * 32 + j_1_1_1), h_1] = P[J_indptr[i_0 * 4 + i_1] + (j_1_0 * 32 + j_1_1_1), h_1] * (DP[J_indptr[i_0 * 4 + i_1] + (j_1_0 * 32 + j_1_1_1), h_1] - RD_local[h_1])
                 v2: T.int32 = i_0 * 4 + i_1
-                for ax0 in T.serial(1):
+                for ax0 in T.unroll(1):
                     RD[v2, ax0] = RD_local[ax0]

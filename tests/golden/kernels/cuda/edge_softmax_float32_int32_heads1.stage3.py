@@ -25,7 +25,7 @@ def edge_softmax(
             if i_0 * 4 + i_1 < m:
                 SM_local = T.alloc_buffer((1,), "float32", scope="local")
                 v0: T.int32 = i_0 * 4 + i_1
-                for ax0_1 in T.serial(1):
+                for ax0_1 in T.unroll(1):
                     SM_local[ax0_1] = SM[v0, ax0_1]
                 MX_local = T.alloc_buffer((1,), "float32", scope="local")
                 for h_init in T.serial(1):
@@ -63,8 +63,8 @@ def edge_softmax(
                                 with T.block("row_div"):
                                     P[J_indptr[i_0 * 4 + i_1] + (j_3_0 * 32 + j_3_1), h_3] = P[J_indptr[i_0 * 4 + i_1] + (j_3_0 * 32 + j_3_1), h_3] / SM_local[h_3]
                 v5: T.int32 = i_0 * 4 + i_1
-                for ax0 in T.serial(1):
+                for ax0 in T.unroll(1):
                     MX[v5, ax0] = MX_local[ax0]
                 v6: T.int32 = i_0 * 4 + i_1
-                for ax0_1 in T.serial(1):
+                for ax0_1 in T.unroll(1):
                     SM[v6, ax0_1] = SM_local[ax0_1]
