@@ -69,6 +69,7 @@ class Variant:
     heads: int = 0  # multi-head kernels only
     block: tuple = ()  # (block_h, block_w) of the block-sparse kernels
     dims: tuple = ()  # (head_dim, value_dim) of the attention kernels
+    divide: bool = False  # csrmm_segments: the mean's kernel (rows divided by their length)
 
     @property
     def name(self) -> str:
@@ -76,7 +77,8 @@ class Variant:
         block = f"_b{self.block[0]}x{self.block[1]}" if self.block else ""
         feat = f"_k{self.feat}" if self.feat else ""
         dims = f"_d{self.dims[0]}x{self.dims[1]}" if self.dims else ""
-        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}{block}{feat}{dims}"
+        mean = "_mean" if self.divide else ""
+        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}{block}{feat}{dims}{mean}"
 
     @property
     def sizes(self) -> dict:
@@ -89,6 +91,8 @@ class Variant:
             sizes["tile_rows"] = 16  # a tensor core's rows
         if self.dims:
             sizes.update(head_dim=self.dims[0], value_dim=self.dims[1])
+        if self.script == "csrmm_segments":
+            sizes["divide"] = int(self.divide)
         if self.script == "sparse_attention_online_columns":
             sizes["column_lanes"] = _C.cuda_attention_column_lanes(self.dims[0], _element_bytes(self.dtype))
         if self.script == "sparse_attention_backward_online_columns":  # runs of dO and v too
@@ -107,6 +111,7 @@ def variants(quick: bool = False) -> Iterator[Variant]:
         yield Variant("csrmm_mean", "csrmm_mean", dtype, idtype, feat)
     for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else CSRMM_WIDTHS):
         yield Variant("csrmm_segments", "csrmm_segments", dtype, idtype, feat)
+        yield Variant("csrmm_segments", "csrmm_segments", dtype, idtype, feat, divide=True)
     # From 32 features (a head's) the operators take the row segments; narrower
     # rows keep the fused loop (CudaSddmmSegmentLength).
     for dtype, idtype, feat in itertools.product(dtypes, index_dtypes, QUICK_WIDTHS if quick else SDDMM_WIDTHS):

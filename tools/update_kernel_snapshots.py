@@ -68,8 +68,9 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
     for dtype in DTYPES[1:]:
         yield "csrmm_mean", "csrmm_mean", dtype, "int64", {"feat_size": 64}
     for feat in (1, 32, 100):
-        yield "csrmm_segments", "csrmm_segments", "float32", "int32", {"feat_size": feat}
-    yield "csrmm_segments", "csrmm_segments", "float64", "int64", {"feat_size": 64}
+        yield "csrmm_segments", "csrmm_segments", "float32", "int32", {"feat_size": feat, "divide": 0}
+    yield "csrmm_segments", "csrmm_segments", "float64", "int64", {"feat_size": 64, "divide": 0}
+    yield "csrmm_segments", "csrmm_segments", "float16", "int32", {"feat_size": 256, "divide": 1}
     for feat in SDDMM_WIDTHS:
         yield "sddmm_dot", "sddmm", "float32", "int32", {"feat_size": feat}
     for dtype in DTYPES[1:]:

@@ -208,28 +208,44 @@ void RunCsrmmMean(const at::Tensor& indptr, const at::Tensor& indices, const at:
   RunCsrmmKernel("csrmm_mean", "csrmm_mean", indptr, indices, values, dense, lengths, out, prefetch);
 }
 
-void RunCsrmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
-                      const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out) {
-  const int64_t segments = seg_row.numel(), feat = dense.size(1);
-  out.zero_();
-  if (segments == 0 || feat == 0) return;
+void RunCsrmmSegments(const RowSegments& segments, const at::Tensor& indices, const at::Tensor& values,
+                      const at::Tensor& dense, const at::Tensor& lengths, bool divide, const at::Tensor& out) {
+  const int64_t count = segments.row.numel(), feat = dense.size(1), split = segments.split_rows.numel();
+  at::Tensor workspace = at::zeros({split, feat}, dense.options().dtype(lengths.scalar_type()));
+  if (segments.empty_rows.numel() > 0) out.index_fill_(0, segments.empty_rows, 0);  // rows no segment writes
+  if (count == 0 || feat == 0) return;
   const Target target = TargetFor(dense, "csrmm_segments");
-  auto kernel = GetOpKernel({"csrmm_segments", "csrmm_segments", values.scalar_type(), seg_ptr.scalar_type(),
-                             CsrmmSizes(dense, target), GatherPrefetch::kOff, target});
+  std::map<std::string, int64_t> sizes = CsrmmSizes(dense, target);
+  sizes["divide"] = divide ? 1 : 0;
+  auto kernel = GetOpKernel({"csrmm_segments", "csrmm_segments", values.scalar_type(), segments.ptr.scalar_type(),
+                             sizes, GatherPrefetch::kOff, target});
   ICHECK(kernel->kernel().target().is_cuda()) << "csrmm_segments has only a cuda schedule";
+  const SegmentGroups groups =
+      CudaSegmentGroups(feat, FeaturesPerThreadSetting(), FromTorch(values.scalar_type()));
   KernelCall(*kernel)
       .Set("a", values)
       .Set("b", dense)
       .Set("c", out)
-      .Set("seg_row", seg_row)
-      .Set("seg_ptr", seg_ptr)
+      .Set("w", workspace)
+      .Set("lengths", lengths)
+      .Set("seg_row", segments.row)
+      .Set("seg_ptr", segments.ptr)
+      .Set("seg_slot", segments.slot)
       .Set("indices", indices)
-      .Set("segs", segments)
+      .Set("segs", count)
       .Set("m", out.size(0))
       .Set("n", dense.size(0))
+      .Set("slots", split)
       .Set("feat_size", feat)
       .Set("nnz", indices.numel())
+      .Set("divide", divide ? 1 : 0)
+      .Set("lanes", groups.lanes)
+      .Set("per_thread", groups.per_thread)
+      .Set("group", groups.group)
       .Run(2 * indices.numel() * feat);
+  if (split == 0) return;
+  if (divide) workspace.div_(lengths.index_select(0, segments.split_rows).unsqueeze(1));
+  out.index_copy_(0, segments.split_rows, workspace.to(out.scalar_type()));
 }
 
 int64_t SddmmGroupLanesFor(const at::Tensor& x, const Target& target, bool gathers_cached) {

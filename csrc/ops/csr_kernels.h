@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "graph_cache.h"
 #include "op_checks.h"
 #include "recipes/cpu_recipes.h"
 #include "recipes/cuda_recipes.h"
@@ -29,13 +30,17 @@ void RunCsrmmMean(const at::Tensor& indptr, const at::Tensor& indices, const at:
                   const at::Tensor& dense, const at::Tensor& lengths, const at::Tensor& out,
                   GatherPrefetch prefetch = GatherPrefetch::kToL1);
 
-// out (rows, K) = sum over the non-zeros of values * dense[j, :], the rows cut
-// into the segments (seg_row, seg_ptr) of GraphInfo::Segments; `out` is zeroed
-// here, then each segment adds into its row (atomically: the order of a long
-// row's partial sums varies from run to run). A cuda kernel: CUDA tensors, or
-// CPU tensors under EmulateCuda().
-void RunCsrmmSegments(const at::Tensor& seg_row, const at::Tensor& seg_ptr, const at::Tensor& indices,
-                      const at::Tensor& values, const at::Tensor& dense, const at::Tensor& out);
+// out (rows, K) = sum over the non-zeros of values * dense[j, :] (divided
+// by the row's length in `lengths`, (rows,) in the accumulator's dtype, where
+// `divide`), the rows cut into the segments of GraphInfo::Segments
+// (kernels/csrmm_segments.py): a row of one segment is written as it is; the
+// segments of a split row add into a zeroed float32 (float64) workspace
+// atomically, in an order that varies from run to run, and the workspace's
+// rows are divided, rounded and copied into `out` once; rows without
+// non-zeros are zeroed. A cuda kernel: CUDA
+// tensors, or CPU tensors under EmulateCuda().
+void RunCsrmmSegments(const RowSegments& segments, const at::Tensor& indices, const at::Tensor& values,
+                      const at::Tensor& dense, const at::Tensor& lengths, bool divide, const at::Tensor& out);
 
 // The row segment length of the cuda spmm (sum, mean) of this structure with
 // a dense operand of `feat` columns of `dtype` on `device` (a CPU device:

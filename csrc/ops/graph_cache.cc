@@ -186,7 +186,12 @@ RowSegments GraphInfo::Segments(const at::Tensor& indptr, int64_t length) {
   const at::Tensor within = at::arange(row.numel(), starts.options()) - first.index_select(0, row);
   const at::Tensor ptr = at::cat({starts.index_select(0, row) + within * length,
                                   at::full({1}, summary_.nnz, starts.options())});
-  RowSegments segments{row.to(indptr.scalar_type()), ptr.to(indptr.scalar_type())};
+  // A row's place among the rows cut in several segments, or -1.
+  const at::Tensor split = counts > 1;
+  const at::Tensor row_slot = at::where(split, split.cumsum(0) - 1, at::full({}, -1, starts.options()));
+  RowSegments segments{row.to(indptr.scalar_type()), ptr.to(indptr.scalar_type()),
+                       row_slot.index_select(0, row).to(indptr.scalar_type()), split.nonzero().view({-1}),
+                       (counts == 0).nonzero().view({-1})};
   segments_.emplace(length, segments);
   return segments;
 }

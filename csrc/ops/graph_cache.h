@@ -64,11 +64,17 @@ struct HybFromCsr {
 
 // A CSR structure's rows cut into segments of at most `length` non-zeros
 // (kernels/csrmm_segments.py): segment s holds the CSR positions
-// ptr[s] .. ptr[s + 1] of row row[s]; empty rows have no segment. Both of the
-// index dtype, on the structure's device.
+// ptr[s] .. ptr[s + 1] of row row[s]; empty rows have no segment. The rows
+// cut in two or more are `split_rows` (int64, ascending), and slot[s] is the
+// place of segment s's row among them, or -1 where the segment is its row's
+// only one; `empty_rows` (int64) have no segment. All on the structure's
+// device; row, ptr and slot of the index dtype.
 struct RowSegments {
-  at::Tensor row;  // (segments,)
-  at::Tensor ptr;  // (segments + 1,)
+  at::Tensor row;         // (segments,)
+  at::Tensor ptr;         // (segments + 1,)
+  at::Tensor slot;        // (segments,)
+  at::Tensor split_rows;  // (rows cut in several segments,)
+  at::Tensor empty_rows;  // (rows without non-zeros,)
 };
 
 // What is known about one validated structure.

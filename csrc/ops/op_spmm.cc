@@ -34,26 +34,16 @@ at::Tensor Spmm(const at::Tensor& indptr, const at::Tensor& indices, const at::T
   const bool on_gpu = script == "csrmm" && TargetFor(b, "csrmm").is_cuda();
   const int64_t segment =
       on_gpu ? CudaRowSegmentLength(csr.info->summary(), b.size(1), b.scalar_type(), b.device()) : 0;
-  const bool wide = a.scalar_type() == at::kFloat || a.scalar_type() == at::kDouble;
   if (segment > 0) {
-    // Long rows on a GPU: many thread groups per row instead of one.
+    // Long rows on a GPU: many thread groups per row instead of one. The
+    // rows of one segment are written as they are; split rows' partial sums
+    // meet in a float32 (float64) workspace and are divided (mean) and
+    // rounded once, as the whole-row kernel's accumulator is. The kernel
+    // reads 16-bit operands as they are.
     const RowSegments segments = csr.info->Segments(csr.indptr, segment);
-    if (!wide) {
-      // 16-bit values: the partial sums of a row's segments meet in a float32
-      // output (an atomic add into a 16-bit one would round at every
-      // segment) and round once, as the whole-row kernel's float32
-      // accumulator does. The kernel reads the 16-bit operands as they are.
-      at::Tensor sums = at::empty(out.sizes(), out.options().dtype(at::kFloat));
-      RunCsrmmSegments(segments.row, segments.ptr, csr.indices, a, b, sums);
-      if (how == "mean" && csr.rows() > 0) sums.div_(csr.info->MeanDivisors(csr.indptr, at::kFloat));
-      out.copy_(sums);
-      return out;
-    }
-    RunCsrmmSegments(segments.row, segments.ptr, csr.indices, a, b, out);
-    // A row's segments meet in the output: its sum is complete only there.
-    if (how == "mean" && csr.rows() > 0) {
-      out.div_(csr.info->MeanDivisors(csr.indptr, ComputeDtype(a.scalar_type())));
-    }
+    const at::Tensor lengths = csr.info->MeanDivisors(csr.indptr, ComputeDtype(a.scalar_type())).view({-1});
+    RunCsrmmSegments(segments, csr.indices, a, b, lengths, how == "mean", out);
+    return out;
   } else if (how == "mean") {
     // The division by the row length inside the kernel, on the row in
     // registers (csrmm_mean, on either target): one pass over the output

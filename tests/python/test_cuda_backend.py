@@ -730,6 +730,16 @@ def test_emulated_spmm_over_row_segments_matches_float64(emulate, monkeypatch, c
     check_emulated_spmm(case, reduce, dtype, idtype, seed=6, segmented=True)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_only_the_segments_of_split_rows_add_atomically(dtype):
+    # A row of one segment is stored (one vector a lane, rounded once); the
+    # segments of a row cut in several add into the workspace W, never into C.
+    source = _C.op_kernel("csrmm_segments", "csrmm_segments", dtype, "int32", {"feat_size": 128, "divide": 0},
+                          "cuda").source
+    assert "sparsetir_atomic_add(&W[" in source and "sparsetir_atomic_add(&C[" not in source
+    assert "sparsetir_vstore(&C[" in source
+
+
 def test_emulated_segments_of_a_long_row_and_their_gradients(emulate, monkeypatch):
     a = make_csr(40, 300, density=0.02, seed=7, empty_rows=(0, 39), dense_rows=(5, 6))
     indptr, indices = a.torch_structure("int64")
@@ -827,7 +837,8 @@ def test_rows_are_cut_only_where_the_longest_would_outlast_the_others(emulate, m
     assert st.explain(wide, op="spmm", k=128, device="cuda")["row_segment"] == 0
     explained = st.explain(hub, op="spmm", k=128, device="cuda")
     assert explained["script"] == "csrmm_segments" and explained["features_per_thread"] == 2
-    assert 'sch.bind("k_1", "threadIdx.x")' in explained["schedule"]
+    # The segments kernel binds its own threads; the recipe sizes them: 32 lanes of 2 features, 4 segments a block.
+    assert "sch.specialize(group=4, lanes=32, per_thread=2)" in explained["schedule"]
     monkeypatch.setenv("SPARSETIR_CUDA_ROW_SEGMENT", "0")
     assert st.explain(hub, op="spmm", k=128, device="cuda")["row_segment"] == 0
     torch.use_deterministic_algorithms(True)

@@ -92,11 +92,10 @@ std::vector<std::string> BindFeaturesAroundNonZeros(Schedule& sch, const std::st
   return parts;
 }
 
-// Rows (csrmm) or row segments (csrmm_segments) over blockIdx.x and
-// threadIdx.y, features over blockIdx.y and threadIdx.x, the non-zeros j
-// serial inside a thread. The iteration's loops are the row loop first and
-// the feature loop last; csrmm_segments has its one-slot row loop between the
-// segment loop and j. With `per_thread` > 1 a thread owns that many
+// Rows (csrmm) over blockIdx.x and threadIdx.y, features over blockIdx.y
+// and threadIdx.x, the non-zeros j serial inside a thread. The iteration's
+// loops are the row loop first and the feature loop last. With
+// `per_thread` > 1 a thread owns that many
 // consecutive features: one index and value load feeds per_thread products,
 // and their gathers are in flight together.
 //
@@ -142,12 +141,6 @@ void CsrmmMean(Schedule& sch, int64_t feat) {
   sch.Merge({sch.GetLoops("csrmm")[0], sch.GetLoops("row_div")[0]});
   RowGroups(sch, "csrmm", feat, 1, "row_div");
   BindFeatures(sch, sch.GetLoops("csrmm_init")[2], CudaRowLanes(feat), 1);  // i_0, i_1, k_init
-}
-
-// Loops of csrmm_segments: s, i (one slot), j, k; no init: the output is
-// zeroed before the launch.
-void CsrmmSegments(Schedule& sch, int64_t feat, int64_t per_thread) {
-  RowGroups(sch, "csrmm_segments", feat, per_thread);
 }
 
 // The widest run of consecutive features, at most `widest`, that each of a
@@ -641,6 +634,14 @@ BsrmmTile CudaBsrmmTile(DataType values, int64_t block_h, int64_t block_w, int64
 }
 
 
+SegmentGroups CudaSegmentGroups(int64_t feat, int64_t requested, DataType values) {
+  SegmentGroups groups;
+  groups.lanes = CudaRowLanes(feat);
+  groups.per_thread = CudaFeaturesPerThread(feat, requested, values);
+  groups.group = kBlockThreads / groups.lanes;
+  return groups;
+}
+
 int64_t CudaFeaturesPerThread(int64_t feat, int64_t requested, DataType values) {
   const bool narrow = values == DataType::kFloat16 || values == DataType::kBFloat16;
   return LaneRun(feat, requested > 0 ? requested : narrow ? kDefaultFeaturesPerThread16 : kDefaultFeaturesPerThread);
@@ -673,14 +674,14 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   }
   Schedule sch(f);
   sch.Specialize(script_sizes);
-  if (recipe == "csrmm" || recipe == "csrmm_segments") {
+  if (recipe == "csrmm") {
     const int64_t feat = Size(sizes, "feat_size");
-    const int64_t per_thread = CudaFeaturesPerThread(feat, requested, BufferDtype(f, "A"));
-    if (recipe == "csrmm") {
-      Csrmm(sch, feat, per_thread);
-    } else {
-      CsrmmSegments(sch, feat, per_thread);
-    }
+    Csrmm(sch, feat, CudaFeaturesPerThread(feat, requested, BufferDtype(f, "A")));
+  } else if (recipe == "csrmm_segments") {
+    // A stage-III script that binds its own loops: the recipe sizes its
+    // thread groups as csrmm's.
+    const SegmentGroups groups = CudaSegmentGroups(Size(sizes, "feat_size"), requested, BufferDtype(f, "A"));
+    sch.Specialize({{"lanes", groups.lanes}, {"per_thread", groups.per_thread}, {"group", groups.group}});
   } else if (recipe == "csrmm_mean") {
     CsrmmMean(sch, Size(sizes, "feat_size"));
   } else if (recipe == "csrmm_heads") {

@@ -102,6 +102,16 @@ extern const char* const kBsrmmRowsPerThread;
 // rows if fewer; 0: one output per thread).
 BsrmmTile CudaBsrmmTile(DataType values, int64_t block_h, int64_t block_w, int64_t feat, int64_t requested);
 
+// The thread groups of kernels/csrmm_segments.py (a stage-III script whose
+// sizes the recipe specializes and the operator passes): `lanes` threads
+// over a segment's features (as csrmm's rows: CudaRowLanes), each owning
+// `per_thread` consecutive ones (CudaFeaturesPerThread with `requested`),
+// and `group` segments a block.
+struct SegmentGroups {
+  int64_t lanes, per_thread, group;
+};
+SegmentGroups CudaSegmentGroups(int64_t feat, int64_t requested, DataType values);
+
 // Threads of a csrmm row group: the feature width rounded up to a power of
 // two, at most a warp (32).
 int64_t CudaRowLanes(int64_t feat);
