@@ -633,7 +633,6 @@ BsrmmTile CudaBsrmmTile(DataType values, int64_t block_h, int64_t block_w, int64
   return tile;
 }
 
-
 SegmentGroups CudaSegmentGroups(int64_t feat, int64_t requested, DataType values) {
   SegmentGroups groups;
   groups.lanes = CudaRowLanes(feat);

@@ -317,10 +317,21 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
   return body;
 }
 
+// True if `e` loads from a buffer (whose element the cached body may change).
+bool ReadsABuffer(const Expr& e) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void Visit(const BufferLoadNode*) override { found = true; }
+  } finder;
+  finder.VisitExpr(e);
+  return finder.found;
+}
+
 // The conditions that enclose every access to `buffer` in `body` (in the
-// then-branch of an `if`) and read nothing bound inside it: a split's guard
-// on a thread's outer parts, around both a reduction's init and its update.
-// A local cache's copies take them too, so that they touch only the
+// then-branch of an `if`) and read no buffer and nothing bound inside it: a
+// split's guard on a thread's outer parts, around both a reduction's init
+// and its update, the same for the whole of one iteration of the cached
+// loop. A local cache's copies take them too, so that they touch only the
 // elements the guarded accesses may, never the ones past a row's end.
 class CommonGuards : public IRVisitor {
  public:
@@ -330,9 +341,9 @@ class CommonGuards : public IRVisitor {
     VisitStmt(body);
     std::vector<Expr> out;
     for (const Expr& cond : common_.value_or(std::vector<Expr>{})) {
-      bool inner = false;
-      for (const VarNode* v : bound_.vars) inner |= Uses(cond, v);
-      if (!inner) out.push_back(cond);
+      bool varies = ReadsABuffer(cond);
+      for (const VarNode* v : bound_.vars) varies |= Uses(cond, v);
+      if (!varies) out.push_back(cond);
     }
     return out;
   }
@@ -405,10 +416,10 @@ bool IsCommonGuard(const Expr& cond, const std::vector<Expr>& guards) {
 // left to the C++ compiler: a read of output memory that was never written
 // maps the shared zero page, and the first write then costs a second page
 // fault plus a TLB shootdown.
-// `once` gives the variables of enclosing loops that run once (a warp axis of
-// extent 1, RunOnce) their values, so that an index such as `w * 32 + c` is seen as
-// `c`. The nest may pass through `guards`, which guard the copies too: where
-// they fail, nothing touches the cache.
+// `once` gives the variables of enclosing loops that run once (a warp axis
+// of extent 1, RunOnce) their values, so that an index such as `w * 32 + c`
+// is seen as `c`. The nest may pass through `guards`, which guard the
+// copies too: where they fail, nothing touches the cache.
 bool OverwritesFirst(const Stmt& body, const Buffer& cache, const VarMap& once, const std::vector<Expr>& guards) {
   Stmt s = body;
   if (const auto* seq = s->as<SeqNode>()) {
