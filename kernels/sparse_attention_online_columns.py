@@ -25,13 +25,15 @@ def sparse_attention_online_columns(
     # equal), so a step has every group's k row in flight at once, not four;
     # a group sums its parts with T.sp.lane_sum(..., column_lanes). The
     # step's largest score (lane_max) rescales the running sums as in the
-    # online softmax; then the lanes turn to the features: each column's
-    # weight and number go to every lane (T.sp.lane_shuffle) and the warp
+    # online softmax (the weights' sum kept per lane, each group's first lane
+    # adding its columns', and summed over the warp once at the end: one
+    # reduction a step fewer); then the lanes turn to the features: each
+    # column's weight and number go to every lane (T.sp.lane_shuffle) and the warp
     # adds the weighted v rows, each lane its features (ACC: a run of
     # value_dim / 32 in vector loads where 32 divides value_dim, else every
     # 32nd), the step's v rows in flight together. A column past the row's
     # end scores -inf and adds nothing; a row without allowed columns gives
-    # zeros. The row's log-sum-exp MX + log(SM) goes to LSE (-inf for a row
+    # zeros. The row's log-sum-exp MX + log(sum) goes to LSE (-inf for a row
     # without columns): the backward reads it instead of recomputing the
     # softmax. The lane operations are bound to names before any condition
     # uses them: every lane of the warp must reach each of them.
@@ -90,9 +92,9 @@ def sparse_attention_online_columns(
                             grown: T.float32 = T.max(MX[0], step_max)
                             rescale: T.float32 = T.exp(MX[0] - grown)
                             weight: T.float32 = T.exp(score - grown)
-                            step_sum: T.float32 = T.sp.lane_sum(T.if_then_else(part == 0, weight, T.float32(0.0)), 32)
                             MX[0] = grown
-                            SM[0] = SM[0] * rescale + step_sum
+                            # Each group's first lane sums its own columns' weights; the lanes' sums meet once, after.
+                            SM[0] = SM[0] * rescale + T.if_then_else(part == 0, weight, T.float32(0.0))
                             for t in T.unroll((value_dim + 31) // 32):
                                 ACC[t] = ACC[t] * rescale
                             for u in T.unroll(32 // column_lanes):
@@ -110,7 +112,8 @@ def sparse_attention_online_columns(
                                             if t * 32 + lane < value_dim:
                                                 vt: T.float32 = T.Cast(T.float32, V[h, col_u, t * 32 + lane])
                                                 ACC[t] = ACC[t] + weight_u * vt
-                        norm: T.float32 = T.if_then_else(SM[0] > T.float32(0.0), T.float32(1.0) / SM[0], T.float32(0.0))
+                        total: T.float32 = T.sp.lane_sum(SM[0], 32)
+                        norm: T.float32 = T.if_then_else(total > T.float32(0.0), T.float32(1.0) / total, T.float32(0.0))
                         if value_dim % 32 == 0:
                             for t in T.vectorized((value_dim + 31) // 32):
                                 O[h, i, lane * ((value_dim + 31) // 32) + t] = T.Cast("float32", ACC[t] * norm)
@@ -120,4 +123,4 @@ def sparse_attention_online_columns(
                                     O[h, i, t * 32 + lane] = T.Cast("float32", ACC[t] * norm)
                         if lane == 0:
                             # (i + lane is i here: the index shows that one lane writes.)
-                            LSE[h, i + lane] = MX[0] + T.log(SM[0])
+                            LSE[h, i + lane] = MX[0] + T.log(total)

@@ -70,9 +70,8 @@ def sparse_attention_online_columns(
                             grown: T.float32 = T.max(MX[0], step_max)
                             rescale: T.float32 = T.exp(MX[0] - grown)
                             weight: T.float32 = T.exp(score - grown)
-                            step_sum: T.float32 = T.sp.lane_sum(T.Select(part == 0, weight, T.float32(0.0)), 32)
                             MX[0] = grown
-                            SM[0] = SM[0] * rescale + step_sum
+                            SM[0] = SM[0] * rescale + T.Select(part == 0, weight, T.float32(0.0))
                             for t in T.unroll(2):
                                 ACC[t] = ACC[t] * rescale
                             for u in T.unroll(16):
@@ -89,7 +88,8 @@ def sparse_attention_online_columns(
                                             if t * 32 + lane < 64:
                                                 vt: T.float32 = T.Cast("float32", V[h, col_u, t * 32 + lane])
                                                 ACC[t] = ACC[t] + weight_u * vt
-                        norm: T.float32 = T.Select(SM[0] > T.float32(0.0), T.float32(1.0) / SM[0], T.float32(0.0))
+                        total: T.float32 = T.sp.lane_sum(SM[0], 32)
+                        norm: T.float32 = T.Select(total > T.float32(0.0), T.float32(1.0) / total, T.float32(0.0))
                         if 0 == 0:
                             for t in T.vectorized(2):
                                 O[h, i, lane * 2 + t] = T.Cast("bfloat16", ACC[t] * norm)
@@ -98,4 +98,4 @@ def sparse_attention_online_columns(
                                 if t * 32 + lane < 64:
                                     O[h, i, t * 32 + lane] = T.Cast("bfloat16", ACC[t] * norm)
                         if lane == 0:
-                            LSE[h, i + lane] = MX[0] + T.log(SM[0])
+                            LSE[h, i + lane] = MX[0] + T.log(total)

@@ -70,9 +70,8 @@ def sparse_attention_online_columns(
                             grown: T.float32 = T.max(MX[0], step_max)
                             rescale: T.float32 = T.exp(MX[0] - grown)
                             weight: T.float32 = T.exp(score - grown)
-                            step_sum: T.float32 = T.sp.lane_sum(T.Select(part == 0, weight, T.float32(0.0)), 32)
                             MX[0] = grown
-                            SM[0] = SM[0] * rescale + step_sum
+                            SM[0] = SM[0] * rescale + T.Select(part == 0, weight, T.float32(0.0))
                             for t in T.unroll(4):
                                 ACC[t] = ACC[t] * rescale
                             for u in T.unroll(8):
@@ -89,7 +88,8 @@ def sparse_attention_online_columns(
                                             if t * 32 + lane < 100:
                                                 vt: T.float32 = V[h, col_u, t * 32 + lane]
                                                 ACC[t] = ACC[t] + weight_u * vt
-                        norm: T.float32 = T.Select(SM[0] > T.float32(0.0), T.float32(1.0) / SM[0], T.float32(0.0))
+                        total: T.float32 = T.sp.lane_sum(SM[0], 32)
+                        norm: T.float32 = T.Select(total > T.float32(0.0), T.float32(1.0) / total, T.float32(0.0))
                         if 4 == 0:
                             for t in T.vectorized(4):
                                 O[h, i, lane * 4 + t] = ACC[t] * norm
@@ -98,4 +98,4 @@ def sparse_attention_online_columns(
                                 if t * 32 + lane < 100:
                                     O[h, i, t * 32 + lane] = ACC[t] * norm
                         if lane == 0:
-                            LSE[h, i + lane] = MX[0] + T.log(SM[0])
+                            LSE[h, i + lane] = MX[0] + T.log(total)

@@ -69,9 +69,8 @@ def sparse_attention_online_columns(
                             grown: T.float64 = T.max(MX[0], step_max)
                             rescale: T.float64 = T.exp(MX[0] - grown)
                             weight: T.float64 = T.exp(score - grown)
-                            step_sum: T.float64 = T.sp.lane_sum(T.Select(part == 0, weight, T.float64(0.0)), 32)
                             MX[0] = grown
-                            SM[0] = SM[0] * rescale + step_sum
+                            SM[0] = SM[0] * rescale + T.Select(part == 0, weight, T.float64(0.0))
                             for t in T.unroll(1):
                                 ACC[t] = ACC[t] * rescale
                             for u in T.unroll(32):
@@ -88,7 +87,8 @@ def sparse_attention_online_columns(
                                             if t * 32 + lane < 1:
                                                 vt: T.float64 = V[h, col_u, t * 32 + lane]
                                                 ACC[t] = ACC[t] + weight_u * vt
-                        norm: T.float64 = T.Select(SM[0] > T.float64(0.0), T.float64(1.0) / SM[0], T.float64(0.0))
+                        total: T.float64 = T.sp.lane_sum(SM[0], 32)
+                        norm: T.float64 = T.Select(total > T.float64(0.0), T.float64(1.0) / total, T.float64(0.0))
                         if 1 == 0:
                             for t in T.vectorized(1):
                                 O[h, i, lane + t] = ACC[t] * norm
@@ -97,4 +97,4 @@ def sparse_attention_online_columns(
                                 if t * 32 + lane < 1:
                                     O[h, i, t * 32 + lane] = ACC[t] * norm
                         if lane == 0:
-                            LSE[h, i + lane] = MX[0] + T.log(SM[0])
+                            LSE[h, i + lane] = MX[0] + T.log(total)
