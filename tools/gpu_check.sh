@@ -16,10 +16,10 @@
 # forward + backward) once per $SPARSETIR_CUDA_ATTENTION_COLUMN_LANES (lanes
 # that score a column; 0: a warp per column; ATTENTION_ARGS adds options,
 # ATTENTION_LIMIT bounds each), each into DIR/attention-L; BSRMM_ROWS, when
-# set ("4 0 2 8"), times bsrmm once per
-# $SPARSETIR_CUDA_BSRMM_ROWS (rows of a block a thread owns; 0: one output
-# per thread; BSRMM_ARGS adds options, BSRMM_LIMIT bounds each), each into
-# DIR/bsrmm-R.
+# set ("4 0 2 8"), times bsrmm and bsr_linear once per
+# $SPARSETIR_CUDA_BSRMM_ROWS (rows of a block a bsrmm thread owns; 0: one
+# output per thread, in bsr_linear too; BSRMM_ARGS adds options,
+# BSRMM_LIMIT bounds each), each into DIR/bsrmm-R.
 #
 #     bash tools/gpu_check.sh [DIR]
 set -uo pipefail
@@ -82,7 +82,7 @@ done
 for rows in ${BSRMM_ROWS:-}; do
   # shellcheck disable=SC2086
   TAIL=16 step "bsrmm-$rows" "${BSRMM_LIMIT:-90}" env SPARSETIR_CUDA_BSRMM_ROWS="$rows" "$PY" \
-    benchmarks/bench_cuda.py --ops bsrmm ${BSRMM_ARGS:-} \
+    benchmarks/bench_cuda.py --ops bsrmm,bsr_linear ${BSRMM_ARGS:-} \
     --time-limit "$(inner "${BSRMM_LIMIT:-90}" 10)" --out "$out/bsrmm-$rows"
 done
 pack

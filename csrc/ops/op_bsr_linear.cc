@@ -3,6 +3,7 @@
 // (nnzb, bh, bw)), the forward pass of a Linear layer with a pruned weight,
 // computed on x as it is (batch rows contiguous) without transposing it.
 // Leading dimensions of x are batch dimensions.
+#include "csr_kernels.h"
 #include "kernel_library.h"
 #include "recipes/cuda_recipes.h"
 #include "tensor_args.h"
@@ -112,8 +113,13 @@ at::Tensor BsrLinear(const at::Tensor& x, const at::Tensor& indptr, const at::Te
     return BsrLinear(xc.to(at::kFloat), csr.indptr, csr.indices, blocks.to(at::kFloat)).to(xc.scalar_type());
   }
   at::Tensor out = EmptyOutput({batch, out_features}, xc.options());
-  auto kernel = GetOpKernel({"bsr_linear", "bsr_linear", wt.scalar_type(), csr.indptr.scalar_type(),
-                             {{"block_h", block_h}, {"block_w", block_w}}, GatherPrefetch::kToL1, target});
+  std::map<std::string, int64_t> sizes{{"block_h", block_h}, {"block_w", block_w}};
+  if (target.is_cuda()) {
+    // $SPARSETIR_CUDA_BSRMM_ROWS=0 asks for a thread per output here too.
+    if (const int64_t rows = CudaBsrmmRowsSetting(); rows >= 0) sizes[kBsrmmRowsPerThread] = rows;
+  }
+  auto kernel = GetOpKernel({"bsr_linear", "bsr_linear", wt.scalar_type(), csr.indptr.scalar_type(), sizes,
+                             GatherPrefetch::kToL1, target});
   KernelCall call(*kernel);
   SetBlockStructure(call, csr, block_columns, block_h, block_w)
       .Set("x", xc.reshape({batch, in_features}))

@@ -694,6 +694,43 @@ def test_emulated_bsrmm_register_tiles_match_float64(emulate, monkeypatch, rows,
     assert torch.all(out[2 * bh:3 * bh] == 0), "an empty block row gives zeros"
 
 
+def test_bsr_linear_threads_own_a_vector_of_outputs(monkeypatch):
+    # A thread's 4 outputs of a block row (float32) sum in registers: per 4
+    # columns of a block one vector of the batch row and 4 of WT's rows.
+    monkeypatch.delenv("SPARSETIR_CUDA_BSRMM_ROWS", raising=False)
+    source = _C.op_kernel("bsr_linear", "bsr_linear", "float32", "int32", {"block_h": 32, "block_w": 32},
+                          "cuda").source
+    assert "float Y_local[4];" in source and "float WT_local[16];" in source and "float X_local[4];" in source
+    assert "sparsetir_vload<float, 4>(&WT[" in source and "sparsetir_vload<float, 4>(&X[" in source
+    earlier = _C.op_kernel("bsr_linear", "bsr_linear", "float32", "int32",
+                           {"block_h": 32, "block_w": 32, "rows_per_thread": 0}, "cuda").source
+    assert "float Y_local[1];" in earlier and "WT_local" not in earlier
+
+
+# Blocks whose rows the vectors divide or not (20: a window of 32 outputs,
+# 5 of 8 lanes busy), odd blocks, rows over several windows (130), batches
+# that do not fill a block of threads; the earlier kernel (rows "0") alike.
+@pytest.mark.parametrize("rows", [None, "0"])
+@pytest.mark.parametrize("block", [(32, 32), (20, 8), (6, 3), (130, 2)])
+@pytest.mark.parametrize("dtype, idtype", [("float32", "int32"), ("float64", "int64"), ("float16", "int32")])
+def test_emulated_bsr_linear_register_tiles_match_float64(emulate, monkeypatch, rows, block, dtype, idtype):
+    if rows is None:
+        monkeypatch.delenv("SPARSETIR_CUDA_BSRMM_ROWS", raising=False)
+    else:
+        monkeypatch.setenv("SPARSETIR_CUDA_BSRMM_ROWS", rows)
+    bh, bw = block
+    indptr, indices, blocks = random_bsr(4, 5, bh, bw, 0.5, seed=bh * 3 + bw, idtype=idtype, empty_rows=(1,))
+    blocks_t = to_tensor(blocks, dtype)
+    x = to_tensor(np.random.default_rng(bh).uniform(-1, 1, (3, 7, 5 * bw)), dtype)  # 21 batch rows
+    before = _C.emulated_runs()
+    y = ops.bsr_linear(x, indptr, indices, blocks_t)
+    assert _C.emulated_runs() == before + 1, "the CUDA path did not run"
+    wd = bsr_dense(indptr, indices, blocks_t.double().numpy(), 4, 5)
+    xd = x.double().numpy()
+    assert_within_bound(y, xd @ wd.T, np.abs(xd) @ np.abs(wd.T), 5 * bw, dtype, "emulated bsr_linear tiles")
+    assert torch.all(y[..., bh:2 * bh] == 0), "an empty block row gives zeros"
+
+
 def test_emulated_multi_head_gradients_match_the_cpu_kernels(emulate, monkeypatch):
     # The backward of a multi-head spmm runs sddmm heads and a per-head spmm
     # on the transpose; of sddmm add, sums by row and column.

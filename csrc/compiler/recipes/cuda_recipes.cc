@@ -502,6 +502,39 @@ void BsrLinear(Schedule& sch, int64_t block_h) {
   BindBlockRows(sch, sch.GetLoops("bsr_linear_init").back(), block_h);
 }
 
+// bsr_linear in register tiles (BsrLinearTile): loops i, n, j, bj, bi. A
+// block row of the weight per blockIdx.y, `batch_threads` batch rows per
+// block (threadIdx.y, blockIdx.x beyond), a window of lanes x `features`
+// outputs of the block row per blockIdx.z; a thread owns `features`
+// consecutive outputs of one batch row, summed in registers over the row's
+// blocks. Per `columns` columns of a block it loads the batch row's values,
+// one vector (the same address across the lanes), and WT's rows of its
+// outputs, one vector each, then makes columns x features multiply-adds
+// from registers: 5 vector loads for 16 where a thread per output made two
+// loads per multiply-add. The init is merged into the thread's loops.
+void BsrLinearTiles(Schedule& sch, const BsrLinearTile& tile) {
+  auto loops = sch.GetLoops("bsr_linear");  // i, n, j, bj, bi
+  auto n = sch.Split(loops[1], {std::nullopt, tile.batch_threads});
+  auto bi = sch.Split(loops[4], {std::nullopt, tile.lanes, tile.features});
+  auto bj = sch.Split(loops[3], {std::nullopt, tile.columns});
+  sch.Reorder({bi[0], bi[1], loops[2], bj[0], bj[1], bi[2]});
+  auto init = sch.GetLoops("bsr_linear_init");  // i, n_0, n_1, bi
+  auto init_bi = sch.Split(init.back(), {std::nullopt, tile.lanes, tile.features});
+  const std::string window = sch.Merge({init_bi[0], bi[0]});
+  const std::string lanes = sch.Merge({init_bi[1], bi[1]});
+  sch.Bind(loops[0], "blockIdx.y");
+  sch.Bind(n[0], "blockIdx.x");
+  sch.Bind(n[1], "threadIdx.y");
+  sch.Bind(window, "blockIdx.z");
+  sch.Bind(lanes, "threadIdx.x");
+  sch.Vectorize(init_bi[2]);
+  sch.Unroll(bj[1]);
+  sch.Vectorize(bi[2]);
+  sch.CacheWrite(lanes, "Y", "local");
+  sch.CacheRead(bj[0], "X", "local");
+  sch.CacheRead(bj[0], "WT", "local");
+}
+
 // The block loops (bi, bj) of one stored block: bj over threadIdx.x (and
 // blockIdx.y beyond a warp), bi over threadIdx.y (and blockIdx.z beyond the
 // kMaxBlockThreads a block of threads may have). Returns the innermost part
@@ -633,6 +666,19 @@ BsrmmTile CudaBsrmmTile(DataType values, int64_t block_h, int64_t block_w, int64
   return tile;
 }
 
+BsrLinearTile CudaBsrLinearTile(DataType values, int64_t block_h, int64_t block_w, int64_t requested) {
+  if (requested == 0) return BsrLinearTile{0, 1, 1, 1};
+  const int64_t vector = values == DataType::kFloat64 ? 2 : 4;
+  BsrLinearTile tile;
+  tile.features = vector;
+  while (block_h % tile.features != 0) tile.features /= 2;
+  tile.columns = vector;
+  while (block_w % tile.columns != 0) tile.columns /= 2;
+  tile.lanes = CudaRowLanes(block_h / tile.features);
+  tile.batch_threads = std::max<int64_t>(1, kBlockThreads / tile.lanes);
+  return tile;
+}
+
 SegmentGroups CudaSegmentGroups(int64_t feat, int64_t requested, DataType values) {
   SegmentGroups groups;
   groups.lanes = CudaRowLanes(feat);
@@ -700,7 +746,13 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
       Bsrmm(sch, block_h, feat);
     }
   } else if (recipe == "bsr_linear") {
-    BsrLinear(sch, Size(sizes, "block_h"));
+    const BsrLinearTile tile = CudaBsrLinearTile(BufferDtype(f, "X"), Size(sizes, "block_h"),
+                                                 Size(sizes, "block_w"), rows_per_thread);
+    if (tile.features > 0) {
+      BsrLinearTiles(sch, tile);
+    } else {
+      BsrLinear(sch, Size(sizes, "block_h"));
+    }
   } else if (recipe == "bsr_linear_tiles") {
     if (!BsrLinearOnTensorCores(BufferDtype(f, "X"), Size(sizes, "block_h"), Size(sizes, "block_w")) ||
         Size(sizes, "tile_rows") != kMmaRows) {

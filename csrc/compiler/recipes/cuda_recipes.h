@@ -102,6 +102,18 @@ extern const char* const kBsrmmRowsPerThread;
 // rows if fewer; 0: one output per thread).
 BsrmmTile CudaBsrmmTile(DataType values, int64_t block_h, int64_t block_w, int64_t feat, int64_t requested);
 
+// The register tile of the SIMT bsr_linear (Y = X W^T with blocks that do
+// not take tensor cores): a thread owns `features` consecutive outputs of a
+// block row for one batch row and steps through a block `columns` columns at
+// a time; `lanes` threads (threadIdx.x) cover a window of lanes x features
+// outputs (blockIdx.z over the windows), `batch_threads` (threadIdx.y) as
+// many batch rows. features == 0: a thread per output element (the earlier
+// kernel; `requested` == 0, from $SPARSETIR_CUDA_BSRMM_ROWS, asks for it).
+struct BsrLinearTile {
+  int64_t features, columns, lanes, batch_threads;
+};
+BsrLinearTile CudaBsrLinearTile(DataType values, int64_t block_h, int64_t block_w, int64_t requested);
+
 // The thread groups of kernels/csrmm_segments.py (a stage-III script whose
 // sizes the recipe specializes and the operator passes): `lanes` threads
 // over a segment's features (as csrmm's rows: CudaRowLanes), each owning

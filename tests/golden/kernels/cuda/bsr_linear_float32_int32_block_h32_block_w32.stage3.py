@@ -20,28 +20,40 @@ def bsr_linear(
     J_indices = T.match_buffer(indices, (nnzb,), "int32")
     T.assume_buffer_domain(J_indptr, [0, nnzb])
     T.assume_buffer_domain(J_indices, [0, nb - 1])
-    v14: T.int32 = (batch + 3) // 4
+    v28: T.int32 = (batch + 15) // 16
     for i in T.thread_binding(mb, thread="blockIdx.y"):
-        for n_0 in T.thread_binding(v14, thread="blockIdx.x"):
-            for n_1 in T.thread_binding(4, thread="threadIdx.y"):
-                if n_0 * 4 + n_1 < batch:
-                    v1: T.int32 = n_0 * 4 + n_1
+        for n_0 in T.thread_binding(v28, thread="blockIdx.x"):
+            for n_1 in T.thread_binding(16, thread="threadIdx.y"):
+                if n_0 * 16 + n_1 < batch:
+                    v25: T.int32 = n_0 * 16 + n_1
+                    v26: T.int32 = J_indptr[i + 1] - J_indptr[i]
+                    v27: T.int32 = J_indptr[i]
                     for bi_init_0 in T.thread_binding(1, thread="blockIdx.z"):
-                        for bi_init_1 in T.thread_binding(32, thread="threadIdx.x"):
-                            with T.block("bsr_linear_init"):
-                                Y[v1, i, bi_init_0 * 32 + bi_init_1] = T.float32(0.0)
-                    v11: T.int32 = n_0 * 4 + n_1
-                    v12: T.int32 = J_indptr[i + 1] - J_indptr[i]
-                    v13: T.int32 = J_indptr[i]
-                    for bi_0 in T.thread_binding(1, thread="blockIdx.z"):
-                        for bi_1 in T.thread_binding(32, thread="threadIdx.x"):
-                            Y_local = T.alloc_buffer((1,), "float32", scope="local")
-                            Y_local[0] = Y[v11, i, bi_0 * 32 + bi_1]
-                            v7: T.int32 = bi_0 * 32 + bi_1
-                            for j in T.serial(v12):
-                                v3: T.int32 = J_indices[v13 + j]
-                                v4: T.int32 = v13 + j
-                                for bj in T.serial(32):
-                                    with T.block("bsr_linear"):
-                                        Y_local[0] = Y_local[0] + X[v11, v3, bj] * WT[v4, bj, v7]
-                            Y[v11, i, bi_0 * 32 + bi_1] = Y_local[0]
+                        for bi_init_1 in T.thread_binding(8, thread="threadIdx.x"):
+                            Y_local = T.alloc_buffer((4,), "float32", scope="local")
+                            for bi_init_2 in T.vectorized(4):
+                                with T.block("bsr_linear_init"):
+                                    Y_local[bi_init_2] = T.float32(0.0)
+                            v16: T.int32 = bi_init_0 * 32 + bi_init_1 * 4
+                            for j in T.serial(v26):
+                                v12: T.int32 = v27 + j
+                                v15: T.int32 = J_indices[v12]
+                                for bj_0 in T.serial(8):
+                                    WT_local = T.alloc_buffer((4, 4), "float32", scope="local")
+                                    for ax0 in T.unroll(4):
+                                        v4: T.int32 = bj_0 * 4 + ax0
+                                        for ax1_o in T.unroll(1):
+                                            for ax1_i in T.vectorized(4):
+                                                WT_local[ax0, ax1_o * 4 + ax1_i] = WT[v12, v4, v16 + (ax1_o * 4 + ax1_i)]
+                                    X_local = T.alloc_buffer((4,), "float32", scope="local")
+                                    for ax0_o in T.unroll(1):
+                                        for ax0_i in T.vectorized(4):
+                                            X_local[ax0_o * 4 + ax0_i] = X[v25, v15, bj_0 * 4 + (ax0_o * 4 + ax0_i)]
+                                    for bj_1 in T.unroll(4):
+                                        for bi_2 in T.vectorized(4):
+                                            with T.block("bsr_linear"):
+                                                Y_local[bi_2] = Y_local[bi_2] + X_local[bj_1] * WT_local[bj_1, bi_2]
+                            v21: T.int32 = bi_init_0 * 32 + bi_init_1 * 4
+                            for ax0_o in T.unroll(1):
+                                for ax0_i in T.vectorized(4):
+                                    Y[v25, i, v21 + (ax0_o * 4 + ax0_i)] = Y_local[ax0_o * 4 + ax0_i]
