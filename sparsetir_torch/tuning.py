@@ -597,13 +597,15 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
         block_h, block_w = A.values.shape[1:]
         sizes.update(block_h=int(block_h), block_w=int(block_w))
         out["block"] = (int(block_h), int(block_w))
-        if _C.cuda_bsrmm_rows_setting() >= 0:  # $SPARSETIR_CUDA_BSRMM_ROWS, as the operator passes it
-            sizes["rows_per_thread"] = _C.cuda_bsrmm_rows_setting()
+        # The SIMT kernel's register tile, as the operator picks it for A's block rows on A's device (a CPU A: the
+        # device the emulator stands for): rows x features outputs a thread (rows 0: one output a thread).
+        device = str(A.indptr.device) if A.indptr.is_cuda else "cpu"
+        tile = _C.cuda_bsrmm_tile(int(block_h), int(block_w), k, torch.empty(0, dtype=getattr(torch, value_dtype)),
+                                  int(A.shape[0]) // int(block_h), device)
+        sizes["rows_per_thread"] = tile["rows"]
     out["schedule"] = _C.recipe_trace(script, recipe, value_dtype, index_dtype, sizes, "cuda")
     if op == "bsrmm":
         out["tensor_cores"] = "sch.tensorize(" in out["schedule"]
         if not out["tensor_cores"]:
-            # The SIMT kernel's register tile: rows x features outputs a thread (rows 0: one output a thread).
-            out["tile"] = _C.cuda_bsrmm_tile(sizes["block_h"], sizes["block_w"], k,
-                                             torch.empty(0, dtype=getattr(torch, value_dtype)))
+            out["tile"] = tile
     return out

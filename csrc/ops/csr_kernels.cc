@@ -119,8 +119,37 @@ int64_t CudaBsrmmRowsSetting() {
                     "a number of rows per thread from 1 to 16, or 0 (one output per thread)");
 }
 
-BsrmmTile CudaBsrmmTileFor(int64_t block_h, int64_t block_w, int64_t feat, at::ScalarType dtype) {
-  return CudaBsrmmTile(FromTorch(dtype), block_h, block_w, feat, CudaBsrmmRowsSetting());
+namespace {
+
+// A quarter of the device's resident warps: below that, a bsrmm whose
+// threads wait on their loads one step after another leaves too few warps
+// to cover the wait, so its tiles take fewer rows (more threads).
+constexpr int64_t kBsrmmOccupancyShare = 4;
+
+// The warps a bsrmm launch of `tile` over `block_rows` block rows runs.
+int64_t BsrmmWarps(const BsrmmTile& tile, int64_t block_rows, int64_t feat) {
+  const int64_t window = tile.lanes * tile.features, threads = tile.lanes * tile.row_threads;
+  return block_rows * ((feat + window - 1) / window) * tile.row_slices * ((threads + 31) / 32);
+}
+
+}  // namespace
+
+int64_t CudaBsrmmRowsFor(int64_t block_rows, int64_t block_h, int64_t block_w, int64_t feat, at::ScalarType dtype,
+                         const c10::Device& device) {
+  const int64_t set = CudaBsrmmRowsSetting();
+  if (set >= 0 || block_rows <= 0) return set;
+  const int64_t resident = device.is_cuda() ? ResidentWarps(device.index()) : kEmulatedResidentWarps;
+  for (const int64_t rows : {4, 2}) {
+    const BsrmmTile tile = CudaBsrmmTile(FromTorch(dtype), block_h, block_w, feat, rows);
+    if (BsrmmWarps(tile, block_rows, feat) * kBsrmmOccupancyShare >= resident) return rows;
+  }
+  return 1;
+}
+
+BsrmmTile CudaBsrmmTileFor(int64_t block_rows, int64_t block_h, int64_t block_w, int64_t feat, at::ScalarType dtype,
+                           const c10::Device& device) {
+  return CudaBsrmmTile(FromTorch(dtype), block_h, block_w, feat,
+                       CudaBsrmmRowsFor(block_rows, block_h, block_w, feat, dtype, device));
 }
 
 int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::ScalarType dtype,

@@ -62,11 +62,20 @@ int64_t CudaFeaturesPerThreadFor(int64_t feat, at::ScalarType dtype);
 // kBsrmmRowsPerThread when set.
 int64_t CudaBsrmmRowsSetting();
 
-// The register tile of the cuda bsrmm for blocks of block_h x block_w values
-// of `dtype` and `feat` features, with $SPARSETIR_CUDA_BSRMM_ROWS applied
-// (rows == 0: one output per thread). Blocks that take tensor cores
-// (16-bit, sides of multiples of 16) do not use it.
-BsrmmTile CudaBsrmmTileFor(int64_t block_h, int64_t block_w, int64_t feat, at::ScalarType dtype);
+// The rows a thread of the cuda bsrmm owns for `block_rows` block rows of
+// block_h x block_w values of `dtype` and `feat` features on `device` (a CPU
+// device: under the emulator, standing for an H100):
+// $SPARSETIR_CUDA_BSRMM_ROWS where set, else 4, or 2, or 1 where fewer rows
+// are needed for the launch to fill a quarter of the device's resident
+// warps. -1 (the recipe's choice) for block_rows <= 0 (no structure given).
+int64_t CudaBsrmmRowsFor(int64_t block_rows, int64_t block_h, int64_t block_w, int64_t feat, at::ScalarType dtype,
+                         const c10::Device& device);
+
+// The register tile of the cuda bsrmm with those rows (rows == 0: one output
+// per thread). Blocks that take tensor cores (16-bit, sides of multiples of
+// 16) do not use it.
+BsrmmTile CudaBsrmmTileFor(int64_t block_rows, int64_t block_h, int64_t block_w, int64_t feat, at::ScalarType dtype,
+                           const c10::Device& device);
 
 // The lanes of the cpu sddmm that computes four of a row's dot products at
 // a time (kernels/sddmm_dot_groups.py) for x on `target`, when the rows of y

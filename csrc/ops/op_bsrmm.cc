@@ -31,7 +31,7 @@ at::Tensor Bsrmm(const at::Tensor& indptr, const at::Tensor& indices, const at::
   if (out.numel() == 0) return out;
   std::map<std::string, int64_t> sizes{{"block_h", block_h}, {"block_w", block_w}, {"feat_size", feat}};
   if (target.is_cuda()) {
-    if (const int64_t rows = CudaBsrmmRowsSetting(); rows >= 0) sizes[kBsrmmRowsPerThread] = rows;
+    sizes[kBsrmmRowsPerThread] = CudaBsrmmRowsFor(csr.rows(), block_h, block_w, feat, a.scalar_type(), b.device());
   }
   auto kernel = GetOpKernel({"bsrmm", "bsrmm", a.scalar_type(), csr.indptr.scalar_type(), sizes,
                              GatherPrefetch::kToL1, target});

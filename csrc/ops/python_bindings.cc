@@ -631,13 +631,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("cuda_attention_column_lanes", &CudaAttentionColumnLanes, py::arg("head_dim"), py::arg("element_bytes"),
         "The lanes that score one column in sparse_attention's one-pass cuda kernel for heads of head_dim "
         "features, k's elements of element_bytes (0: a warp per column).");
-  m.def("cuda_bsrmm_rows_setting", &CudaBsrmmRowsSetting,
-        "$SPARSETIR_CUDA_BSRMM_ROWS: the rows per thread the cuda bsrmm is asked for (0: one output per thread), "
-        "or -1 when unset.");
   m.def(
       "cuda_bsrmm_tile",
-      [](int64_t block_h, int64_t block_w, int64_t feat, const at::Tensor& like) {
-        const BsrmmTile tile = CudaBsrmmTileFor(block_h, block_w, feat, like.scalar_type());
+      [](int64_t block_h, int64_t block_w, int64_t feat, const at::Tensor& like, int64_t block_rows,
+         const std::string& device) {
+        const BsrmmTile tile =
+            CudaBsrmmTileFor(block_rows, block_h, block_w, feat, like.scalar_type(), c10::Device(device));
         py::dict out;
         out["rows"] = tile.rows;
         out["features"] = tile.features;
@@ -647,10 +646,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         out["row_slices"] = tile.row_slices;
         return out;
       },
-      py::arg("block_h"), py::arg("block_w"), py::arg("feat"), py::arg("like"),
+      py::arg("block_h"), py::arg("block_w"), py::arg("feat"), py::arg("like"), py::arg("block_rows") = 0,
+      py::arg("device") = "cpu",
       "The register tile of the cuda bsrmm (SIMT blocks) for blocks of block_h x block_w values of like's dtype "
       "and feat features: rows x features outputs a thread, columns of a block a step, lanes x row_threads "
-      "threads, row_slices slices of the block's rows over blockIdx.z (rows 0: one output per thread).");
+      "threads, row_slices slices of the block's rows over blockIdx.z (rows 0: one output per thread). With "
+      "block_rows > 0, the rows the operator takes for that many block rows on device ('cpu' = emulated): "
+      "fewer where 4 would leave the device's warps idle.");
   m.def("philox4x32", &PhiloxWords, py::arg("counter"), py::arg("key"),
         "The four 32-bit words Philox4x32-10 gives for a counter of 4 words and a key of 2: the generator of "
         "sparsetir::dropout's masks.");

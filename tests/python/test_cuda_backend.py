@@ -656,12 +656,27 @@ def test_bsrmm_rows_setting_is_checked(monkeypatch, value):
         _C.cuda_bsrmm_tile(32, 32, 64, torch.empty(0))
 
 
+@pytest.mark.parametrize("block_rows, feat, rows", [(1024, 256, 4), (128, 256, 2), (128, 64, 1), (1, 64, 1)])
+def test_bsrmm_takes_fewer_rows_where_four_would_leave_warps_idle(monkeypatch, block_rows, feat, rows):
+    # The emulator stands for an H100 (132 x 64 resident warps): 4 rows a
+    # thread while the launch has a quarter of them (2,112 warps). 128 block
+    # rows of 32 x 32 at K = 256 have 2,048 warps of 4-row tiles, 4,096 of
+    # 2-row ones; at K = 64 (16 lanes, one window) 512 and 1,024: 1 row.
+    monkeypatch.delenv("SPARSETIR_CUDA_BSRMM_ROWS", raising=False)
+    like = torch.empty(0)
+    assert _C.cuda_bsrmm_tile(32, 32, feat, like, block_rows)["rows"] == rows
+    assert _C.cuda_bsrmm_tile(32, 32, feat, like)["rows"] == 4  # no structure: the recipe's 4
+    monkeypatch.setenv("SPARSETIR_CUDA_BSRMM_ROWS", "8")
+    assert _C.cuda_bsrmm_tile(32, 32, feat, like, block_rows)["rows"] == 8  # the setting wins
+
+
 def test_explain_shows_the_bsrmm_register_tile(monkeypatch):
     monkeypatch.delenv("SPARSETIR_CUDA_BSRMM_ROWS", raising=False)
     a = torch.randn(64, 64).to_sparse_bsr((32, 32))
     plan = st.explain(a, op="bsrmm", k=256, device="cuda")
-    assert plan["tile"] == _C.cuda_bsrmm_tile(32, 32, 256, torch.empty(0))
-    assert 'sch.split("bi", factors=[None, 4, 4])' in plan["schedule"]
+    tile = _C.cuda_bsrmm_tile(32, 32, 256, torch.empty(0), 2)  # a's 2 block rows, on the emulated device
+    assert plan["tile"] == tile and tile["rows"] == 1
+    assert f'sch.split("bi", factors=[None, {tile["row_threads"]}, 1])' in plan["schedule"]
     assert 'sch.cache_read("bj_0", "A", "local")' in plan["schedule"]
     assert "tile" not in st.explain(a, op="bsrmm", k=256, device="cuda", dtype=torch.float16)  # tensor cores
     monkeypatch.setenv("SPARSETIR_CUDA_BSRMM_ROWS", "0")  # one output per thread, as the operator would run
@@ -670,10 +685,11 @@ def test_explain_shows_the_bsrmm_register_tile(monkeypatch):
     assert 'sch.bind("bi", "blockIdx.z")' in plan["schedule"]
 
 
-# Rows a thread (unset: the recipe's 4), blocks whose sides the tiles divide
-# or not, widths whose vectors fill the lanes or leave some idle (20: 5 of 8
-# lanes; 37: 37 of 64), every value dtype on its SIMT path.
-@pytest.mark.parametrize("rows", [None, "0", "1", "3", "8"])
+# Rows a thread (unset: 1 for these few block rows, where the occupancy rule
+# takes fewer rows), blocks whose sides the tiles divide or not, widths whose
+# vectors fill the lanes or leave some idle (20: 5 of 8 lanes; 37: 37 of
+# 64), every value dtype on its SIMT path.
+@pytest.mark.parametrize("rows", [None, "0", "2", "3", "4", "8"])
 @pytest.mark.parametrize("block, feat", [((32, 32), 64), ((4, 8), 20), ((6, 3), 37), ((16, 16), 40)])
 @pytest.mark.parametrize("dtype, idtype", [("float32", "int32"), ("float64", "int64"), ("float16", "int32")])
 def test_emulated_bsrmm_register_tiles_match_float64(emulate, monkeypatch, rows, block, feat, dtype, idtype):
