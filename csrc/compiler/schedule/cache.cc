@@ -317,16 +317,6 @@ Stmt CopyNest(const PrimFunc& f, const Buffer& buffer, const Buffer& cache, cons
   return body;
 }
 
-// True if `e` loads from a buffer (whose element the cached body may change).
-bool ReadsABuffer(const Expr& e) {
-  struct Finder : IRVisitor {
-    bool found = false;
-    void Visit(const BufferLoadNode*) override { found = true; }
-  } finder;
-  finder.VisitExpr(e);
-  return finder.found;
-}
-
 // The conditions that enclose every access to `buffer` in `body` (in the
 // then-branch of an `if`) and read no buffer and nothing bound inside it: a
 // split's guard on a thread's outer parts, around both a reduction's init
@@ -341,7 +331,7 @@ class CommonGuards : public IRVisitor {
     VisitStmt(body);
     std::vector<Expr> out;
     for (const Expr& cond : common_.value_or(std::vector<Expr>{})) {
-      bool varies = ReadsABuffer(cond);
+      bool varies = ReadsBuffer(cond);  // an element the cached body may change
       for (const VarNode* v : bound_.vars) varies |= Uses(cond, v);
       if (!varies) out.push_back(cond);
     }
