@@ -541,7 +541,8 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
     the row segments the operator would cut A into on A's device (a CPU A: on
     the device the emulator stands for); for bsrmm, A's blocks (16-bit blocks
     with sides of multiples of 16 and k a multiple of 8 run on tensor cores:
-    "tensor_cores" says which); for attention (sparse_attention's forward,
+    "tensor_cores" says which; the others' register tile, "tile", takes as
+    many rows a thread as A's block rows keep the device busy with); for attention (sparse_attention's forward,
     k the head dimension), whether it runs as one pass with an online softmax
     ("online_softmax") or through the multi-head operators, and what its
     backward runs ("backward")."""

@@ -37,8 +37,8 @@ void RunCsrmmMean(const at::Tensor& indptr, const at::Tensor& indices, const at:
 // segments of a split row add into a zeroed float32 (float64) workspace
 // atomically, in an order that varies from run to run, and the workspace's
 // rows are divided, rounded and copied into `out` once; rows without
-// non-zeros are zeroed. A cuda kernel: CUDA
-// tensors, or CPU tensors under EmulateCuda().
+// non-zeros are zeroed. A cuda kernel: CUDA tensors, or CPU tensors under
+// EmulateCuda().
 void RunCsrmmSegments(const RowSegments& segments, const at::Tensor& indices, const at::Tensor& values,
                       const at::Tensor& dense, const at::Tensor& lengths, bool divide, const at::Tensor& out);
 
@@ -56,10 +56,9 @@ int64_t CudaRowSegmentLength(const CsrSummary& structure, int64_t feat, at::Scal
 // values of `dtype`, with $SPARSETIR_CUDA_FEATURES_PER_THREAD applied.
 int64_t CudaFeaturesPerThreadFor(int64_t feat, at::ScalarType dtype);
 
-// The rows per thread the cuda bsrmm is asked for: $SPARSETIR_CUDA_BSRMM_ROWS
-// (1-16 rows; 0: one output per thread, the earlier kernel), or -1 when
-// unset (the recipe's choice). The operator passes it to the recipe as
-// kBsrmmRowsPerThread when set.
+// $SPARSETIR_CUDA_BSRMM_ROWS: the rows per thread asked of the cuda bsrmm
+// (1-16; 0: one output per thread, the earlier kernels of bsrmm and
+// bsr_linear), or -1 when unset.
 int64_t CudaBsrmmRowsSetting();
 
 // The rows a thread of the cuda bsrmm owns for `block_rows` block rows of
