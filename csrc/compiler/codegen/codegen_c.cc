@@ -179,6 +179,9 @@ void CodegenC::EmitStmt(const Stmt& s) {
     case StmtKind::kMma:
       EmitMma(s->as<MmaNode>());
       return;
+    case StmtKind::kBarrier:
+      EmitBarrier();
+      return;
     case StmtKind::kAllocate:
       EmitAllocate(s->as<AllocateNode>());
       return;
@@ -272,6 +275,12 @@ void CodegenC::EmitMma(const MmaNode* n) {
   throw UserError(UserErrorKind::kSchedule,
                   "T.sp.mma_sync (sch.tensorize) on '" + a->buffer->name + "' is a tensor-core instruction of the "
                   "cuda target; compile it with target=\"cuda\", or leave the loops untensorized for the cpu");
+}
+
+void CodegenC::EmitBarrier() {
+  throw UserError(UserErrorKind::kSchedule,
+                  "T.sp.sync_threads() waits for the threads of a cuda block; the cpu target has no block of "
+                  "threads: compile the kernel with target=\"cuda\"");
 }
 
 int64_t CodegenC::HorizontalSumLanes(const CallNode* n) {

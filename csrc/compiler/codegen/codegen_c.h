@@ -53,6 +53,8 @@ class CodegenC {
   virtual void EmitPrefetch(const PrefetchNode* n) {}
   // A warp's tile multiply-accumulate: only the CUDA target has tensor cores.
   virtual void EmitMma(const MmaNode* n);
+  // T.sp.sync_threads(): only the CUDA target has a block of threads.
+  virtual void EmitBarrier();
   // A lane reduction (Intrinsic::kLaneSum & co.): only the CUDA target has lanes.
   virtual std::string LaneReduction(const CallNode* n);
   // A lane's value given to its group (Intrinsic::kLaneShuffle): cuda only.

@@ -6,6 +6,8 @@
 #include "codegen/simt_emulator.h"
 #include "codegen/vector_access.h"
 #include "ir/functor.h"
+#include "ir/printer.h"
+#include "ir/substitute.h"
 #include "support/error.h"
 #include "transforms/lift_workspaces.h"
 #include "transforms/lower_lane_reductions.h"
@@ -36,6 +38,7 @@ class CodegenCudaImpl : public CodegenC {
     // warp, reductions across lanes, and shared caches filled by the whole
     // block.
     const PrimFunc f = LowerLaneReductions(LowerSharedCaches(LowerMmaFragments(stage3)));
+    own_barriers_ = f->body && HasBarrier(f->body);
     for (const Buffer& b : f->buffers) {
       if (b->kind != BufferKind::kMatch) continue;
       for (size_t i = 0; i < f->params.size(); ++i) {
@@ -271,6 +274,11 @@ class CodegenCudaImpl : public CodegenC {
          stride(1) + ", " + element(b) + stride(2) + stride(3) + ");");
   }
 
+  void EmitBarrier() override {
+    synchronizes_ = true;
+    Line("__syncthreads();");
+  }
+
   // A shared cache: one __shared__ array per block, whose first statement
   // (lower_shared_caches) is the fill that the block's threads share, between
   // two barriers: before it, no thread may still read the previous
@@ -283,6 +291,14 @@ class CodegenCudaImpl : public CodegenC {
       return;
     }
     synchronizes_ = true;
+    if (own_barriers_) {
+      // The script's own shared buffer: its T.sp.sync_threads() order the
+      // threads' writes and reads.
+      DeclareShared(n->buffer);
+      EmitStmt(n->body);
+      scope_.pop_back();
+      return;
+    }
     std::vector<const AllocateNode*> caches;
     Stmt rest;
     for (const AllocateNode* cache = n; cache;) {
@@ -352,13 +368,23 @@ class CodegenCudaImpl : public CodegenC {
 
   void DeclareShared(const Buffer& buffer) {
     int64_t elements = 1;
-    for (const Expr& dim : buffer->shape) elements *= *AsConstInt(dim);
+    for (const Expr& dim : buffer->shape) {
+      const int64_t* extent = AsConstInt(dim);
+      if (!extent) {
+        throw UserError(UserErrorKind::kSchedule, "shared buffer '" + buffer->name + "' has the extent " + Print(dim) +
+                                                      ", not a constant: a block declares its shared memory when "
+                                                      "the kernel is built; specialize the sizes it depends on");
+      }
+      elements *= *extent;
+    }
     shared_bytes_ += elements * BytesOf(buffer->dtype);
     if (shared_bytes_ > kMaxStaticSharedBytes) {
+      const std::string what = own_barriers_ ? "buffers" : "caches";
       throw UserError(UserErrorKind::kSchedule,
-                      "the shared caches of this kernel take " + std::to_string(shared_bytes_) + " bytes with '" +
+                      "the shared " + what + " of this kernel take " + std::to_string(shared_bytes_) + " bytes with '" +
                           buffer->name + "', more than the " + std::to_string(kMaxStaticSharedBytes) +
-                          " a block may declare; cache a smaller loop (split it first)");
+                          " a block may declare; " +
+                          (own_barriers_ ? "allocate smaller tiles" : "cache a smaller loop (split it first)"));
     }
     const std::string type = BufferStorage(buffer.get()), name = Name(buffer.get(), buffer->name);
     Line("__shared__ __align__(16) " + type + " " + name + "[" + std::to_string(elements) + "];  // one per block");
@@ -371,6 +397,7 @@ class CodegenCudaImpl : public CodegenC {
   std::vector<int64_t> alignment_;                    // per parameter, in bytes
   std::vector<std::pair<Intrinsic, int64_t>> lane_groups_;  // every lane reduction's combiner and lanes
   bool synchronizes_ = false;
+  bool own_barriers_ = false;  // the kernel writes T.sp.sync_threads(): its shared buffers are its own
   int64_t shared_bytes_ = 0;  // the static shared memory declared so far
 };
 

@@ -202,6 +202,8 @@ class Comparator {
         const auto *x = a->as<AtomicAddNode>(), *y = b->as<AtomicAddNode>();
         return E(x->target, y->target) && E(x->value, y->value);
       }
+      case StmtKind::kBarrier:
+        return true;
       case StmtKind::kMma: {
         const auto *x = a->as<MmaNode>(), *y = b->as<MmaNode>();
         bool same = x->shape == y->shape && E(x->acc, y->acc) && E(x->a, y->a) && E(x->b, y->b);

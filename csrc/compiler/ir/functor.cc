@@ -58,6 +58,7 @@ void IRVisitor::Visit(const MmaNode* n) {
   VisitExpr(n->b);
   for (const Expr& stride : n->strides) VisitExpr(stride);
 }
+void IRVisitor::Visit(const BarrierNode*) {}
 void IRVisitor::Visit(const AllocateNode* n) {
   for (const Expr& dim : n->buffer->shape) VisitExpr(dim);
   VisitStmt(n->body);
@@ -209,6 +210,8 @@ Stmt IRMutator::Mutate(const PrefetchNode* n, const Stmt& self) {
   if (address == n->address) return self;
   return MakePrefetch(address, n->extent, n->cache_level);
 }
+
+Stmt IRMutator::Mutate(const BarrierNode*, const Stmt& self) { return self; }
 
 Stmt IRMutator::Mutate(const MmaNode* n, const Stmt& self) {
   Expr acc = VisitExpr(n->acc), a = VisitExpr(n->a), b = VisitExpr(n->b);

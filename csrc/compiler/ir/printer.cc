@@ -372,6 +372,9 @@ class FunctionPrinter {
         Line("T.atomic_add(" + E(n->target) + ", " + E(n->value) + ")");
         return;
       }
+      case StmtKind::kBarrier:
+        Line("T.sp.sync_threads()");
+        return;
       case StmtKind::kMma: {
         const auto* n = s->as<MmaNode>();
         std::string strides;

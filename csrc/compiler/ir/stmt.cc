@@ -94,6 +94,8 @@ Stmt MakePrefetch(Expr address, int64_t extent, int cache_level) {
   return std::make_shared<PrefetchNode>(std::move(address), extent, cache_level);
 }
 
+Stmt MakeBarrier() { return std::make_shared<BarrierNode>(); }
+
 bool AccumulatesInFloat32(const BufferNode* buffer) {
   const bool low = buffer->dtype == DataType::kFloat16 || buffer->dtype == DataType::kBFloat16;
   return buffer->dtype == DataType::kFloat32 || (low && buffer->scope == "local");

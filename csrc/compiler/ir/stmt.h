@@ -182,6 +182,18 @@ struct MmaNode : StmtNode {
   const std::array<Expr, 4> strides;
 };
 
+// T.sp.sync_threads(): every thread of the block waits here until all the
+// block's threads have arrived, and sees what they wrote to shared buffers
+// before it (__syncthreads). A stage-III script writes it between the
+// threads' writes to a shared buffer it allocates (T.alloc_buffer(...,
+// scope="shared")) and their reads of each other's elements. Every thread of
+// the block must reach it alike: lower_shared_caches refuses one under a
+// condition or a loop that depends on the thread.
+struct BarrierNode : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::kBarrier;
+  BarrierNode() : StmtNode(kKind) {}
+};
+
 // The one tile shape the CUDA backend lowers: 16 x 8 outputs, 16 deep.
 constexpr const char* kMmaShape = "m16n8k16";
 constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
@@ -197,6 +209,7 @@ Stmt MakeIf(Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt MakeLet(Var var, Expr value, Stmt body);
 Stmt MakeAssume(Buffer buffer, Expr lo, Expr hi);
 Stmt MakePrefetch(Expr address, int64_t extent, int cache_level = 1);
+Stmt MakeBarrier();
 // Checks that target is a BufferLoad of a floating-point buffer and value has its dtype.
 Stmt MakeAtomicAdd(Expr target, Expr value);
 // True if an mma can accumulate into `buffer` in float32: a float32 buffer,

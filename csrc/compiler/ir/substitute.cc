@@ -77,6 +77,15 @@ bool ReadsBuffer(const Expr& e) {
   return finder.found;
 }
 
+bool HasBarrier(const Stmt& s) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void Visit(const BarrierNode*) override { found = true; }
+  } finder;
+  finder.VisitStmt(s);
+  return finder.found;
+}
+
 Expr BufferSwapper::Mutate(const BufferLoadNode* node, const Expr& self) {
   bool changed = false;
   std::vector<Expr> indices = VisitExprs(node->indices, &changed);

@@ -28,6 +28,8 @@ bool UsesAny(const Expr& e, const std::set<const VarNode*>& vars);
 // True if `e` loads from a buffer (a value only the kernel can compute, not
 // the host from the scalar arguments).
 bool ReadsBuffer(const Expr& e);
+// Whether `s` holds a T.sp.sync_threads() (BarrierNode).
+bool HasBarrier(const Stmt& s);
 
 // Rebuilds every load, store and assumption with its buffer swapped for
 // Map(buffer): what a pass that remakes buffers (specialize, lift_workspaces)

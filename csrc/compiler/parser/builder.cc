@@ -628,11 +628,24 @@ class Builder {
     if (callee == "T.prefetch") return BuildPrefetch(s.value);
     if (callee == "T.atomic_add") return BuildAtomicAdd(s.value);
     if (callee == "T.sp.mma_sync") return BuildMma(s.value);
+    if (callee == "T.sp.sync_threads") return BuildBarrier(s.value);
     if (callee == "T.sp.iteration_attr") {
       ThrowScriptError("T.sp.iteration_attr must be the first statement inside a T.sp.iteration", s.span);
     }
     if (callee == "T.func_attr") ThrowScriptError("T.func_attr belongs at the top level of the function", s.span);
     ThrowScriptError("this expression has no effect; a kernel statement stores into a buffer", s.span);
+  }
+
+  // T.sp.sync_threads(): the block's barrier (BarrierNode), in a stage-III
+  // script whose threads share a buffer it allocates in shared scope.
+  Stmt BuildBarrier(const AstExprPtr& call) {
+    if (func_.stage != Stage::kIII) {
+      ThrowScriptError("T.sp.sync_threads belongs to stage III (\"sparse_tir_level\": 0)", call->span);
+    }
+    if (call->children.size() != 1 || !call->keywords.empty()) {
+      ThrowScriptError("T.sp.sync_threads() takes no arguments", call->span);
+    }
+    return MakeBarrier();
   }
 
   // T.prefetch(B[v3, 0], 32) or T.prefetch(B[v3, 0], 32, cache_level=2): a

@@ -323,8 +323,9 @@ void Bsrmm(Schedule& sch, int64_t block_h, int64_t feat) {
 // features multiply-adds from registers: where one output per thread made
 // two loads per multiply-add, a 4 x 4 x 4 step makes 8 vector loads for 64.
 // The init is merged into the thread's loops, so the tile starts from zero
-// in registers and reaches C with one vector store per row.
-void BsrmmTiles(Schedule& sch, const BsrmmTile& tile) {
+// in registers and reaches C with one vector store per row. Windows or
+// slices past the grid's 65,535 stay serial in every thread.
+void BsrmmTiles(Schedule& sch, const BsrmmTile& tile, int64_t feat) {
   auto loops = sch.GetLoops("bsrmm");  // i, j, bi, bj, f
   auto f = sch.Split(loops[4], {std::nullopt, tile.lanes, tile.features});
   auto bi = sch.Split(loops[2], {std::nullopt, tile.row_threads, tile.rows});
@@ -339,8 +340,8 @@ void BsrmmTiles(Schedule& sch, const BsrmmTile& tile) {
   const std::string window = sch.Merge({init_f[0], f[0]});
   const std::string lanes = sch.Merge({init_f[1], f[1]});
   sch.Bind(loops[0], "blockIdx.x");
-  sch.Bind(window, "blockIdx.y");
-  sch.Bind(row_slice, "blockIdx.z");
+  BindGridOrSerial(sch, window, (feat + tile.lanes * tile.features - 1) / (tile.lanes * tile.features), "blockIdx.y");
+  BindGridOrSerial(sch, row_slice, tile.row_slices, "blockIdx.z");
   sch.Bind(row_threads, "threadIdx.y");
   sch.Bind(lanes, "threadIdx.x");
   sch.Unroll(init_bi[2]);
@@ -511,8 +512,9 @@ void BsrLinear(Schedule& sch, int64_t block_h) {
 // one vector (the same address across the lanes), and WT's rows of its
 // outputs, one vector each, then makes columns x features multiply-adds
 // from registers: 5 vector loads for 16 where a thread per output made two
-// loads per multiply-add. The init is merged into the thread's loops.
-void BsrLinearTiles(Schedule& sch, const BsrLinearTile& tile) {
+// loads per multiply-add. The init is merged into the thread's loops. The
+// windows stay serial in every thread past the grid's 65,535.
+void BsrLinearTiles(Schedule& sch, const BsrLinearTile& tile, int64_t block_h) {
   auto loops = sch.GetLoops("bsr_linear");  // i, n, j, bj, bi
   auto n = sch.Split(loops[1], {std::nullopt, tile.batch_threads});
   auto bi = sch.Split(loops[4], {std::nullopt, tile.lanes, tile.features});
@@ -525,7 +527,7 @@ void BsrLinearTiles(Schedule& sch, const BsrLinearTile& tile) {
   sch.Bind(loops[0], "blockIdx.y");
   sch.Bind(n[0], "blockIdx.x");
   sch.Bind(n[1], "threadIdx.y");
-  sch.Bind(window, "blockIdx.z");
+  BindGridOrSerial(sch, window, (block_h + tile.lanes * tile.features - 1) / (tile.lanes * tile.features), "blockIdx.z");
   sch.Bind(lanes, "threadIdx.x");
   sch.Vectorize(init_bi[2]);
   sch.Unroll(bj[1]);
@@ -642,6 +644,18 @@ int64_t LargestDivisorUpTo(int64_t n, int64_t most) {
   return d;
 }
 
+// The elements of a register tile's vector: a 16-byte one of float64 or
+// float32 (two, four), and four 16-bit values (8 bytes, as spmm's threads
+// read them).
+int64_t VectorElements(DataType values) { return values == DataType::kFloat64 ? 2 : 4; }
+
+// The largest power of two up to `vector` (one) that divides `width`: a
+// vector that a row of `width` elements holds whole at every step.
+int64_t WidestDividing(int64_t vector, int64_t width) {
+  while (width % vector != 0) vector /= 2;
+  return vector;
+}
+
 }  // namespace
 
 BsrmmTile CudaBsrmmTile(DataType values, int64_t block_h, int64_t block_w, int64_t feat, int64_t requested) {
@@ -649,12 +663,10 @@ BsrmmTile CudaBsrmmTile(DataType values, int64_t block_h, int64_t block_w, int64
   // One 16-byte vector of features a thread (two float64, four of the
   // others: 16-bit values read 8 bytes, as spmm's threads do) and of a
   // block row's columns, narrowed until it divides the width.
-  const int64_t vector = values == DataType::kFloat64 ? 2 : 4;
+  const int64_t vector = VectorElements(values);
   BsrmmTile tile;
-  tile.features = vector;
-  while (feat % tile.features != 0) tile.features /= 2;
-  tile.columns = vector;
-  while (block_w % tile.columns != 0) tile.columns /= 2;
+  tile.features = WidestDividing(vector, feat);
+  tile.columns = WidestDividing(vector, block_w);
   // The block's rows split exactly (rows, row threads and slices divide
   // them): a split that does not leaves a guard between the loops, which
   // would keep the init's loops and the update's apart.
@@ -668,12 +680,10 @@ BsrmmTile CudaBsrmmTile(DataType values, int64_t block_h, int64_t block_w, int64
 
 BsrLinearTile CudaBsrLinearTile(DataType values, int64_t block_h, int64_t block_w, int64_t requested) {
   if (requested == 0) return BsrLinearTile{0, 1, 1, 1};
-  const int64_t vector = values == DataType::kFloat64 ? 2 : 4;
+  const int64_t vector = VectorElements(values);
   BsrLinearTile tile;
-  tile.features = vector;
-  while (block_h % tile.features != 0) tile.features /= 2;
-  tile.columns = vector;
-  while (block_w % tile.columns != 0) tile.columns /= 2;
+  tile.features = WidestDividing(vector, block_h);
+  tile.columns = WidestDividing(vector, block_w);
   tile.lanes = CudaRowLanes(block_h / tile.features);
   tile.batch_threads = std::max<int64_t>(1, kBlockThreads / tile.lanes);
   return tile;
@@ -741,7 +751,7 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
     if (BsrmmOnTensorCores(values, block_h, block_w, feat)) {
       BsrmmMma(sch, block_h, block_w, feat);
     } else if (tile.rows > 0) {
-      BsrmmTiles(sch, tile);
+      BsrmmTiles(sch, tile, feat);
     } else {
       Bsrmm(sch, block_h, feat);
     }
@@ -749,7 +759,7 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
     const BsrLinearTile tile = CudaBsrLinearTile(BufferDtype(f, "X"), Size(sizes, "block_h"),
                                                  Size(sizes, "block_w"), rows_per_thread);
     if (tile.features > 0) {
-      BsrLinearTiles(sch, tile);
+      BsrLinearTiles(sch, tile, Size(sizes, "block_h"));
     } else {
       BsrLinear(sch, Size(sizes, "block_h"));
     }

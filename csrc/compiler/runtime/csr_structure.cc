@@ -89,7 +89,10 @@ CsrSummary ValidateCsr(const std::string& op, const Index* indptr, int64_t rows,
   s.max_index = nnz > 0 ? static_cast<int64_t>(high) : -1;
   const bool narrow = s.max_index < (int64_t{1} << 32) && rows <= (int64_t{1} << 32);
   double distance = 0;
-  for (int64_t r = 0; r < rows; ++r) distance += RowDistance(indices, indptr[r], indptr[r + 1], r, narrow);
+  for (int64_t r = 0; r < rows; ++r) {
+    distance += RowDistance(indices, indptr[r], indptr[r + 1], r, narrow);
+    s.unsorted_rows += !std::is_sorted(indices + indptr[r], indices + indptr[r + 1]);
+  }
   s.mean_distance = nnz > 0 ? distance / static_cast<double>(nnz) : 0;
   return s;
 }

@@ -26,6 +26,9 @@ struct CsrSummary {
   // that a new graph needs no second look at its rows.
   double row_length_squares = 0;
   int64_t padded_slots = 0;
+  // Rows whose columns are not in non-decreasing order: a kernel that finds
+  // a row's columns in a range by binary search needs none.
+  int64_t unsorted_rows = 0;
 };
 
 // Checks indptr[0] == 0, indptr never decreasing, indptr[rows] == nnz and

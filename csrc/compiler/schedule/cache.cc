@@ -541,6 +541,12 @@ PrimFunc CacheRewrite(const PrimFunc& f, const std::string& loop_name, const std
   if (scope != "local" && scope != "shared") {
     ThrowScheduleError(p + ": scope must be \"local\" or \"shared\", got \"" + scope + "\"", context);
   }
+  if (scope == "shared" && f->body && HasBarrier(f->body)) {
+    // Its shared buffers are the script's own (lower_shared_caches leaves
+    // them as written): a cache would get no barriers around its fill.
+    ThrowScheduleError(p + ": '" + f->name + "' synchronizes its own shared buffers (T.sp.sync_threads()); "
+                       "allocate the tile in the script, or cache in local scope", context);
+  }
   Buffer buffer;
   for (const Buffer& b : f->buffers) {
     if (b->name == buffer_name) buffer = b;

@@ -115,9 +115,13 @@ std::optional<Fill> AsFill(const Stmt& s, const BufferNode* cache) {
   return fill;
 }
 
+// Spreads each shared cache's fill over the block's threads; in a kernel
+// that synchronizes its own shared buffers (`own_barriers`: it writes
+// T.sp.sync_threads()), leaves them as they are and checks that every
+// thread of the block reaches each barrier.
 class Cooperative : public IRMutator {
  public:
-  explicit Cooperative(std::array<int64_t, 3> block) : block_(block) {}
+  Cooperative(std::array<int64_t, 3> block, bool own_barriers) : block_(block), own_barriers_(own_barriers) {}
 
  protected:
   Stmt Mutate(const ForNode* n, const Stmt& self) override {
@@ -150,8 +154,29 @@ class Cooperative : public IRMutator {
     return out;
   }
 
+  Stmt Mutate(const BarrierNode* n, const Stmt& self) override {
+    const std::string barrier = "T.sp.sync_threads()";
+    if (!divergence_.empty()) {
+      Refuse(barrier + " waits for every thread of the block, but it lies under " + divergence_.back() +
+             ": a thread that skips it would leave the others waiting. Write it where every thread of the block "
+             "runs alike, and keep the thread's condition inside");
+    }
+    for (int axis = 0; axis < 3; ++axis) {
+      if (threads_[axis].empty()) continue;
+      const ForNode* loop = threads_[axis].back();
+      const int64_t *min = AsConstInt(loop->min), *extent = AsConstInt(loop->extent);
+      if (block_[axis] < 0 || !min || *min != 0 || *extent != block_[axis]) {
+        Refuse(barrier + " lies inside loop '" + loop->var->name + "', bound to " + kThreadAxes[axis] + " over " +
+               Print(loop->extent) + (block_[axis] < 0 ? " (not a constant)" : " of the block's " +
+               std::to_string(block_[axis]) + " threads") + ": every thread of the block must reach it. Bind the "
+               "loops of an axis to the same constant extent");
+      }
+    }
+    return self;
+  }
+
   Stmt Mutate(const AllocateNode* n, const Stmt& self) override {
-    if (n->buffer->scope != "shared") return IRMutator::Mutate(n, self);
+    if (n->buffer->scope != "shared" || own_barriers_) return IRMutator::Mutate(n, self);
     const std::string cache = "shared cache '" + n->buffer->name + "'";
     if (!divergence_.empty()) {
       Refuse(cache + " is filled by all the threads of its block between two __syncthreads, but it lies under " +
@@ -258,6 +283,7 @@ class Cooperative : public IRMutator {
   }
 
   const std::array<int64_t, 3> block_;
+  const bool own_barriers_;
   std::array<std::vector<const ForNode*>, 3> threads_;  // the enclosing loops bound to each axis
   std::set<const VarNode*> variant_;                     // values that differ between the block's threads
   std::vector<std::string> divergence_;                  // the enclosing thread-dependent control flow
@@ -279,8 +305,10 @@ bool HasSharedCache(const Stmt& s) {
 
 PrimFunc LowerSharedCaches(const PrimFunc& f) {
   ICHECK(f->stage == Stage::kIII) << "lower_shared_caches expects a stage III function, got " << ToString(f->stage);
-  if (!f->body || !HasSharedCache(f->body)) return f;
-  return WithBody(f, Cooperative(BlockShape(f->body)).VisitStmt(f->body));
+  if (!f->body) return f;
+  const bool own_barriers = HasBarrier(f->body);
+  if (!own_barriers && !HasSharedCache(f->body)) return f;
+  return WithBody(f, Cooperative(BlockShape(f->body), own_barriers).VisitStmt(f->body));
 }
 
 }  // namespace sparsetir

@@ -36,6 +36,13 @@
 // of the block's threads, or inside one that does not span the whole axis
 // (the block's threads are the fill's; a thread past a loop's extent would
 // miss the barriers).
+//
+// A kernel that writes T.sp.sync_threads() synchronizes its own shared
+// buffers (a stage-III script that allocates them and places the barriers):
+// the pass leaves its buffers as written and refuses a barrier under a
+// condition or a loop whose bounds depend on the thread, or inside a loop
+// bound to part of an axis of the block's threads (a thread that skips a
+// barrier would leave the others waiting at it).
 #pragma once
 
 #include "ir/function.h"
