@@ -70,6 +70,7 @@ class Variant:
     block: tuple = ()  # (block_h, block_w) of the block-sparse kernels
     dims: tuple = ()  # (head_dim, value_dim) of the attention kernels
     divide: bool = False  # csrmm_segments: the mean's kernel (rows divided by their length)
+    tile_rows: int = 0  # sparse_attention_tiles: warps a block
 
     @property
     def name(self) -> str:
@@ -78,7 +79,8 @@ class Variant:
         feat = f"_k{self.feat}" if self.feat else ""
         dims = f"_d{self.dims[0]}x{self.dims[1]}" if self.dims else ""
         mean = "_mean" if self.divide else ""
-        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}{block}{feat}{dims}{mean}"
+        rows = f"_r{self.tile_rows}" if self.tile_rows else ""
+        return f"{self.script}_{self.dtype}_{self.index_dtype}{heads}{block}{feat}{dims}{mean}{rows}"
 
     @property
     def sizes(self) -> dict:
@@ -97,6 +99,11 @@ class Variant:
             sizes["column_lanes"] = _C.cuda_attention_column_lanes(self.dims[0], _element_bytes(self.dtype))
         if self.script == "sparse_attention_backward_online_columns":  # runs of dO and v too
             sizes["column_lanes"] = _C.cuda_attention_column_lanes(max(self.dims), _element_bytes(self.dtype))
+        if self.script == "sparse_attention_tiles":
+            lanes = _C.cuda_attention_column_lanes(self.dims[0], _element_bytes(self.dtype))
+            tile = _C.cuda_attention_tile(*self.dims, _element_bytes(self.dtype), lanes, self.tile_rows)
+            sizes.update(column_lanes=lanes, piece=tile["piece"], tile_rows=tile["rows"],
+                         tile_columns=tile["columns"], k_stride=tile["k_stride"])
         return sizes
 
 
@@ -150,6 +157,12 @@ def variants(quick: bool = False) -> Iterator[Variant]:
         yield Variant("sparse_attention_online", "sparse_attention_online", dtype, idtype, 0, dims=dims)
         yield Variant("sparse_attention_online_columns", "sparse_attention_online_columns", dtype, idtype, 0,
                       dims=dims)
+    # The forward's tiles in shared memory, at widths they take ($SPARSETIR_CUDA_ATTENTION_TILE_ROWS).
+    for dtype, idtype, dims, rows in itertools.product(dtypes, index_dtypes,
+                                                       ((64, 64),) if quick else ((64, 64), (256, 256)),
+                                                       (8,) if quick else (8, 16)):
+        yield Variant("sparse_attention_tiles", "sparse_attention_tiles", dtype, idtype, 0, dims=dims,
+                      tile_rows=rows)
     # The backward computes in the compute dtype: float32 (also for 16-bit inputs) or float64.
     for dtype, idtype, dims in itertools.product(("float32", "float64"), index_dtypes,
                                                  ((64, 64),) if quick else ((64, 64), (1, 1), (40, 256))):

@@ -207,8 +207,8 @@ def bsr_operands(A, b: int):
 
 def structure_summary(A, caller: str = "st.spmm", derived: dict | None = None) -> dict:
     """The validation pass's summary of A's rows (_C.check_csr: rows, nnz,
-    longest row, the lengths' sum of squares, hyb's padded slots), cached per
-    graph. A malformed A is refused here, named for `caller`."""
+    longest row, the lengths' sum of squares, hyb's padded slots, rows not in
+    column order), cached per graph. A malformed A is refused here, named for `caller`."""
     derived = A._derived if derived is None else derived
     summary = derived.get("csr_summary")
     if summary is None:
@@ -591,6 +591,13 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
             out["script"] = recipe = script = "sparse_attention_online_columns"
             out["backward"] = "sparse_attention_backward_online_columns, csrmm_heads"
             sizes["column_lanes"] = out["column_lanes"]
+        # The forward's tiles of k and v rows in shared memory (rows 0: none; a pattern whose rows are not
+        # sorted keeps the column groups).
+        out["tile"] = _C.cuda_attention_tile(k, k, element_bytes, out["column_lanes"])
+        if out["tile"]["rows"] and (A is None or not structure_summary(A, "st.explain")["unsorted_rows"]):
+            out["script"] = recipe = script = "sparse_attention_tiles"
+            sizes.update(piece=out["tile"]["piece"], tile_rows=out["tile"]["rows"],
+                         tile_columns=out["tile"]["columns"], k_stride=out["tile"]["k_stride"])
     if op == "bsrmm":
         if A is None or not A.is_block:
             raise ValueError("st.explain: op='bsrmm' needs A with blocks (a BSR tensor or a block st.SparseMatrix)")

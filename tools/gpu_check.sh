@@ -19,7 +19,11 @@
 # set ("4 0 2 8"), times bsrmm and bsr_linear once per
 # $SPARSETIR_CUDA_BSRMM_ROWS (rows of a block a bsrmm thread owns; 0: one
 # output per thread, in bsr_linear too; BSRMM_ARGS adds options,
-# BSRMM_LIMIT bounds each), each into DIR/bsrmm-R.
+# BSRMM_LIMIT bounds each), each into DIR/bsrmm-R; ATTENTION_TILE_ROWS, when
+# set ("0 8 16"), times the attention forward once per
+# $SPARSETIR_CUDA_ATTENTION_TILE_ROWS (rows a block of the shared-tile
+# kernel; 0: the column groups; ATTENTION_ARGS adds options, ATTENTION_LIMIT
+# bounds each), each into DIR/tiles-R.
 #
 #     bash tools/gpu_check.sh [DIR]
 set -uo pipefail
@@ -53,7 +57,7 @@ inner() { local margin=$2; (( margin > $1 / 4 )) && margin=$(( $1 / 4 )); echo $
 TAIL=5 step build "${BUILD_LIMIT:-300}" env MAX_JOBS="$(nproc)" "$PY" setup.py build_ext --inplace || { pack; exit 1; }
 step tests "${TEST_LIMIT:-180}" "$PY" -m pytest tests/python/test_cuda_backend.py tests/python/test_ops_errors.py \
   tests/python/test_ops_autograd.py tests/python/test_lane_reductions.py tests/python/test_tensor_cores.py \
-  tests/python/test_online_attention.py tests/python/test_shared_caches.py \
+  tests/python/test_online_attention.py tests/python/test_shared_caches.py tests/python/test_shared_buffers.py \
   -q -rs -p no:cacheprovider -n "${TEST_WORKERS:-4}" -k "${TEST_K:-gpu or mixed_device or nvrtc}"
 # SWEEP_SETTINGS: bench_cuda_segments.py's L:V pairs; BENCH_ARGS: bench_cuda.py's selection.
 # shellcheck disable=SC2086
@@ -78,6 +82,12 @@ for lanes in ${ATTENTION_LANES:-}; do
   TAIL=10 step "attention-$lanes" "${ATTENTION_LIMIT:-90}" env SPARSETIR_CUDA_ATTENTION_COLUMN_LANES="$lanes" "$PY" \
     benchmarks/bench_cuda.py --ops attention,attention_train --no-flex ${ATTENTION_ARGS:-} \
     --time-limit "$(inner "${ATTENTION_LIMIT:-90}" 10)" --out "$out/attention-$lanes"
+done
+for rows in ${ATTENTION_TILE_ROWS:-}; do
+  # shellcheck disable=SC2086
+  TAIL=10 step "tiles-$rows" "${ATTENTION_LIMIT:-90}" env SPARSETIR_CUDA_ATTENTION_TILE_ROWS="$rows" "$PY" \
+    benchmarks/bench_cuda.py --ops attention --no-flex ${ATTENTION_ARGS:-} \
+    --time-limit "$(inner "${ATTENTION_LIMIT:-90}" 10)" --out "$out/tiles-$rows"
 done
 for rows in ${BSRMM_ROWS:-}; do
   # shellcheck disable=SC2086

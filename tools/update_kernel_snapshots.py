@@ -100,6 +100,8 @@ def requests() -> Iterator[Tuple[str, str, str, str, Dict[str, int]]]:
                {"head_dim": d, "value_dim": dv})
         yield ("sparse_attention_online_columns", "sparse_attention_online_columns", dtype, idtype,
                {"head_dim": d, "value_dim": dv, "column_lanes": _column_lanes(d, dtype)})
+    for dtype, idtype, rows in (("float32", "int32", 8), ("bfloat16", "int64", 16)):
+        yield "sparse_attention_tiles", "sparse_attention_tiles", dtype, idtype, _tile_sizes(64, dtype, rows)
     for dtype, idtype, (d, dv) in (("float32", "int32", (64, 64)), ("float64", "int64", (40, 100))):
         yield ("sparse_attention_backward_online", "sparse_attention_backward_online", dtype, idtype,
                {"head_dim": d, "value_dim": dv})
@@ -145,6 +147,17 @@ def _column_lanes(head_dim: int, dtype: str) -> int:
     return _C.cuda_attention_column_lanes(head_dim, getattr(torch, dtype).itemsize)
 
 
+def _tile_sizes(head_dim: int, dtype: str, rows: int) -> Dict[str, int]:
+    """The sizes of sparse_attention_tiles for heads (and values) of head_dim, `rows` warps a block."""
+    import torch
+    from sparsetir_torch import _C
+
+    lanes = _column_lanes(head_dim, dtype)
+    tile = _C.cuda_attention_tile(head_dim, head_dim, getattr(torch, dtype).itemsize, lanes, rows)
+    return {"head_dim": head_dim, "value_dim": head_dim, "column_lanes": lanes, "piece": tile["piece"],
+            "tile_rows": rows, "tile_columns": tile["columns"], "k_stride": tile["k_stride"]}
+
+
 def kernel_name(script: str, recipe: str, dtype: str, idtype: str, sizes: Dict[str, int]) -> str:
     """Named by the script, or for a recipe that makes its own function from
     the script (hyb's csrmm_ell_<mode>: the script on an ELL bucket) by the
@@ -167,7 +180,7 @@ def has_cpu_recipe(recipe: str) -> bool:
     # The one-pass attention and its backward are cuda kernels (lanes, shuffles).
     return recipe not in ("csrmm_segments", "sddmm_segments", "sddmm_heads_segments", "bsr_linear_tiles",
                           "bsr_linear_grad_blocks_tiles", "sparse_attention_online",
-                          "sparse_attention_online_columns", "sparse_attention_backward_online",
+                          "sparse_attention_online_columns", "sparse_attention_tiles", "sparse_attention_backward_online",
                           "sparse_attention_backward_online_columns")
 
 

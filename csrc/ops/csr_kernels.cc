@@ -89,6 +89,22 @@ constexpr int64_t kAttentionBytesPerLane = 64;
 // The largest group: two columns a step (a group of 32 would be the warp,
 // one column a step, which the warp-per-column kernels do better).
 constexpr int64_t kMaxAttentionColumnLanes = 16;
+// sparse_attention_tiles.py: warps a block (0: the column-group kernel,
+// until the tiles are timed on a GPU), and the most a block may have: 512
+// threads may take up to 128 registers each (the kernels take 64-128 on
+// sm_90), where 1024 would fail to launch past 64.
+constexpr int64_t kAttentionTileRowsDefault = 0;
+constexpr int64_t kMaxAttentionTileRows = 16;
+// Columns a tile: the most, halved until the k and v rows fit the shared
+// memory a block declares statically, and the fewest worth a barrier pair.
+constexpr int64_t kMaxAttentionTileColumns = 64;
+constexpr int64_t kMinAttentionTileColumns = 8;
+constexpr int64_t kAttentionTileSharedBytes = 48 * 1024;
+// A vector load's bytes (a tile's pieces), a warp's lanes and the bytes of
+// shared memory's 32 banks.
+constexpr int64_t kPieceBytes = 16;
+constexpr int64_t kWarpLanes = 32;
+constexpr int64_t kBankBytes = 128;
 // The resident warps of the device the emulator stands for (an H100: 132
 // multiprocessors x 64 warps).
 constexpr int64_t kEmulatedResidentWarps = 132 * 64;
@@ -365,6 +381,36 @@ int64_t CudaAttentionColumnLanes(int64_t head_dim, int64_t element_bytes) {
   int64_t lanes = 1;
   while (lanes < kMaxAttentionColumnLanes && lanes * per_lane < head_dim) lanes *= 2;
   return lanes;
+}
+
+AttentionTile CudaAttentionTile(int64_t head_dim, int64_t value_dim, int64_t element_bytes, int64_t column_lanes,
+                                int64_t requested) {
+  const int64_t rows = requested >= 0 ? requested
+                                      : EnvSetting("SPARSETIR_CUDA_ATTENTION_TILE_ROWS", kAttentionTileRowsDefault,
+                                                   kMaxAttentionTileRows, "warps a block (1-16), or 0 (no tiles)");
+  if (rows > kMaxAttentionTileRows) {
+    throw UserError(UserErrorKind::kArgument, "cuda_attention_tile: rows must be from 0 to " +
+                                                  std::to_string(kMaxAttentionTileRows) + ", got " +
+                                                  std::to_string(rows));
+  }
+  AttentionTile tile;
+  if (rows == 0 || column_lanes <= 0 || element_bytes < 1 || kPieceBytes % element_bytes != 0) return tile;
+  const int64_t piece = kPieceBytes / element_bytes;
+  if (head_dim % (column_lanes * piece) != 0 || value_dim % kWarpLanes != 0 || value_dim % piece != 0) return tile;
+  // Rows 128 bytes apart (or a multiple) would put every k row's first
+  // bytes in the same banks; half the banks further on, the two rows a
+  // quarter-warp reads at once (two groups of 4 lanes, 64 bytes each) fall
+  // on different banks as often as not.
+  const int64_t pad = head_dim * element_bytes % kBankBytes == 0 ? kBankBytes / 2 / element_bytes : 0;
+  const int64_t column_bytes = (head_dim + pad + value_dim) * element_bytes;
+  int64_t columns = kMaxAttentionTileColumns;
+  while (columns >= kMinAttentionTileColumns && columns * column_bytes > kAttentionTileSharedBytes) columns /= 2;
+  if (columns < kMinAttentionTileColumns) return tile;
+  tile.rows = rows;
+  tile.columns = columns;
+  tile.piece = piece;
+  tile.k_stride = head_dim + pad;
+  return tile;
 }
 
 int64_t CudaSddmmSegmentLength(int64_t feat) {

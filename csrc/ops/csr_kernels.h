@@ -112,6 +112,21 @@ int64_t CudaSddmmSegmentLength(int64_t feat);
 // $SPARSETIR_CUDA_ATTENTION_COLUMN_LANES sets it at every width.
 int64_t CudaAttentionColumnLanes(int64_t head_dim, int64_t element_bytes);
 
+// The tiles of kernels/sparse_attention_tiles.py (the column-group forward
+// with the k and v rows of a tile of columns in shared memory): `rows` warps
+// a block, one row each; `columns` columns a tile; `piece` elements in 16
+// bytes; k rows `k_stride` elements apart in shared memory. rows == 0 where
+// the kernel does not serve: the setting is 0 (the default), no column
+// groups (`column_lanes` 0), head_dim not a multiple of column_lanes x
+// piece, value_dim not of 32 and of piece, or fewer than 8 columns fitting
+// the block's 48 KiB. $SPARSETIR_CUDA_ATTENTION_TILE_ROWS (1-16) sets the
+// rows, 0 turns the tiles off; `requested` >= 0 stands for it.
+struct AttentionTile {
+  int64_t rows = 0, columns = 0, piece = 0, k_stride = 0;
+};
+AttentionTile CudaAttentionTile(int64_t head_dim, int64_t value_dim, int64_t element_bytes, int64_t column_lanes,
+                                int64_t requested = -1);
+
 // out (rows, H, D) = sum over the non-zeros e = (i, j) of
 // values[e, h] * dense[j, h, :], every head in one kernel (csrmm_heads).
 void RunCsrmmHeads(const at::Tensor& indptr, const at::Tensor& indices, const at::Tensor& values,

@@ -364,6 +364,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
 
   // ---- CUDA: availability, NVRTC, the operators' cuda kernels (cuda_check.py)
   m.def("emulated_runs", [] { return EmulatedRuns().load(); }, "cuda kernels run under the SIMT emulator so far");
+  m.def("last_emulated_kernel", &LastEmulatedKernel, "The kernel last run under the SIMT emulator ('' before any).");
   m.def(
       "emulate_cuda",
       [](const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
@@ -584,13 +585,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         summary["max_row_length"] = s.max_row_length;
         summary["row_length_squares"] = s.row_length_squares;
         summary["padded_slots"] = s.padded_slots;
+        summary["unsorted_rows"] = s.unsorted_rows;
         return summary;
       },
       py::arg("op"), py::arg("indptr"), py::arg("indices"), py::arg("columns"), py::arg("columns_name"),
       "Validates a CSR structure of `columns` columns (cached per graph like the operators' own check); a "
       "ValueError names `op` and, for an index out of range, `columns_name`. Returns the validation pass's "
       "summary of the rows: rows, nnz, empty_rows, max_row_length, row_length_squares (the lengths' sum of "
-      "squares) and padded_slots (every non-empty row padded to the next power of two).");
+      "squares), padded_slots (every non-empty row padded to the next power of two) and unsorted_rows (rows "
+      "whose columns are not in non-decreasing order).");
   m.def(
       "hyb_plan",
       [](const at::Tensor& indptr, const at::Tensor& indices, int64_t columns, int64_t parts, int64_t max_width) {
@@ -631,6 +634,21 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("cuda_attention_column_lanes", &CudaAttentionColumnLanes, py::arg("head_dim"), py::arg("element_bytes"),
         "The lanes that score one column in sparse_attention's one-pass cuda kernel for heads of head_dim "
         "features, k's elements of element_bytes (0: a warp per column).");
+  m.def(
+      "cuda_attention_tile",
+      [](int64_t head_dim, int64_t value_dim, int64_t element_bytes, int64_t column_lanes, int64_t rows) {
+        const AttentionTile tile = CudaAttentionTile(head_dim, value_dim, element_bytes, column_lanes, rows);
+        py::dict d;
+        d["rows"] = tile.rows;
+        d["columns"] = tile.columns;
+        d["piece"] = tile.piece;
+        d["k_stride"] = tile.k_stride;
+        return d;
+      },
+      py::arg("head_dim"), py::arg("value_dim"), py::arg("element_bytes"), py::arg("column_lanes"),
+      py::arg("rows") = -1,
+      "The tiles of sparse_attention's cuda forward in shared memory (rows == 0: the column-group kernel); rows "
+      "-1 reads $SPARSETIR_CUDA_ATTENTION_TILE_ROWS.");
   m.def(
       "cuda_bsrmm_tile",
       [](int64_t block_h, int64_t block_w, int64_t feat, const at::Tensor& like, int64_t block_rows,

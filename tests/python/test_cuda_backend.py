@@ -648,6 +648,24 @@ def test_bsrmm_register_tile_choice(monkeypatch, dtype, block, feat, tile):
     assert _C.cuda_bsrmm_tile(*block, feat, like)["rows"] == 0
 
 
+@pytest.mark.parametrize("script,sizes,serial", [
+    # 8,388,736 features: 65,537 windows of 32 lanes x 4.
+    ("bsrmm", {"block_h": 32, "block_w": 32, "feat_size": 65536 * 128 + 128}, "f_init_0"),
+    # 2^25 rows of a block: 65,536 slices of 128 threads x 4 rows.
+    ("bsrmm", {"block_h": 65536 * 512, "block_w": 4, "feat_size": 4}, "bi_init_0"),
+    ("bsr_linear", {"block_h": 65536 * 128 + 128, "block_w": 4}, "bi_init_0"),
+])
+def test_register_tiles_past_the_grid_stay_serial(monkeypatch, script, sizes, serial):
+    """A grid has at most 65,535 blocks along y and z: windows or slices past
+    that stay a loop in every thread instead of a launch CUDA refuses."""
+    monkeypatch.delenv("SPARSETIR_CUDA_BSRMM_ROWS", raising=False)
+    trace = _C.recipe_trace(script, script, "float32", "int32", sizes, "cuda")
+    assert f'sch.bind("{serial}"' not in trace and f'sch.merge(["{serial}"' in trace, trace
+    smaller = dict(sizes)
+    smaller["block_h" if serial == "bi_init_0" else "feat_size"] = 4096
+    assert f'sch.bind("{serial}"' in _C.recipe_trace(script, script, "float32", "int32", smaller, "cuda")
+
+
 @pytest.mark.parametrize("value", ["17", "-1", "four"])
 def test_bsrmm_rows_setting_is_checked(monkeypatch, value):
     monkeypatch.setenv("SPARSETIR_CUDA_BSRMM_ROWS", value)

@@ -164,6 +164,158 @@ def test_the_kernel_writes_nothing_but_the_output_and_each_rows_log_sum_exp():
     assert sum(line.strip().startswith("LSE[") for line in stores) == 1
 
 
+# --------------------------------------------------------------------------- tiles in shared memory
+
+# kernels/sparse_attention_tiles.py: a block of warps, one row each, walks
+# the columns in tiles whose k and v rows it copies into shared memory. Three
+# warps a block: the last block has rows past m, and the copies' rounds do
+# not divide the tile.
+TILE_ROWS = "3"
+
+
+@pytest.fixture
+def tiles(monkeypatch):
+    monkeypatch.setenv("SPARSETIR_EMULATE_CUDA", "1")
+    monkeypatch.delenv("SPARSETIR_CUDA_ATTENTION_COLUMN_LANES", raising=False)
+    monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_TILE_ROWS", TILE_ROWS)
+    yield
+
+
+def check_tiles(a, q, k, v, scale, dtype, idtype):
+    """check(), then that the forward ran the tiles and its log-sum-exp is each row's."""
+    check(a, q, k, v, scale, dtype, idtype)
+    if a.nnz and q.numel():
+        assert _C.last_emulated_kernel() == "sparse_attention_tiles"
+    indptr, indices = a.torch_structure(idtype)
+    _, lse = torch.ops.sparsetir._sparse_attention_forward(indptr, indices, q, k, v, scale)
+    ref, got = reference_log_sum_exp(a, q, k, scale), lse.double().numpy()
+    assert np.array_equal(np.isneginf(got), np.isneginf(ref))
+    tol = 1e-12 if dtype == "float64" else 1e-5
+    np.testing.assert_allclose(got[np.isfinite(ref)], ref[np.isfinite(ref)], rtol=tol, atol=tol)
+
+
+def sorted_rows(lengths, columns, seed, repeat=()):
+    """A pattern whose row r holds lengths[r] sorted columns of `columns`
+    (a row in `repeat` holds each of its columns twice)."""
+    from conftest import Csr
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r, n in enumerate(lengths):
+        cols = np.sort(rng.choice(columns, n, replace=False))
+        rows.append(np.repeat(cols, 2) if r in repeat else cols)
+    indptr = np.concatenate([[0], np.cumsum([len(c) for c in rows])])
+    indices = np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64)
+    return Csr(indptr, indices, np.ones(len(indices)), (len(lengths), columns))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c != "unsorted_with_duplicates"])
+@pytest.mark.parametrize("dtype", ("float32", "float64", "float16", "bfloat16"))
+@pytest.mark.parametrize("idtype", ("int32", "int64"))
+def test_tiles_match_float64(tiles, case, dtype, idtype):
+    a = make_csr(seed=3, **CSR_CASES[case])
+    q, k, v = inputs(a, (2,), 32, 32, dtype, seed=len(case))
+    check_tiles(a, q, k, v, 0.3, dtype, idtype)
+
+
+@pytest.mark.parametrize("rows", ["1", "3", "8"])
+@pytest.mark.parametrize("d,dtype", [(64, "float32"), (64, "float16"), (32, "float64"), (256, "float32")])
+def test_tiles_take_each_rows_columns_tile_by_tile(tiles, monkeypatch, rows, d, dtype):
+    """200 columns: tiles of 64 (16 at d = 256, 32 for float64), the last one
+    partial. Rows of every length around a tile's columns and a step's (8 or
+    16 columns), an empty row, a row of every column, a row only in the last
+    tile, one only in the first, and a row holding each column twice."""
+    monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_TILE_ROWS", rows)
+    lengths = [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130, 200, 3, 40, 12]
+    a = sorted_rows(lengths, 200, seed=d, repeat=(14,))
+    last = np.arange(190, 200)
+    a.indices[a.indptr[13]:a.indptr[14]] = last[:3]  # only in the last, partial tile
+    a.indices[a.indptr[15]:a.indptr[16]] = np.arange(12)  # only in the first
+    q, k, v = inputs(a, (2,), d, 64, dtype, seed=len(rows))
+    check_tiles(a, q, k, v, d ** -0.5, dtype, "int64")
+
+
+def test_tiles_rescale_large_scores(tiles):
+    a = make_csr(12, 150, density=0.5, seed=2, dense_rows=(1,))
+    # 8 features, as the column kernels' test: wider heads' scores in the hundreds round differently in each
+    # summation order, past the tolerance.
+    q, k, v = inputs(a, (2,), 8, 32, "float32", seed=5, spread=6.0)
+    k = k + torch.linspace(0, 8, a.n).reshape(1, a.n, 1)  # each row's max grows tile after tile
+    assert torch.einsum("hid,hjd->hij", q.double(), k.double()).abs().max() > 100
+    check_tiles(a, q, k, v, 1.0, "float32", "int32")
+
+
+@pytest.mark.parametrize("order", ["reverse", "shuffle", "check"])
+def test_tiles_give_the_same_bits_in_every_thread_order(tiles, monkeypatch, order):
+    a = make_csr(40, 150, density=0.1, seed=2, dense_rows=(3,), empty_rows=(0, 39))
+    q, k, v = inputs(a, (2,), 64, 64, "float32", seed=7)
+    indptr, indices = a.torch_structure("int32")
+    forward = torch.ops.sparsetir.sparse_attention(indptr, indices, q, k, v)
+    assert _C.last_emulated_kernel() == "sparse_attention_tiles"
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", order)
+    assert torch.equal(torch.ops.sparsetir.sparse_attention(indptr, indices, q, k, v), forward)
+
+
+def test_rows_out_of_column_order_keep_the_column_groups(tiles):
+    """The tiles find a row's columns by binary search: a pattern with a row
+    out of order runs the column-group kernel, whatever the setting."""
+    a = make_csr(seed=3, **CSR_CASES["unsorted_with_duplicates"])
+    assert _C.check_csr("t", *a.torch_structure("int32"), a.n, "n")["unsorted_rows"] > 0
+    q, k, v = inputs(a, (2,), 32, 32, "float32", seed=1)
+    check(a, q, k, v, 0.3, "float32", "int32")
+    assert _C.last_emulated_kernel() == "sparse_attention_online_columns"
+
+
+def test_widths_the_tiles_do_not_take_keep_the_column_groups(tiles):
+    a = make_csr(20, 30, density=0.3, seed=4)
+    for d, dv in ((20, 32), (32, 40), (1, 1)):
+        q, k, v = inputs(a, (), d, dv, "float32", seed=d)
+        check(a, q, k, v, 0.5, "float32", "int32")
+        assert _C.last_emulated_kernel() == "sparse_attention_online_columns", (d, dv)
+
+
+def test_tile_choice():
+    f32 = _C.cuda_attention_tile(64, 64, 4, 4, 8)
+    # 64 columns of k rows padded by 64 bytes and of v rows: 36 KiB.
+    assert f32 == {"rows": 8, "columns": 64, "piece": 4, "k_stride": 80}
+    assert _C.cuda_attention_tile(64, 64, 2, 2, 16) == {"rows": 16, "columns": 64, "piece": 8, "k_stride": 96}
+    # 256-wide heads: tiles of 16 columns (33 KiB); float64, 8.
+    assert _C.cuda_attention_tile(256, 256, 4, 16, 8)["columns"] == 16
+    assert _C.cuda_attention_tile(256, 256, 8, 16, 8)["columns"] == 8
+    # Rows 96 bytes long need no pad.
+    assert _C.cuda_attention_tile(24, 32, 4, 2, 8)["k_stride"] == 24
+    for d, dv, lanes in ((40, 64, 4), (64, 48, 4), (64, 64, 0)):
+        assert _C.cuda_attention_tile(d, dv, 4, lanes, 8)["rows"] == 0, (d, dv, lanes)
+    assert _C.cuda_attention_tile(64, 64, 4, 4, 0)["rows"] == 0
+    with pytest.raises(ValueError, match="rows must be from 0 to 16, got 17"):
+        _C.cuda_attention_tile(64, 64, 4, 4, 17)
+
+
+def test_tile_setting_is_checked(monkeypatch):
+    assert _C.cuda_attention_tile(64, 64, 4, 4)["rows"] == 0  # unset: the column groups, until timed on a GPU
+    monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_TILE_ROWS", "8")
+    explained = st.explain(None, op="attention", k=64, device="cuda")
+    assert explained["script"] == "sparse_attention_tiles" and explained["tile"]["rows"] == 8
+    assert "tile_columns=64" in explained["schedule"] and "k_stride=80" in explained["schedule"]
+    for bad in ("17", "-1", "eight"):
+        monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_TILE_ROWS", bad)
+        with pytest.raises(ValueError, match=r"SPARSETIR_CUDA_ATTENTION_TILE_ROWS must be warps a block \(1-16\), "
+                                             r"or 0 \(no tiles\)"):
+            st.explain(None, op="attention", k=64, device="cuda")
+
+
+def test_explain_keeps_the_column_groups_for_rows_out_of_order(monkeypatch):
+    monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_TILE_ROWS", "8")
+    a = make_csr(seed=3, **CSR_CASES["unsorted_with_duplicates"])
+    indptr, indices = a.torch_structure("int32")
+    A = st.SparseMatrix(indptr, indices, torch.ones(a.nnz), (a.m, a.n))
+    assert st.explain(A, op="attention", k=64, device="cuda")["script"] == "sparse_attention_online_columns"
+    a = make_csr(seed=3, **CSR_CASES["empty_rows"])
+    indptr, indices = a.torch_structure("int32")
+    A = st.SparseMatrix(indptr, indices, torch.ones(a.nnz), (a.m, a.n))
+    assert st.explain(A, op="attention", k=64, device="cuda")["script"] == "sparse_attention_tiles"
+
+
 # --------------------------------------------------------------------------- the backward
 
 
@@ -505,6 +657,26 @@ def test_gpu_one_pass_attention_matches_float64(dtype, case):
     assert out.is_cuda and out.dtype == q.dtype
     np.testing.assert_allclose(out.double().cpu().numpy(), reference(a, q, k, v, 0.125),
                                rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+
+
+@needs_gpu
+@pytest.mark.parametrize("rows", ("3", "8", "16"))
+@pytest.mark.parametrize("dtype", ("float32", "float16", "bfloat16", "float64"))
+def test_gpu_tiles_match_float64(monkeypatch, rows, dtype):
+    """The shared-tile forward on a GPU, where the block's warps meet at its barriers for real."""
+    monkeypatch.setenv("SPARSETIR_CUDA_ATTENTION_TILE_ROWS", rows)
+    lengths = [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 130, 200, 3, 40, 12] * 5
+    a = sorted_rows(lengths, 200, seed=int(rows), repeat=(14,))
+    q, k, v = inputs(a, (2, 3), 64, 64, dtype, seed=len(dtype))
+    indptr, indices = a.torch_structure("int32")
+    out, lse = torch.ops.sparsetir._sparse_attention_forward(indptr.cuda(), indices.cuda(), q.cuda(), k.cuda(),
+                                                             v.cuda(), 0.125)
+    np.testing.assert_allclose(out.double().cpu().numpy(), reference(a, q, k, v, 0.125),
+                               rtol=TOLERANCE[dtype], atol=TOLERANCE[dtype])
+    ref = reference_log_sum_exp(a, q, k, 0.125)
+    got = lse.double().cpu().numpy()
+    assert np.array_equal(np.isneginf(got), np.isneginf(ref))
+    np.testing.assert_allclose(got[np.isfinite(ref)], ref[np.isfinite(ref)], rtol=1e-5, atol=1e-5)
 
 
 @needs_gpu

@@ -709,7 +709,8 @@ bool HasCudaRecipe(const std::string& recipe) {
          recipe == "edge_softmax" || recipe == "edge_softmax_backward" || recipe == "bsrmm" || recipe == "bsr_linear" ||
          recipe == "bsr_linear_tiles" || recipe == "bsr_linear_grad_blocks_tiles" ||
          recipe == "bsr_linear_grad_blocks" || recipe == "gat_attention" || recipe == "sparse_attention_online" ||
-         recipe == "sparse_attention_online_columns" || recipe == "sparse_attention_backward_online" ||
+         recipe == "sparse_attention_online_columns" || recipe == "sparse_attention_tiles" ||
+         recipe == "sparse_attention_backward_online" ||
          recipe == "sparse_attention_backward_online_columns";
 }
 
@@ -787,7 +788,8 @@ Schedule ScheduleForCuda(const PrimFunc& f, const std::string& recipe, const std
   } else if (recipe == "gat_attention") {
     RowPassesPerThread(sch, {"row_score", "row_max", "row_exp", "row_sum", "row_div", "aggregate"});
   } else if (recipe == "sparse_attention_online" || recipe == "sparse_attention_online_columns" ||
-             recipe == "sparse_attention_backward_online" || recipe == "sparse_attention_backward_online_columns") {
+             recipe == "sparse_attention_tiles" || recipe == "sparse_attention_backward_online" ||
+             recipe == "sparse_attention_backward_online_columns") {
     // Stage-III scripts that bind their own loops: specialized, nothing more.
   } else if (recipe == "sddmm_segments") {
     SddmmSegments(sch, Size(sizes, "feat_size"), BufferDtype(f, "X"));

@@ -1,6 +1,8 @@
 #include "runtime/emulated_cuda_module.h"
 
+#include <mutex>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "runtime/kernel_cache.h"
@@ -18,8 +20,26 @@ EmulatedCudaModule::EmulatedCudaModule(std::string source, std::string kernel, b
       dims_(std::move(dims)),
       dynamic_shared_bytes_(dynamic_shared_bytes) {}
 
+namespace {
+
+std::mutex& LastKernelMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+std::string& LastKernel() {
+  static std::string name;
+  return name;
+}
+
+}  // namespace
+
 void EmulatedCudaModule::Launch(const SparsetirArg* args, const SparsetirLauncher* launcher) const {
   ++EmulatedRuns();
+  {
+    std::lock_guard<std::mutex> lock(LastKernelMutex());
+    LastKernel() = kernel_;
+  }
   // The emulator runs on this CPU, built for its level.
   std::call_once(built_, [this] { module_ = GetOrBuildCpuModule(source_, Target::HostCpu()); });
   const std::array<int64_t, 6> dims = dims_(args);
@@ -42,6 +62,11 @@ void EmulatedCudaModule::Launch(const SparsetirArg* args, const SparsetirLaunche
 std::atomic<int64_t>& EmulatedRuns() {
   static std::atomic<int64_t> runs{0};
   return runs;
+}
+
+std::string LastEmulatedKernel() {
+  std::lock_guard<std::mutex> lock(LastKernelMutex());
+  return LastKernel();
 }
 
 }  // namespace sparsetir

@@ -43,5 +43,8 @@ class EmulatedCudaModule : public Module {
 
 // How many cuda kernels this process ran under the SIMT emulator (tests).
 std::atomic<int64_t>& EmulatedRuns();
+// The kernel this process last launched under the emulator ("" before any):
+// which of an operator's kernels ran (tests).
+std::string LastEmulatedKernel();
 
 }  // namespace sparsetir

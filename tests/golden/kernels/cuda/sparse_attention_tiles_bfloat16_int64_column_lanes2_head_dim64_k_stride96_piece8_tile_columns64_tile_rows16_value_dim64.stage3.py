@@ -1,0 +1,120 @@
+@T.prim_func
+def sparse_attention_tiles(
+    q: T.handle,
+    k: T.handle,
+    v: T.handle,
+    out: T.handle,
+    lse: T.handle,
+    indptr: T.handle,
+    indices: T.handle,
+    m: T.int32,
+    n: T.int32,
+    nnz: T.int32,
+    heads: T.int32,
+    head_dim: T.int32,
+    value_dim: T.int32,
+    column_lanes: T.int32,
+    piece: T.int32,
+    tile_rows: T.int32,
+    tile_columns: T.int32,
+    k_stride: T.int32,
+) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "specialized": {"column_lanes": 2, "head_dim": 64, "k_stride": 96, "piece": 8, "tile_columns": 64, "tile_rows": 16, "value_dim": 64}, "sparse_tir_level": 0})
+    Q = T.match_buffer(q, (heads, m, 64), "float32")
+    K = T.match_buffer(k, (heads, n, 64), "bfloat16")
+    V = T.match_buffer(v, (heads, n, 64), "bfloat16")
+    O = T.match_buffer(out, (heads, m, 64), "bfloat16")
+    LSE = T.match_buffer(lse, (heads, m), "float32")
+    J_indptr = T.match_buffer(indptr, (m + 1,), "int64")
+    J_indices = T.match_buffer(indices, (nnz,), "int64")
+    T.assume_buffer_domain(J_indptr, [0, nnz])
+    T.assume_buffer_domain(J_indices, [0, n - 1])
+    v11: T.int32 = (n + 64 - 1) // 64
+    for row_block in T.thread_binding((m + 16 - 1) // 16, thread="blockIdx.x"):
+        for h in T.thread_binding(heads, thread="blockIdx.y"):
+            for warp in T.thread_binding(16, thread="threadIdx.y"):
+                v5: T.int32 = T.min(row_block * 16 + warp, m - 1)
+                v7: T.int64 = J_indptr[v5 + 1]
+                v8: T.int64 = J_indptr[v5]
+                for lane in T.thread_binding(32, thread="threadIdx.x"):
+                    KS = T.alloc_buffer((6144,), "bfloat16", scope="shared")
+                    VS = T.alloc_buffer((4096,), "bfloat16", scope="shared")
+                    QL = T.alloc_buffer((32,), "float32", scope="local")
+                    KL = T.alloc_buffer((32,), "bfloat16", scope="local")
+                    ACC = T.alloc_buffer((2,), "float32", scope="local")
+                    VL = T.alloc_buffer((2,), "bfloat16", scope="local")
+                    MX = T.alloc_buffer((1,), "float32", scope="local")
+                    SM = T.alloc_buffer((1,), "float32", scope="local")
+                    DOT = T.alloc_buffer((1,), "float32", scope="local")
+                    POS = T.alloc_buffer((1,), "int64", scope="local")
+                    part: T.int32 = lane % 2
+                    thread: T.int32 = warp * 32 + lane
+                    for t in T.unroll(4):
+                        v0: T.int32 = (t * 2 + part) * 8
+                        for e in T.vectorized(8):
+                            QL[t * 8 + e] = Q[h, v5, v0 + e]
+                    for t in T.unroll(2):
+                        ACC[t] = T.float32(0.0)
+                    MX[0] = T.float32(-T.inf)
+                    SM[0] = T.float32(0.0)
+                    POS[0] = v8
+                    for tile in T.serial(v11):
+                        first_column: T.int32 = tile * 64
+                        for r in T.unroll(1):
+                            kp: T.int32 = r * 16 * 32 + thread
+                            kc: T.int32 = kp // 8
+                            kd: T.int32 = kp % 8 * 8
+                            if kc < 64 and first_column + kc < n:
+                                v1: T.int32 = kc * 96 + kd
+                                for e in T.vectorized(8):
+                                    KS[v1 + e] = K[h, first_column + kc, kd + e]
+                        for r in T.unroll(1):
+                            vp: T.int32 = r * 16 * 32 + thread
+                            vc: T.int32 = vp // 8
+                            vd: T.int32 = vp % 8 * 8
+                            if vc < 64 and first_column + vc < n:
+                                v2: T.int32 = vc * 64 + vd
+                                for e in T.vectorized(8):
+                                    VS[v2 + e] = V[h, first_column + vc, vd + e]
+                        T.sp.sync_threads()
+                        start: T.int64 = POS[0]
+                        stop: T.int64 = T.sp.lower_bound(indices, start, T.min(v7, start + T.int64(64)), first_column + 64)
+                        length: T.int64 = stop - start
+                        for j in T.serial((length + T.int64(16) - T.int64(1)) // T.int64(16)):
+                            position: T.int64 = j * T.int64(16) + T.Cast("int64", lane // 2)
+                            col: T.int64 = J_indices[start + T.min(position, length - T.int64(1))] - T.Cast("int64", first_column)
+                            for t in T.unroll(4):
+                                v3: T.int64 = col * T.int64(96) + T.Cast("int64", (t * 2 + part) * 8)
+                                for e in T.vectorized(8):
+                                    KL[t * 8 + e] = KS[v3 + T.Cast("int64", e)]
+                            DOT[0] = T.float32(0.0)
+                            for t in T.unroll(32):
+                                DOT[0] = DOT[0] + QL[t] * T.Cast("float32", KL[t])
+                            dot: T.float32 = T.sp.lane_sum(DOT[0], 2)
+                            score: T.float32 = T.Select(position < length, dot, T.float32(-T.inf))
+                            step_max: T.float32 = T.sp.lane_max(score, 32)
+                            grown: T.float32 = T.max(MX[0], step_max)
+                            rescale: T.float32 = T.exp(MX[0] - grown)
+                            weight: T.float32 = T.exp(score - grown)
+                            MX[0] = grown
+                            SM[0] = SM[0] * rescale + T.Select(part == 0, weight, T.float32(0.0))
+                            for t in T.unroll(2):
+                                ACC[t] = ACC[t] * rescale
+                            for u in T.unroll(16):
+                                weight_u: T.float32 = T.sp.lane_shuffle(weight, u * 2, 32)
+                                col_u: T.int64 = T.sp.lane_shuffle(col, u * 2, 32)
+                                if j * T.int64(16) + T.Cast("int64", u) < length:
+                                    v4: T.int64 = col_u * T.int64(64) + T.Cast("int64", lane * 2)
+                                    for t in T.vectorized(2):
+                                        VL[t] = VS[v4 + T.Cast("int64", t)]
+                                    for t in T.unroll(2):
+                                        ACC[t] = ACC[t] + weight_u * T.Cast("float32", VL[t])
+                        POS[0] = stop
+                        T.sp.sync_threads()
+                    total: T.float32 = T.sp.lane_sum(SM[0], 32)
+                    norm: T.float32 = T.Select(total > T.float32(0.0), T.float32(1.0) / total, T.float32(0.0))
+                    if row_block * 16 + warp < m:
+                        for t in T.vectorized(2):
+                            O[h, v5, lane * 2 + t] = T.Cast("bfloat16", ACC[t] * norm)
+                        if lane == 0:
+                            LSE[h, v5 + lane] = MX[0] + T.log(total)
