@@ -285,3 +285,20 @@ def test_a_shared_buffer_of_a_runtime_extent_is_refused():
     with pytest.raises(st.ScheduleError, match="shared buffer 'XS' has the extent n, not a constant: a block declares "
                                                "its shared memory when the kernel is built"):
         st.compile(runtime, target="cuda")
+
+
+def test_blocks_of_1024_threads_bound_their_registers():
+    """A block of 1024 threads may take 64 registers each: the kernel says so
+    (__launch_bounds__), and ptxas keeps to it, where it may take up to 255
+    and the launch would fail. Blocks of up to 512 go without one (128
+    registers each, more than any built-in kernel takes)."""
+    wide = spmv_script().replace("63", "1023").replace("64", "1024")
+    assert "T.thread_binding(1024" in wide
+    kernel = st.compile(wide, target="cuda")
+    assert 'extern "C" __global__ void __launch_bounds__(1024) sparsetir_kernel_' in kernel.source
+    half = spmv_script().replace("63", "511").replace("64", "512")
+    assert "__launch_bounds__" not in st.compile(half, target="cuda").source
+    a = make_csr(m=1100, n=2100, density=0.02, dense_rows=(1,), seed=6)
+    y, values, x = run_spmv(kernel, a)
+    ref, magnitude = spmv_reference(a, values, x)
+    assert_within_bound(y, ref, magnitude, a.n, "float32", "spmv tiles of 1024")

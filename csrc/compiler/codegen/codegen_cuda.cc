@@ -23,6 +23,11 @@ constexpr int64_t kMaxLaneGroup = 1024;
 // The static shared memory a block may declare (more needs an opt-in to
 // dynamic shared memory at launch).
 constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+// The most threads a block may have without a __launch_bounds__: 512 x 128
+// registers fit a multiprocessor's 65,536, and the kernels take fewer (a
+// bound of 512 made ptxas spill float16 attention tiles at 64 registers
+// where 72 fit); blocks of 1024 threads get one, which caps them at 64.
+constexpr int64_t kUnboundedBlockThreads = 512;
 
 int TagIndex(const std::string& tag) {
   for (int d = 0; d < 6; ++d) {
@@ -87,14 +92,14 @@ class CodegenCudaImpl : public CodegenC {
                         "not allocate workspaces yet: cache it in local scope or leave the reduction unfactored");
       }
     }
-    std::ostringstream kernel;
-    out_.swap(kernel);
-    out_ << "extern \"C\" __global__ void " << symbol_ << "(" << params << ") {\n";
+    std::ostringstream body;
+    out_.swap(body);
     indent_ = 1;
     if (f->body) EmitStmt(f->body);
-    out_ << "}\n";
-    out_.swap(kernel);
-    functions_.push_back(kernel.str());
+    out_.swap(body);
+    // The signature after the body, whose bound loops make the block.
+    functions_.push_back("extern \"C\" __global__ void " + LaunchBounds() + symbol_ + "(" + params + ") {\n" +
+                         body.str() + "}\n");
   }
 
   void EmitFor(const ForNode* loop) override {
@@ -341,6 +346,24 @@ class CodegenCudaImpl : public CodegenC {
       types.push_back(std::string(bound ? BufferStorage(bound) : "void") + "*");
     }
     return SimtEmulatorEntry(symbol_, types);
+  }
+
+  // __launch_bounds__ for a block of more than kUnboundedBlockThreads (a
+  // constant number): ptxas then keeps to the registers that many threads
+  // may share (65,536 / threads each), where it could take up to 255 and the
+  // launch would fail for want of registers.
+  std::string LaunchBounds() const {
+    int64_t threads = 1;
+    for (int axis = 3; axis < 6; ++axis) {
+      int64_t most = 1;
+      for (const Expr& extent : launch_[axis]) {
+        const int64_t* c = AsConstInt(extent);
+        if (!c) return "";  // the host's launch decides
+        most = std::max(most, *c);
+      }
+      threads *= most;
+    }
+    return threads > kUnboundedBlockThreads ? "__launch_bounds__(" + std::to_string(threads) + ") " : "";
   }
 
   // A lane reduction within a warp combines groups of consecutive threads
