@@ -28,7 +28,9 @@ def sparse_attention_tiles(
     # of once per allowed column), wait at a barrier, then each warp takes its
     # row's allowed columns that fall in the tile: the row's columns are
     # sorted, so they are consecutive, and the first past the tile is found by
-    # binary search from where the previous tile stopped (POS). Within a tile
+    # binary search from where the previous tile stopped (POS). The block
+    # walks only the tiles from the first any of its rows reaches to the last
+    # (SPAN: each row's first and last tile, exchanged at a barrier). Within a tile
     # a warp scores 32 / column_lanes columns a step as the columns kernel
     # does, each group of column_lanes lanes one column, a lane holding the
     # 16-byte pieces part, part + column_lanes, ... of q_i and of the k row
@@ -65,6 +67,8 @@ def sparse_attention_tiles(
                     SM = T.alloc_buffer((1,), T.float32, scope="local")
                     DOT = T.alloc_buffer((1,), T.float32, scope="local")
                     POS = T.alloc_buffer((1,), "int32", scope="local")
+                    SPAN = T.alloc_buffer((2 * tile_rows,), T.int32, scope="shared")
+                    TILES = T.alloc_buffer((2,), T.int32, scope="local")
                     i: T.int32 = T.min(row_block * tile_rows + warp, m - 1)
                     part: T.int32 = lane % column_lanes
                     thread: T.int32 = warp * 32 + lane
@@ -77,7 +81,22 @@ def sparse_attention_tiles(
                     SM[0] = T.float32(0.0)
                     end: T.int32 = J_indptr[i + 1]
                     POS[0] = J_indptr[i]
-                    for tile in T.serial((n + tile_columns - 1) // tile_columns):
+                    # The block walks the tiles from the first any of its rows reaches to the last (a banded
+                    # pattern's block reads a few tiles, not all): each row's first and last tile, met in SPAN.
+                    if lane == 0:
+                        # (warp + lane is warp here: the index shows that one lane writes.)
+                        SPAN[warp + lane] = T.if_then_else(POS[0] < end, T.Cast(T.int32, J_indices[POS[0]]) // tile_columns,
+                                                    (n + tile_columns - 1) // tile_columns)
+                        last: T.int32 = T.Cast(T.int32, J_indices[T.max(end - 1, 0)]) // tile_columns
+                        SPAN[tile_rows + warp + lane] = T.if_then_else(POS[0] < end, last, -1)
+                    T.sp.sync_threads()
+                    TILES[0] = SPAN[0]
+                    TILES[1] = SPAN[tile_rows]
+                    for w in T.unroll(tile_rows - 1):
+                        TILES[0] = T.min(TILES[0], SPAN[w + 1])
+                        TILES[1] = T.max(TILES[1], SPAN[tile_rows + w + 1])
+                    for step in T.serial(T.max(TILES[1] - TILES[0] + 1, 0)):
+                        tile: T.int32 = TILES[0] + step
                         first_column: T.int32 = tile * tile_columns
                         # The block copies the tile's k and v rows, a 16-byte piece a thread at a time.
                         for r in T.unroll((tile_columns * head_dim // piece + tile_rows * 32 - 1) // (tile_rows * 32)):

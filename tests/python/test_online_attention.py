@@ -235,6 +235,22 @@ def test_tiles_take_each_rows_columns_tile_by_tile(tiles, monkeypatch, rows, d, 
     check_tiles(a, q, k, v, d ** -0.5, dtype, "int64")
 
 
+def test_tiles_of_a_banded_pattern(tiles):
+    """Each block walks only the tiles its rows reach: a band of 9 columns
+    around the diagonal over 300 columns, the first block's rows all empty
+    (no tile at all), and a row of the middle reaching the last tile."""
+    from conftest import Csr
+
+    m = 300
+    rows = [np.arange(max(0, i - 4), min(m, i + 5)) for i in range(m)]
+    rows[0] = rows[1] = rows[2] = np.zeros(0, np.int64)
+    rows[150] = np.array([149, 150, 290, 299])
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
+    a = Csr(indptr, np.concatenate(rows).astype(np.int64), np.ones(indptr[-1]), (m, m))
+    q, k, v = inputs(a, (2,), 64, 32, "float32", seed=11)
+    check_tiles(a, q, k, v, 0.125, "float32", "int32")
+
+
 def test_tiles_rescale_large_scores(tiles):
     a = make_csr(12, 150, density=0.5, seed=2, dense_rows=(1,))
     # 8 features, as the column kernels' test: wider heads' scores in the hundreds round differently in each

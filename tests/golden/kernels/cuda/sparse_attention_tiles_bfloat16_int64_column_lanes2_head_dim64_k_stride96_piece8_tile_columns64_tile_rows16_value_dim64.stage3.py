@@ -29,13 +29,12 @@ def sparse_attention_tiles(
     J_indices = T.match_buffer(indices, (nnz,), "int64")
     T.assume_buffer_domain(J_indptr, [0, nnz])
     T.assume_buffer_domain(J_indices, [0, n - 1])
-    v11: T.int32 = (n + 64 - 1) // 64
     for row_block in T.thread_binding((m + 16 - 1) // 16, thread="blockIdx.x"):
         for h in T.thread_binding(heads, thread="blockIdx.y"):
             for warp in T.thread_binding(16, thread="threadIdx.y"):
                 v5: T.int32 = T.min(row_block * 16 + warp, m - 1)
-                v7: T.int64 = J_indptr[v5 + 1]
-                v8: T.int64 = J_indptr[v5]
+                v6: T.int64 = J_indptr[v5 + 1]
+                v7: T.int64 = J_indptr[v5]
                 for lane in T.thread_binding(32, thread="threadIdx.x"):
                     KS = T.alloc_buffer((6144,), "bfloat16", scope="shared")
                     VS = T.alloc_buffer((4096,), "bfloat16", scope="shared")
@@ -47,6 +46,8 @@ def sparse_attention_tiles(
                     SM = T.alloc_buffer((1,), "float32", scope="local")
                     DOT = T.alloc_buffer((1,), "float32", scope="local")
                     POS = T.alloc_buffer((1,), "int64", scope="local")
+                    SPAN = T.alloc_buffer((32,), "int32", scope="shared")
+                    TILES = T.alloc_buffer((2,), "int32", scope="local")
                     part: T.int32 = lane % 2
                     thread: T.int32 = warp * 32 + lane
                     for t in T.unroll(4):
@@ -57,8 +58,19 @@ def sparse_attention_tiles(
                         ACC[t] = T.float32(0.0)
                     MX[0] = T.float32(-T.inf)
                     SM[0] = T.float32(0.0)
-                    POS[0] = v8
-                    for tile in T.serial(v11):
+                    POS[0] = v7
+                    if lane == 0:
+                        SPAN[warp + lane] = T.Select(POS[0] < v6, T.Cast("int32", J_indices[POS[0]]) // 64, (n + 64 - 1) // 64)
+                        last: T.int32 = T.Cast("int32", J_indices[T.max(v6 - T.int64(1), T.int64(0))]) // 64
+                        SPAN[16 + warp + lane] = T.Select(POS[0] < v6, last, -1)
+                    T.sp.sync_threads()
+                    TILES[0] = SPAN[0]
+                    TILES[1] = SPAN[16]
+                    for w in T.unroll(15):
+                        TILES[0] = T.min(TILES[0], SPAN[w + 1])
+                        TILES[1] = T.max(TILES[1], SPAN[16 + w + 1])
+                    for step in T.serial(T.max(TILES[1] - TILES[0] + 1, 0)):
+                        tile: T.int32 = TILES[0] + step
                         first_column: T.int32 = tile * 64
                         for r in T.unroll(1):
                             kp: T.int32 = r * 16 * 32 + thread
@@ -78,7 +90,7 @@ def sparse_attention_tiles(
                                     VS[v2 + e] = V[h, first_column + vc, vd + e]
                         T.sp.sync_threads()
                         start: T.int64 = POS[0]
-                        stop: T.int64 = T.sp.lower_bound(indices, start, T.min(v7, start + T.int64(64)), first_column + 64)
+                        stop: T.int64 = T.sp.lower_bound(indices, start, T.min(v6, start + T.int64(64)), first_column + 64)
                         length: T.int64 = stop - start
                         for j in T.serial((length + T.int64(16) - T.int64(1)) // T.int64(16)):
                             position: T.int64 = j * T.int64(16) + T.Cast("int64", lane // 2)
