@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/equal.h"
+#include "ir/printer.h"
 #include "parser/parser.h"
 #include "test_util.h"
 
@@ -52,6 +53,22 @@ TEST(StructuralEqualTest, SwappingTwoParametersIsNotEqual) {
                                    "XX", "XX");
   ASSERT_NE(text, swapped);
   EXPECT_FALSE(StructuralEqual(Parse(text), Parse(swapped)));
+}
+
+TEST(StructuralEqualTest, BarriersArePartOfTheStructure) {
+  // T.sp.sync_threads() prints and parses back as itself; a kernel without
+  // one of its barriers is another kernel.
+  const std::string text = ReadScript("sparse_attention_tiles.py");
+  const std::string barrier = "                        POS[0] = stop\n                        T.sp.sync_threads()\n";
+  ASSERT_NE(text.find(barrier), std::string::npos);
+  PrimFunc a = Parse(text);
+  const std::string printed = Print(a);
+  EXPECT_NE(printed.find("T.sp.sync_threads()"), std::string::npos);
+  EXPECT_TRUE(StructuralEqual(a, Parse(printed)));
+  EXPECT_EQ(StructuralHash(a), StructuralHash(Parse(printed)));
+  PrimFunc fewer = Parse(ReplaceAll(text, barrier, "                        POS[0] = stop\n"));
+  EXPECT_FALSE(StructuralEqual(a, fewer));
+  EXPECT_NE(StructuralHash(a), StructuralHash(fewer));
 }
 
 }  // namespace
