@@ -85,9 +85,9 @@ def sparse_attention_tiles(
                     # pattern's block reads a few tiles, not all): each row's first and last tile, met in SPAN.
                     if lane == 0:
                         # (warp + lane is warp here: the index shows that one lane writes.)
-                        SPAN[warp + lane] = T.if_then_else(POS[0] < end, T.Cast(T.int32, J_indices[POS[0]]) // tile_columns,
-                                                    (n + tile_columns - 1) // tile_columns)
+                        first: T.int32 = T.Cast(T.int32, J_indices[T.min(POS[0], nnz - 1)]) // tile_columns
                         last: T.int32 = T.Cast(T.int32, J_indices[T.max(end - 1, 0)]) // tile_columns
+                        SPAN[warp + lane] = T.if_then_else(POS[0] < end, first, (n + tile_columns - 1) // tile_columns)
                         SPAN[tile_rows + warp + lane] = T.if_then_else(POS[0] < end, last, -1)
                     T.sp.sync_threads()
                     TILES[0] = SPAN[0]

@@ -180,7 +180,8 @@ def has_cpu_recipe(recipe: str) -> bool:
     # The one-pass attention and its backward are cuda kernels (lanes, shuffles).
     return recipe not in ("csrmm_segments", "sddmm_segments", "sddmm_heads_segments", "bsr_linear_tiles",
                           "bsr_linear_grad_blocks_tiles", "sparse_attention_online",
-                          "sparse_attention_online_columns", "sparse_attention_tiles", "sparse_attention_backward_online",
+                          "sparse_attention_online_columns", "sparse_attention_tiles",
+                          "sparse_attention_backward_online",
                           "sparse_attention_backward_online_columns")
 
 

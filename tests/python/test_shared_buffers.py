@@ -182,9 +182,8 @@ def test_a_barrier_under_the_threads_condition_is_refused():
 
 
 def test_a_barrier_in_a_loop_of_the_threads_own_length_is_refused():
-    bad = spmv_script().replace("                    ACC[0] = ACC[0] + A[POS[0] + j] * XS[J_indices[POS[0] + j] - tile * 64]\n",
-                                "                    ACC[0] = ACC[0] + A[POS[0] + j] * XS[J_indices[POS[0] + j] - tile * 64]\n"
-                                "                    T.sp.sync_threads()\n")
+    update = "                    ACC[0] = ACC[0] + A[POS[0] + j] * XS[J_indices[POS[0] + j] - tile * 64]\n"
+    bad = spmv_script().replace(update, update + "                    T.sp.sync_threads()\n")
     assert bad != spmv_script()
     with pytest.raises(st.ScheduleError, match="lies under loop 'j', whose bounds depend on the thread"):
         st.compile(bad, target="cuda")

@@ -340,7 +340,8 @@ void BsrmmTiles(Schedule& sch, const BsrmmTile& tile, int64_t feat) {
   const std::string window = sch.Merge({init_f[0], f[0]});
   const std::string lanes = sch.Merge({init_f[1], f[1]});
   sch.Bind(loops[0], "blockIdx.x");
-  BindGridOrSerial(sch, window, (feat + tile.lanes * tile.features - 1) / (tile.lanes * tile.features), "blockIdx.y");
+  const int64_t window_outputs = tile.lanes * tile.features;
+  BindGridOrSerial(sch, window, (feat + window_outputs - 1) / window_outputs, "blockIdx.y");
   BindGridOrSerial(sch, row_slice, tile.row_slices, "blockIdx.z");
   sch.Bind(row_threads, "threadIdx.y");
   sch.Bind(lanes, "threadIdx.x");
@@ -527,7 +528,8 @@ void BsrLinearTiles(Schedule& sch, const BsrLinearTile& tile, int64_t block_h) {
   sch.Bind(loops[0], "blockIdx.y");
   sch.Bind(n[0], "blockIdx.x");
   sch.Bind(n[1], "threadIdx.y");
-  BindGridOrSerial(sch, window, (block_h + tile.lanes * tile.features - 1) / (tile.lanes * tile.features), "blockIdx.z");
+  const int64_t window_outputs = tile.lanes * tile.features;
+  BindGridOrSerial(sch, window, (block_h + window_outputs - 1) / window_outputs, "blockIdx.z");
   sch.Bind(lanes, "threadIdx.x");
   sch.Vectorize(init_bi[2]);
   sch.Unroll(bj[1]);

@@ -60,8 +60,9 @@ def sparse_attention_tiles(
                     SM[0] = T.float32(0.0)
                     POS[0] = v7
                     if lane == 0:
-                        SPAN[warp + lane] = T.Select(POS[0] < v6, T.Cast("int32", J_indices[POS[0]]) // 64, (n + 64 - 1) // 64)
+                        first: T.int32 = T.Cast("int32", J_indices[T.min(POS[0], T.Cast("int64", nnz - 1))]) // 64
                         last: T.int32 = T.Cast("int32", J_indices[T.max(v6 - T.int64(1), T.int64(0))]) // 64
+                        SPAN[warp + lane] = T.Select(POS[0] < v6, first, (n + 64 - 1) // 64)
                         SPAN[16 + warp + lane] = T.Select(POS[0] < v6, last, -1)
                     T.sp.sync_threads()
                     TILES[0] = SPAN[0]
