@@ -241,6 +241,9 @@ def f(y: T.handle, m: T.int32) -> None:
         st.Schedule(stage1)
     with pytest.raises(st.ScriptError, match=r"T.sp.sync_threads\(\) takes no arguments"):
         st.Schedule(spmv_script().replace("T.sp.sync_threads()", "T.sp.sync_threads(1)", 1))
+    with pytest.raises(st.ScriptError, match=r"T.sp.sync_threads\(\) is a statement of its own \(the block's "
+                                             r"barrier\); it has no value"):
+        st.Schedule(spmv_script().replace("XS[t] = X[tile * 64 + t]", "XS[t] = T.sp.sync_threads()"))
 
 
 def test_a_shared_cache_beside_the_scripts_barriers_is_refused():

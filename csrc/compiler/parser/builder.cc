@@ -1287,6 +1287,10 @@ class Builder {
       for (size_t k = 1; k < 4; ++k) values.push_back(BuildIndexScalar(args[k], "an argument of T.sp.lower_bound"));
       return MakeCall(Intrinsic::kLowerBound, values, values[1]->dtype);
     }
+    if (callee == "T.sp.sync_threads") {
+      ThrowScriptError("T.sp.sync_threads() is a statement of its own (the block's barrier); it has no value",
+                       e->children[0]->span);
+    }
     ThrowScriptError("unknown function '" + (callee.empty() ? std::string("<expression>") : callee) + "'", e->children[0]->span);
   }
 
