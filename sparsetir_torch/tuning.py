@@ -585,19 +585,18 @@ def _explain_cuda(A, op: str, k: int, dtype) -> dict:
         # Lanes per scored column (0: the warp scores one column after another): the forward reads k as
         # given, the backward computes in float32 (16-bit inputs too) or float64.
         element_bytes = getattr(torch, value_dtype).itemsize
-        out["column_lanes"] = _C.cuda_attention_column_lanes(k, element_bytes)
+        # The operator's own choice of forward (the column groups, the shared tiles where set and A's rows
+        # are in column order, or a warp per column) and its sizes.
+        rows_sorted = A is None or not structure_summary(A, "st.explain")["unsorted_rows"]
+        out["script"], forward_sizes = _C.cuda_attention_forward(k, k, element_bytes, rows_sorted)
+        recipe = script = out["script"]
+        sizes.update(forward_sizes)
+        out["column_lanes"] = forward_sizes.get("column_lanes", 0)
         out["backward_column_lanes"] = _C.cuda_attention_column_lanes(k, max(element_bytes, 4))
         if out["column_lanes"]:
-            out["script"] = recipe = script = "sparse_attention_online_columns"
             out["backward"] = "sparse_attention_backward_online_columns, csrmm_heads"
-            sizes["column_lanes"] = out["column_lanes"]
-        # The forward's tiles of k and v rows in shared memory (rows 0: none; a pattern whose rows are not
-        # sorted keeps the column groups).
+        # The tile plan at this width (rows 0: no tiles).
         out["tile"] = _C.cuda_attention_tile(k, k, element_bytes, out["column_lanes"])
-        if out["tile"]["rows"] and (A is None or not structure_summary(A, "st.explain")["unsorted_rows"]):
-            out["script"] = recipe = script = "sparse_attention_tiles"
-            sizes.update(piece=out["tile"]["piece"], tile_rows=out["tile"]["rows"],
-                         tile_columns=out["tile"]["columns"], k_stride=out["tile"]["k_stride"])
     if op == "bsrmm":
         if A is None or not A.is_block:
             raise ValueError("st.explain: op='bsrmm' needs A with blocks (a BSR tensor or a block st.SparseMatrix)")

@@ -413,6 +413,18 @@ AttentionTile CudaAttentionTile(int64_t head_dim, int64_t value_dim, int64_t ele
   return tile;
 }
 
+AttentionForwardPlan CudaAttentionForward(int64_t head_dim, int64_t value_dim, int64_t element_bytes,
+                                          bool rows_sorted) {
+  const int64_t lanes = CudaAttentionColumnLanes(head_dim, element_bytes);
+  if (lanes == 0) return {"sparse_attention_online", {}};
+  // The tiles find a row's columns in a tile by binary search: sorted rows only.
+  const AttentionTile tile = CudaAttentionTile(head_dim, value_dim, element_bytes, lanes);
+  if (tile.rows == 0 || !rows_sorted) return {"sparse_attention_online_columns", {{"column_lanes", lanes}}};
+  return {"sparse_attention_tiles",
+          {{"column_lanes", lanes}, {"piece", tile.piece}, {"tile_rows", tile.rows}, {"tile_columns", tile.columns},
+           {"k_stride", tile.k_stride}}};
+}
+
 int64_t CudaSddmmSegmentLength(int64_t feat) {
   const int64_t set = EnvSetting("SPARSETIR_CUDA_SDDMM_SEGMENT", -1, 1LL << 30,
                                  "a non-negative number of non-zeros (0: a thread per non-zero)");

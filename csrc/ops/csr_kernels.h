@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <map>
 #include <string>
 
 #include "graph_cache.h"
@@ -126,6 +127,18 @@ struct AttentionTile {
 };
 AttentionTile CudaAttentionTile(int64_t head_dim, int64_t value_dim, int64_t element_bytes, int64_t column_lanes,
                                 int64_t requested = -1);
+
+// The one-pass cuda forward of sparse_attention: its script and the sizes it
+// is specialized and called with besides head_dim and value_dim (the column
+// groups' lanes, the tiles'), for k elements of `element_bytes` and a
+// pattern whose rows are all in column order (`rows_sorted`) or not. The
+// operator runs it and st.explain reports it.
+struct AttentionForwardPlan {
+  std::string script;
+  std::map<std::string, int64_t> sizes;
+};
+AttentionForwardPlan CudaAttentionForward(int64_t head_dim, int64_t value_dim, int64_t element_bytes,
+                                          bool rows_sorted);
 
 // out (rows, H, D) = sum over the non-zeros e = (i, j) of
 // values[e, h] * dense[j, h, :], every head in one kernel (csrmm_heads).

@@ -171,18 +171,11 @@ bool OnlineApplies(const AttentionArgs& a) { return SparseAttentionRunsOnline(a.
 // recomputes the probabilities in one pass.
 std::tuple<at::Tensor, at::Tensor> ForwardOnline(const AttentionArgs& a) {
   const int64_t L = a.q.size(1), D = a.q.size(2), Dv = a.v.size(2), nnz = a.csr.nnz();
-  const int64_t lanes = CudaAttentionColumnLanes(D, a.k.element_size());
-  std::map<std::string, int64_t> sizes = {{"head_dim", D}, {"value_dim", Dv}};
-  if (lanes > 0) sizes["column_lanes"] = lanes;
-  const char* script = lanes > 0 ? "sparse_attention_online_columns" : "sparse_attention_online";
-  // The tiles find a row's columns in a tile by binary search: sorted rows only.
-  const AttentionTile tile = CudaAttentionTile(D, Dv, a.k.element_size(), lanes);
-  if (tile.rows > 0 && a.csr.info->summary().unsorted_rows == 0) {
-    script = "sparse_attention_tiles";
-    sizes.insert({{"piece", tile.piece}, {"tile_rows", tile.rows}, {"tile_columns", tile.columns},
-                  {"k_stride", tile.k_stride}});
-  }
-  auto kernel = GetOpKernel(Request(script, a, sizes));
+  const AttentionForwardPlan forward =
+      CudaAttentionForward(D, Dv, a.k.element_size(), a.csr.info->summary().unsorted_rows == 0);
+  std::map<std::string, int64_t> sizes = forward.sizes;
+  sizes.insert({{"head_dim", D}, {"value_dim", Dv}});
+  auto kernel = GetOpKernel(Request(forward.script.c_str(), a, sizes));
   at::Tensor out = EmptyOutput({a.heads(), L, Dv}, a.v.options());
   at::Tensor lse = at::empty({a.heads(), L}, a.q.options().dtype(ComputeDtype(a.dtype)));
   KernelCall call(*kernel);
@@ -190,9 +183,7 @@ std::tuple<at::Tensor, at::Tensor> ForwardOnline(const AttentionArgs& a) {
       .Set("lse", lse).Set("indptr", a.csr.indptr).Set("indices", a.csr.indices)
       .Set("m", L).Set("n", a.k.size(1)).Set("nnz", nnz).Set("heads", a.heads()).Set("head_dim", D)
       .Set("value_dim", Dv);
-  for (const auto& [name, size] : sizes) {
-    if (name != "head_dim" && name != "value_dim") call.Set(name, size);
-  }
+  for (const auto& [name, size] : forward.sizes) call.Set(name, size);
   call.Run(2 * a.heads() * nnz * (D + Dv));
   return {out, lse};
 }

@@ -650,6 +650,15 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "The tiles of sparse_attention's cuda forward in shared memory (rows == 0: the column-group kernel); rows "
       "-1 reads $SPARSETIR_CUDA_ATTENTION_TILE_ROWS.");
   m.def(
+      "cuda_attention_forward",
+      [](int64_t head_dim, int64_t value_dim, int64_t element_bytes, bool rows_sorted) {
+        const AttentionForwardPlan forward = CudaAttentionForward(head_dim, value_dim, element_bytes, rows_sorted);
+        return py::make_tuple(forward.script, forward.sizes);
+      },
+      py::arg("head_dim"), py::arg("value_dim"), py::arg("element_bytes"), py::arg("rows_sorted") = true,
+      "(script, sizes) of sparse_attention's one-pass cuda forward, as the operator picks them: the sizes besides "
+      "head_dim and value_dim.");
+  m.def(
       "cuda_bsrmm_tile",
       [](int64_t block_h, int64_t block_w, int64_t feat, const at::Tensor& like, int64_t block_rows,
          const std::string& device) {

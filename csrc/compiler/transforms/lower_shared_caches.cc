@@ -164,8 +164,7 @@ class Cooperative : public IRMutator {
     for (int axis = 0; axis < 3; ++axis) {
       if (threads_[axis].empty()) continue;
       const ForNode* loop = threads_[axis].back();
-      const int64_t *min = AsConstInt(loop->min), *extent = AsConstInt(loop->extent);
-      if (block_[axis] < 0 || !min || *min != 0 || *extent != block_[axis]) {
+      if (!SpansAxis(loop, axis)) {
         Refuse(barrier + " lies inside loop '" + loop->var->name + "', bound to " + kThreadAxes[axis] + " over " +
                Print(loop->extent) + (block_[axis] < 0 ? " (not a constant)" : " of the block's " +
                std::to_string(block_[axis]) + " threads") + ": every thread of the block must reach it. Bind the "
@@ -211,6 +210,13 @@ class Cooperative : public IRMutator {
   }
 
  private:
+  // Whether `loop`, bound to thread axis `axis`, runs over all the block's
+  // threads along it: from 0, over the block's (constant) extent.
+  bool SpansAxis(const ForNode* loop, int axis) const {
+    const int64_t *min = AsConstInt(loop->min), *extent = AsConstInt(loop->extent);
+    return block_[axis] >= 0 && min && *min == 0 && extent && *extent == block_[axis];
+  }
+
   // The block's flat thread index (x fastest) and its number of threads.
   std::pair<Expr, int64_t> FlatThread(const std::string& cache) const {
     Expr index;
@@ -233,8 +239,7 @@ class Cooperative : public IRMutator {
                " encloses it; cache at a loop inside the loops bound to the block's threads");
       }
       const ForNode* loop = threads_[axis].back();
-      const int64_t *min = AsConstInt(loop->min), *extent = AsConstInt(loop->extent);
-      if (!min || *min != 0 || *extent != block_[axis]) {
+      if (!SpansAxis(loop, axis)) {
         Refuse(cache + " lies inside loop '" + loop->var->name + "', bound to " + name + " over " +
                Print(loop->extent) + " of the block's " + std::to_string(block_[axis]) +
                " threads: the others would miss the barriers around its fill. Bind the loops of an axis to the "
