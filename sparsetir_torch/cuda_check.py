@@ -1,14 +1,15 @@
 """Compiles every CUDA kernel of the built-in operators without a GPU.
 
-    python -m sparsetir_torch.cuda_check --arch sm_80,sm_90 [--dump DIR] [--quick]
+    python -m sparsetir_torch.cuda_check --arch sm_80,sm_90 [--dump DIR] [--quick] [--jobs N]
 
 For each kernel the operators can build for the cuda target (every script with a
 cuda recipe, value dtype, index dtype and the feature widths the recipes tell
 apart), and each architecture: NVRTC compiles the generated source to a CUBIN
-for sm_XY and to PTX for compute_XY, and ptxas (from the machine's CUDA
-toolkit, when present) assembles that PTX, which reports registers, spills and
-shared memory. Prints one row per kernel and architecture; exits 1 if any
-compile fails. --dump writes every source (and its PTX) into DIR.
+for sm_XY (keeping the PTX it made on the way), and ptxas (from the machine's
+CUDA toolkit, when present) assembles that PTX, which reports registers, spills
+and shared memory. Prints one row per kernel and architecture, in a fixed
+order whatever --jobs is; exits 1 if any compile fails. --dump writes every
+source (and its PTX) into DIR.
 
 NVRTC comes from torch's CUDA build (the nvidia-cuda-nvrtc wheel); no GPU or
 driver is needed.
@@ -16,6 +17,7 @@ driver is needed.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import itertools
 import os
 import re
@@ -181,8 +183,8 @@ class Row:
     kernel: str
     arch: int
     ok: bool
-    cubin_ms: float = 0.0
-    ptx_ms: float = 0.0
+    nvrtc_ms: float = 0.0
+    ptxas_ms: float = 0.0
     registers: Optional[int] = None
     spills: Optional[int] = None
     shared: Optional[int] = None
@@ -208,26 +210,33 @@ def ptxas_report(ptxas: str, ptx: bytes, arch: int) -> dict:
             "shared": int(shared.group(1)) if shared else 0}
 
 
+def _write_replacing(path: str, data: bytes, writer: str) -> None:
+    partial = f"{path}.{writer}.partial"
+    with open(partial, "wb") as f:
+        f.write(data)
+    os.replace(partial, path)
+
+
 def check(v: Variant, arch: int, ptxas: Optional[str], dump: Optional[str]) -> Row:
     row = Row(v.name, arch, ok=False)
     try:
         source = cuda_source(v)
         start = time.perf_counter()
-        cubin = _C.nvrtc_compile(source, v.name + ".cu", arch, True)
-        row.cubin_ms = (time.perf_counter() - start) * 1e3
-        start = time.perf_counter()
-        ptx = _C.nvrtc_compile(source, v.name + ".cu", arch, False)["ptx"]
-        row.ptx_ms = (time.perf_counter() - start) * 1e3
-        if not cubin["cubin"] and not cubin["ptx"]:
+        built = _C.nvrtc_compile(source, v.name + ".cu", arch, True)
+        row.nvrtc_ms = (time.perf_counter() - start) * 1e3
+        ptx = built["ptx"]
+        if not built["cubin"] and not ptx:
             raise RuntimeError("NVRTC returned no image")
         if ptxas:
+            start = time.perf_counter()
             report = ptxas_report(ptxas, ptx, arch)
+            row.ptxas_ms = (time.perf_counter() - start) * 1e3
             row.registers, row.spills, row.shared = report["registers"], report["spills"], report["shared"]
         if dump:
-            with open(os.path.join(dump, v.name + ".cu"), "w", encoding="utf-8") as f:
-                f.write(source)
-            with open(os.path.join(dump, f"{v.name}.sm_{arch}.ptx"), "wb") as f:
-                f.write(ptx)
+            # Each architecture's row writes the same source: through a file
+            # of its own and a rename, so two threads never interleave.
+            _write_replacing(os.path.join(dump, v.name + ".cu"), source.encode(), f".sm_{arch}")
+            _write_replacing(os.path.join(dump, f"{v.name}.sm_{arch}.ptx"), ptx, "")
         row.ok = True
     except Exception as e:  # noqa: BLE001 - every failure is reported in the table
         row.error = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
@@ -249,7 +258,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--arch", default="sm_80,sm_90", help="architectures, e.g. sm_80,sm_90")
     parser.add_argument("--dump", help="write every CUDA source and its PTX into this folder")
     parser.add_argument("--quick", action="store_true", help="a few kernels only")
+    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
+                        help="kernels compiled at once (default: the cores this process may use)")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        raise SystemExit(f"cuda_check: --jobs takes a whole number from 1, got {args.jobs}")
     archs = parse_archs(args.arch)
     why = prepare_nvrtc()
     if why:
@@ -261,22 +274,23 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"ptxas: {ptxas or 'not found (registers not reported)'}")
     if args.dump:
         os.makedirs(args.dump, exist_ok=True)
-    header = f"{'kernel':<40} {'arch':>6} {'regs':>5} {'spill':>6} {'smem':>6} {'cubin ms':>9} {'ptx ms':>7}  status"
+    header = f"{'kernel':<40} {'arch':>6} {'regs':>5} {'spill':>6} {'smem':>6} {'nvrtc ms':>9} {'ptxas ms':>9}  status"
     print(header)
     print("-" * len(header))
     failures = 0
-    for v in variants(args.quick):
-        for arch in archs:
-            r = check(v, arch, ptxas, args.dump)
+    # NVRTC runs without the GIL and ptxas in a process of its own, so threads
+    # keep every core busy; map() hands the rows back in the order of the work.
+    work = [(v, arch) for v in variants(args.quick) for arch in archs]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for r in pool.map(lambda item: check(item[0], item[1], ptxas, args.dump), work):
             failures += not r.ok
             regs = "-" if r.registers is None else str(r.registers)
             spills = "-" if r.spills is None else str(r.spills)
             shared = "-" if r.shared is None else str(r.shared)
             status = "ok" if r.ok else f"FAILED: {r.error}"
             print(f"{r.kernel:<40} {'sm_' + str(r.arch):>6} {regs:>5} {spills:>6} {shared:>6} "
-                  f"{r.cubin_ms:>9.1f} {r.ptx_ms:>7.1f}  {status}", flush=True)
-    total = sum(1 for _ in variants(args.quick)) * len(archs)
-    print(f"{total - failures} passed, {failures} failed")
+                  f"{r.nvrtc_ms:>9.1f} {r.ptxas_ms:>9.1f}  {status}", flush=True)
+    print(f"{len(work) - failures} passed, {failures} failed")
     return 1 if failures else 0
 
 

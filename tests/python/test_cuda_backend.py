@@ -1000,10 +1000,19 @@ def test_race_check_mode_leaves_order_dependent_atomics_alone(emulate, monkeypat
 # --------------------------------------------------------------------------- NVRTC and ptxas, without a GPU
 
 
+def _cuda_check(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "sparsetir_torch.cuda_check", *args],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def _kernel_rows(stdout):
+    """(kernel, arch, registers, spills, shared) per row, without the times."""
+    return [tuple(line.split()[:5]) for line in stdout.splitlines() if line.endswith("  ok")]
+
+
 @needs_nvrtc
 def test_every_operator_kernel_compiles_for_sm80_and_sm90():
-    proc = subprocess.run([sys.executable, "-m", "sparsetir_torch.cuda_check", "--arch", "sm_80,sm_90"],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=1800)
+    proc = _cuda_check("--arch", "sm_80,sm_90", timeout=1800)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     assert " 0 failed" in proc.stdout
     rows = [line for line in proc.stdout.splitlines() if line.startswith(("csrmm", "sddmm"))]
@@ -1012,6 +1021,27 @@ def test_every_operator_kernel_compiles_for_sm80_and_sm90():
         # ptxas reported registers for every kernel, and none spills
         assert all(row.split()[2].isdigit() for row in rows), proc.stdout[-2000:]
         assert all(row.split()[3] == "0" for row in rows), "a kernel spills registers"
+
+
+@needs_nvrtc
+def test_cuda_check_rows_and_dumps_do_not_depend_on_the_jobs(tmp_path):
+    one, two = _cuda_check("--quick", "--arch", "sm_90", "--jobs", "1", "--dump", str(tmp_path / "one")), \
+        _cuda_check("--quick", "--arch", "sm_90", "--jobs", "3", "--dump", str(tmp_path / "three"))
+    assert one.returncode == 0 and two.returncode == 0, one.stdout[-2000:] + two.stdout[-2000:]
+    assert len(_kernel_rows(one.stdout)) >= 40
+    assert _kernel_rows(one.stdout) == _kernel_rows(two.stdout)
+    names = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "three").iterdir())
+    assert not [n for n in names if n.endswith(".partial")]
+    for name in names:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "three" / name).read_bytes(), name
+    ptx = (tmp_path / "one" / names[1]).read_text()
+    assert names[1].endswith(".sm_90.ptx") and ".target sm_90" in ptx
+
+
+def test_cuda_check_refuses_no_jobs():
+    proc = _cuda_check("--quick", "--jobs", "0")
+    assert proc.returncode != 0 and "--jobs takes a whole number from 1, got 0" in proc.stderr
 
 
 @needs_nvrtc

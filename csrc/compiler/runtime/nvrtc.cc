@@ -185,15 +185,16 @@ NvrtcResult Nvrtc::Compile(const std::string& source, const std::string& name, i
   while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n')) result.log.pop_back();
   nvrtcResult fetched = 0;  // the first failure of the calls that fetch the output
   if (compiled == 0) {
-    if (want_cubin) {
+    // A compile for sm_XY keeps the PTX it assembled too: cuda_check hands
+    // that PTX to ptxas rather than compiling the source a second time.
+    fetched = api_->GetPTXSize(program, &size);
+    result.ptx.resize(fetched == 0 ? size : 0);
+    if (fetched == 0) fetched = api_->GetPTX(program, result.ptx.data());
+    while (!result.ptx.empty() && result.ptx.back() == '\0') result.ptx.pop_back();  // the size counts the NUL
+    if (fetched == 0 && want_cubin) {
       fetched = api_->GetCUBINSize(program, &size);
       result.cubin.resize(fetched == 0 ? size : 0);
       if (fetched == 0) fetched = api_->GetCUBIN(program, result.cubin.data());
-    } else {
-      fetched = api_->GetPTXSize(program, &size);
-      result.ptx.resize(fetched == 0 ? size : 0);
-      if (fetched == 0) fetched = api_->GetPTX(program, result.ptx.data());
-      while (!result.ptx.empty() && result.ptx.back() == '\0') result.ptx.pop_back();  // the size counts the NUL
     }
   }
   api_->DestroyProgram(&program);

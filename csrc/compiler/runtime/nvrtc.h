@@ -22,7 +22,7 @@
 namespace sparsetir {
 
 struct NvrtcResult {
-  std::string ptx;    // PTX text (compute_XY targets)
+  std::string ptx;    // PTX text (every target)
   std::string cubin;  // the CUBIN (sm_XY targets)
   std::string log;    // NVRTC's log (warnings on success)
   double compile_ms = 0;
