@@ -25,6 +25,11 @@
 # kernel; 0: the column groups; ATTENTION_ARGS adds options, ATTENTION_LIMIT
 # bounds each), each into DIR/tiles-R.
 #
+# DEADLINE (seconds, default 0 = none) bounds the whole run: each step's limit
+# is cut to what is left of it, less PACK_MARGIN (default 20) for packing, and
+# a step with under 30 s left is skipped, so a run inside a call of limited
+# length still hands back every log and CSV it made.
+#
 #     bash tools/gpu_check.sh [DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +37,14 @@ out="${1:-build/gpu-check}"
 mkdir -p "$out"
 PY="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1 SPARSETIR_CACHE_DIR="$PWD/build/gpu-kernel-cache"
+
+# budget SECONDS: the step's limit, cut to what DEADLINE leaves (0: skip the step).
+budget() {
+  local limit="$1" left
+  [ "${DEADLINE:-0}" = 0 ] || [ "$limit" = 0 ] && { echo "$limit"; return; }
+  left=$(( DEADLINE - SECONDS - ${PACK_MARGIN:-20} ))
+  if (( left < 30 )); then echo 0; elif (( left < limit )); then echo "$left"; else echo "$limit"; fi
+}
 
 step() {  # step NAME SECONDS COMMAND...: runs COMMAND, its output into DIR/NAME.log, the end of it shown
   local name="$1" limit="$2"
@@ -54,45 +67,53 @@ pack() { [ "${PACK:-1}" = 0 ] || tar czf "$out.tgz" -C "$out" .; }
 # step, so that a short step still times something (its clock starts before
 # the matrices load: R-MAT 2^20 alone takes about 25 s).
 inner() { local margin=$2; (( margin > $1 / 4 )) && margin=$(( $1 / 4 )); echo $(( $1 - margin )); }
-TAIL=5 step build "${BUILD_LIMIT:-300}" env MAX_JOBS="$(nproc)" "$PY" setup.py build_ext --inplace || { pack; exit 1; }
-step tests "${TEST_LIMIT:-180}" "$PY" -m pytest tests/python/test_cuda_backend.py tests/python/test_ops_errors.py \
-  tests/python/test_ops_autograd.py tests/python/test_lane_reductions.py tests/python/test_tensor_cores.py \
-  tests/python/test_online_attention.py tests/python/test_shared_caches.py tests/python/test_shared_buffers.py \
-  -q -rs -p no:cacheprovider -n "${TEST_WORKERS:-4}" -k "${TEST_K:-gpu or mixed_device or nvrtc}"
+lim=$(budget "${BUILD_LIMIT:-300}")
+TAIL=5 step build "$lim" env MAX_JOBS="$(nproc)" "$PY" setup.py build_ext --inplace || { pack; exit 1; }
+step tests "$(budget "${TEST_LIMIT:-180}")" "$PY" -m pytest tests/python/test_cuda_backend.py \
+  tests/python/test_ops_errors.py tests/python/test_ops_autograd.py tests/python/test_lane_reductions.py \
+  tests/python/test_tensor_cores.py tests/python/test_online_attention.py tests/python/test_shared_caches.py \
+  tests/python/test_shared_buffers.py -q -rs -p no:cacheprovider -n "${TEST_WORKERS:-4}" \
+  -k "${TEST_K:-gpu or mixed_device or nvrtc}"
 # SWEEP_SETTINGS: bench_cuda_segments.py's L:V pairs; BENCH_ARGS: bench_cuda.py's selection.
 # shellcheck disable=SC2086
-TAIL=12 step segments "${SWEEP_LIMIT:-180}" "$PY" benchmarks/bench_cuda_segments.py --out "$out/segments" \
-  ${SWEEP_SETTINGS:+--settings $SWEEP_SETTINGS}
+TAIL=12 step segments "$(budget "${SWEEP_LIMIT:-180}")" "$PY" benchmarks/bench_cuda_segments.py \
+  --out "$out/segments" ${SWEEP_SETTINGS:+--settings $SWEEP_SETTINGS}
+lim=$(budget "${BENCH_LIMIT:-240}")
 # shellcheck disable=SC2086
-TAIL=60 step bench "${BENCH_LIMIT:-240}" "$PY" benchmarks/bench_cuda.py ${BENCH_ARGS:---ops spmm,sddmm --k 32 128} \
-  --time-limit "$(inner "${BENCH_LIMIT:-240}" 40)" --out "$out/bench"
+TAIL=60 step bench "$lim" "$PY" benchmarks/bench_cuda.py ${BENCH_ARGS:---ops spmm,sddmm --k 32 128} \
+  --time-limit "$(inner "$lim" 40)" --out "$out/bench"
 if [ -n "${BENCH2_ARGS:-}" ]; then
+  lim=$(budget "${BENCH2_LIMIT:-180}")
   # shellcheck disable=SC2086
-  TAIL=40 step bench2 "${BENCH2_LIMIT:-180}" "$PY" benchmarks/bench_cuda.py $BENCH2_ARGS \
-    --time-limit "$(inner "${BENCH2_LIMIT:-180}" 30)" --out "$out/bench2"
+  TAIL=40 step bench2 "$lim" "$PY" benchmarks/bench_cuda.py $BENCH2_ARGS \
+    --time-limit "$(inner "$lim" 30)" --out "$out/bench2"
 fi
 for length in ${SDDMM_SEGMENTS:-}; do
+  lim=$(budget "${SDDMM_LIMIT:-90}")
   # shellcheck disable=SC2086
-  TAIL=8 step "sddmm-$length" "${SDDMM_LIMIT:-90}" env SPARSETIR_CUDA_SDDMM_SEGMENT="$length" "$PY" \
+  TAIL=8 step "sddmm-$length" "$lim" env SPARSETIR_CUDA_SDDMM_SEGMENT="$length" "$PY" \
     benchmarks/bench_cuda.py --ops sddmm --k ${SDDMM_K:-16 32 128} ${SDDMM_ARGS:-} \
-    --time-limit "$(inner "${SDDMM_LIMIT:-90}" 15)" --out "$out/sddmm-$length"
+    --time-limit "$(inner "$lim" 15)" --out "$out/sddmm-$length"
 done
 for lanes in ${ATTENTION_LANES:-}; do
+  lim=$(budget "${ATTENTION_LIMIT:-90}")
   # shellcheck disable=SC2086
-  TAIL=10 step "attention-$lanes" "${ATTENTION_LIMIT:-90}" env SPARSETIR_CUDA_ATTENTION_COLUMN_LANES="$lanes" "$PY" \
+  TAIL=10 step "attention-$lanes" "$lim" env SPARSETIR_CUDA_ATTENTION_COLUMN_LANES="$lanes" "$PY" \
     benchmarks/bench_cuda.py --ops attention,attention_train --no-flex ${ATTENTION_ARGS:-} \
-    --time-limit "$(inner "${ATTENTION_LIMIT:-90}" 10)" --out "$out/attention-$lanes"
+    --time-limit "$(inner "$lim" 10)" --out "$out/attention-$lanes"
 done
 for rows in ${ATTENTION_TILE_ROWS:-}; do
+  lim=$(budget "${ATTENTION_LIMIT:-90}")
   # shellcheck disable=SC2086
-  TAIL=10 step "tiles-$rows" "${ATTENTION_LIMIT:-90}" env SPARSETIR_CUDA_ATTENTION_TILE_ROWS="$rows" "$PY" \
+  TAIL=10 step "tiles-$rows" "$lim" env SPARSETIR_CUDA_ATTENTION_TILE_ROWS="$rows" "$PY" \
     benchmarks/bench_cuda.py --ops attention --no-flex ${ATTENTION_ARGS:-} \
-    --time-limit "$(inner "${ATTENTION_LIMIT:-90}" 10)" --out "$out/tiles-$rows"
+    --time-limit "$(inner "$lim" 10)" --out "$out/tiles-$rows"
 done
 for rows in ${BSRMM_ROWS:-}; do
+  lim=$(budget "${BSRMM_LIMIT:-90}")
   # shellcheck disable=SC2086
-  TAIL=16 step "bsrmm-$rows" "${BSRMM_LIMIT:-90}" env SPARSETIR_CUDA_BSRMM_ROWS="$rows" "$PY" \
+  TAIL=16 step "bsrmm-$rows" "$lim" env SPARSETIR_CUDA_BSRMM_ROWS="$rows" "$PY" \
     benchmarks/bench_cuda.py --ops bsrmm,bsr_linear ${BSRMM_ARGS:-} \
-    --time-limit "$(inner "${BSRMM_LIMIT:-90}" 10)" --out "$out/bsrmm-$rows"
+    --time-limit "$(inner "$lim" 10)" --out "$out/bsrmm-$rows"
 done
 pack
