@@ -235,12 +235,18 @@ def check(v: Variant, arch: int, ptxas: Optional[str], dump: Optional[str]) -> R
         if dump:
             # Each architecture's row writes the same source: through a file
             # of its own and a rename, so two threads never interleave.
-            _write_replacing(os.path.join(dump, v.name + ".cu"), source.encode(), f".sm_{arch}")
-            _write_replacing(os.path.join(dump, f"{v.name}.sm_{arch}.ptx"), ptx, "")
+            _write_replacing(os.path.join(dump, v.name + ".cu"), source.encode(), f"sm_{arch}")
+            _write_replacing(os.path.join(dump, f"{v.name}.sm_{arch}.ptx"), ptx, f"sm_{arch}")
         row.ok = True
     except Exception as e:  # noqa: BLE001 - every failure is reported in the table
         row.error = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
     return row
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (os.cpu_count() where the OS cannot say)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else (os.cpu_count() or 1)
 
 
 def parse_archs(text: str) -> List[int]:
@@ -258,7 +264,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--arch", default="sm_80,sm_90", help="architectures, e.g. sm_80,sm_90")
     parser.add_argument("--dump", help="write every CUDA source and its PTX into this folder")
     parser.add_argument("--quick", action="store_true", help="a few kernels only")
-    parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)),
+    parser.add_argument("--jobs", type=int, default=_usable_cores(),
                         help="kernels compiled at once (default: the cores this process may use)")
     args = parser.parse_args(argv)
     if args.jobs < 1:
