@@ -92,8 +92,8 @@ extern "C" __global__ void stuck(int* out) {
 }
 '''
     with pytest.raises(RuntimeError, match=r"deadlock in kernel 'stuck', block \([01], 0, 0\) of 4 threads: no thread can "
-                                           r"run and no barrier can open: thread 0 wait at __syncwarp\(0xffffffff\) "
-                                           r"\(or a warp operation\); thread 1 wait at __syncthreads"):
+                                           r"run and no barrier can open: thread 0 wait at __syncwarp\(0xffffffff\); "
+                                           r"thread 1 wait at __syncthreads"):
         st.emulate_cuda(source, "stuck", 2, 4, torch.zeros(4, dtype=torch.int32))
 
 

@@ -30,6 +30,13 @@
     /* __syncwarp(mask): waits until every live lane of `mask` in the caller's warp has */    \
     /* arrived; returns the lanes that took part (the live lanes of the mask).          */    \
     uint32_t (*sync_warp)(void* ctx, uint32_t mask);                                          \
+    /* A warp shuffle: sync_warp(mask), at which each lane passes `value`; returns the  */    \
+    /* value that thread `src` (a rank in the block) passed, read as the lanes met, so  */    \
+    /* one meeting suffices (the caller's own value where src is no thread of the block). */  \
+    uint64_t (*shuffle_warp)(void* ctx, uint32_t mask, uint64_t value, int64_t src);          \
+    /* A warp vote: sync_warp(mask), at which each lane passes `predicate`; returns the */    \
+    /* ballot of the lanes that took part and sets *lanes to those lanes.              */     \
+    uint32_t (*vote_warp)(void* ctx, uint32_t mask, int32_t predicate, uint32_t* lanes);      \
     /* The block's dynamic shared memory (the launch's dynamic shared bytes). */              \
     void* (*dynamic_shared)(void* ctx);                                                       \
     /* Threads run as fibers that meet at barriers (1), or one after another (0): a  */       \

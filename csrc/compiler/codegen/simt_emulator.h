@@ -10,9 +10,8 @@
 // (KernelSynchronizes), else one after another, which is exact and cheaper
 // for threads that exchange no data. __shared__ variables are thread_local:
 // a host thread runs one block at a time, and its fibers share them.
-// Warp operations exchange values through one slot per thread of the block,
-// between two warp barriers, so that no lane overwrites a slot another lane
-// has yet to read.
+// Warp operations pass their values to the runtime, which hands each lane
+// what it asked for as the lanes meet: one warp barrier per operation.
 //
 // Race check: SPARSETIR_EMULATE_ORDER=reverse or shuffle runs the threads of
 // each block (and the blocks of each host task) in that order; a kernel whose
@@ -38,7 +37,7 @@ inline const std::string kSimtEmulatorHeader = R"EMULATOR(
 struct sparsetir_uint3 { unsigned int x, y, z; };
 static thread_local sparsetir_uint3 threadIdx, blockIdx, blockDim, gridDim;
 static thread_local const SparsetirSimt* sparsetir_simt;  // the launch this host thread runs blocks of
-enum { warpSize = 32, sparsetir_max_block_threads = 1024 };
+enum { warpSize = 32 };
 
 #define __global__
 #define __device__
@@ -109,18 +108,16 @@ static inline int64_t sparsetir_thread_rank() {
   return threadIdx.x + (int64_t)blockDim.x * (threadIdx.y + (int64_t)blockDim.y * threadIdx.z);
 }
 
-// One slot per thread of the block for the values lanes exchange.
-static thread_local uint64_t sparsetir_lane_slots[sparsetir_max_block_threads];
-
-// The value `src` (a rank in the block) put in its slot; v where `src` is no
-// thread of the block.
+// The value `src` (a rank in the block) passed to the same warp operation;
+// v where `src` is no thread of the block. The runtime reads every lane's
+// value as the lanes meet, so no lane can overwrite one another has yet to read.
 template <typename T> static inline T sparsetir_exchange(unsigned mask, T v, int64_t src) {
   static_assert(sizeof(T) <= sizeof(uint64_t), "a warp shuffle moves at most 8 bytes");
-  memcpy(&sparsetir_lane_slots[sparsetir_thread_rank()], &v, sizeof(T));
-  __syncwarp(mask);
-  T r = v;
-  if (src >= 0 && src < sparsetir_block_threads()) memcpy(&r, &sparsetir_lane_slots[src], sizeof(T));
-  __syncwarp(mask);  // every lane has read before any writes again
+  uint64_t bits = 0;
+  memcpy(&bits, &v, sizeof(T));
+  bits = sparsetir_simt->shuffle_warp(sparsetir_simt->ctx, mask, bits, src);
+  T r;
+  memcpy(&r, &bits, sizeof(T));
   return r;
 }
 // The lanes of the caller's warp, relative to its first thread.
@@ -148,15 +145,7 @@ template <typename T> static inline T __shfl_xor_sync(unsigned mask, T v, int la
 
 // The predicates of the lanes that take part; *lanes gets who they are.
 static inline unsigned sparsetir_vote(unsigned mask, int predicate, unsigned* lanes) {
-  const int64_t base = sparsetir_warp_base();
-  sparsetir_lane_slots[sparsetir_thread_rank()] = predicate != 0;
-  *lanes = sparsetir_simt->sync_warp(sparsetir_simt->ctx, mask);
-  unsigned ballot = 0;
-  for (int l = 0; l < warpSize; ++l) {
-    if ((*lanes >> l & 1u) && sparsetir_lane_slots[base + l]) ballot |= 1u << l;
-  }
-  __syncwarp(mask);
-  return ballot;
+  return sparsetir_simt->vote_warp(sparsetir_simt->ctx, mask, predicate != 0, lanes);
 }
 static inline unsigned __ballot_sync(unsigned mask, int predicate) {
   unsigned lanes;

@@ -14,7 +14,7 @@ namespace sparsetir {
 namespace {
 
 constexpr int64_t kWarpSize = 32;
-constexpr int64_t kMaxBlockThreads = 1024;  // also the emulator header's lane slots
+constexpr int64_t kMaxBlockThreads = 1024;  // CUDA's limit
 
 enum class Where { kRunnable, kBlockBarrier, kWarpBarrier, kReturned };
 
@@ -30,6 +30,26 @@ std::string Hex(uint32_t mask) {
 // The threads of one block, run as fibers on the calling host thread.
 class SimtBlock {
  public:
+  // What a thread brings to a warp barrier besides its arrival.
+  enum class Exchange { kNone, kShuffle, kVote };
+
+ private:
+  struct Thread {
+    SimtBlock* block = nullptr;
+    int64_t index = 0;
+    std::unique_ptr<Fiber> fiber;
+    Where where = Where::kRunnable;
+    uint32_t mask = 0;   // at a warp barrier: the lanes it waits for
+    uint32_t lanes = 0;  // when released from it: the lanes that took part
+    // A warp operation's: what the thread passed, whose value it asked for
+    // (a shuffle) and, once released, what it gets back.
+    Exchange exchange = Exchange::kNone;
+    uint64_t value = 0;
+    int64_t source = -1;
+    uint64_t result = 0;
+  };
+
+ public:
   SimtBlock(SimtLaunch* launch, int64_t threads, const uint32_t index[3], SparsetirSimtThread enter,
             SparsetirSimtThread main, void* closure)
       : launch_(launch), enter_(enter), main_(main), closure_(closure), count_(threads) {
@@ -37,8 +57,13 @@ class SimtBlock {
   }
 
   // Runs every thread to its end; false (after recording why) on a deadlock.
+  // Warp by warp: a warp's lanes run, and its warp barriers open, until each
+  // lane has returned or waits at __syncthreads (or at a warp barrier that
+  // cannot open before then); then the block barrier opens and the warps run
+  // again. The lanes of a warp meet far more often than the warps of a block,
+  // and a warp's 32 fibers stay in the cache while it runs.
   bool Run() {
-    std::vector<int64_t> order = Order();
+    const std::vector<std::vector<int64_t>> warps = WarpsInOrder();
     threads_.reserve(static_cast<size_t>(count_));  // fibers point at their Thread: no reallocation
     for (int64_t t = 0; t < count_; ++t) {
       threads_.emplace_back();
@@ -50,18 +75,9 @@ class SimtBlock {
     current_ = this;
     bool ok = true;
     for (;;) {
-      for (int64_t t : order) {
-        Thread& thread = threads_[t];
-        if (thread.where != Where::kRunnable) continue;
-        running_ = t;
-        enter_(closure_, t);
-        thread.fiber->Resume();
-        if (thread.fiber->finished()) thread.where = Where::kReturned;
-      }
-      if (std::all_of(threads_.begin(), threads_.end(), [](const Thread& t) { return t.where == Where::kReturned; })) {
-        break;
-      }
-      if (!OpenBarriers()) {
+      for (const std::vector<int64_t>& lanes : warps) RunWarp(lanes);
+      if (returned_ == count_) break;
+      if (!OpenBlockBarrier()) {
         launch_->Fail(Deadlock());
         ok = false;
         break;
@@ -71,33 +87,33 @@ class SimtBlock {
     return ok;
   }
 
-  // From a kernel thread (through the ABI): wait at a barrier.
-  static uint32_t Wait(Where where, uint32_t mask) {
+
+  // From a kernel thread (through the ABI): wait at a barrier, passing
+  // `value` to a warp operation; returns the thread, released.
+  static const Thread& Wait(Where where, uint32_t mask, Exchange exchange = Exchange::kNone, uint64_t value = 0,
+                            int64_t source = -1) {
     SimtBlock* block = current_;
     Thread& me = block->threads_[block->running_];
     me.where = where;
     me.mask = mask | (1u << (me.index % kWarpSize));  // a lane always syncs with itself
+    me.exchange = exchange;
+    me.value = value;
+    me.source = source;
     Fiber::Suspend();
-    return me.lanes;
+    return me;
   }
   static bool Active() { return current_ != nullptr; }
 
  private:
-  struct Thread {
-    SimtBlock* block = nullptr;
-    int64_t index = 0;
-    std::unique_ptr<Fiber> fiber;
-    Where where = Where::kRunnable;
-    uint32_t mask = 0;   // at a warp barrier: the lanes it waits for
-    uint32_t lanes = 0;  // when released from it: the lanes that took part
-  };
 
   static void ThreadMain(void* arg) {
     Thread* thread = static_cast<Thread*>(arg);
     thread->block->main_(thread->block->closure_, thread->index);
   }
 
-  std::vector<int64_t> Order() const {
+  // The warps of the block and the lanes of each, in the launch's order:
+  // forward, reversed, or shuffled (warps and lanes both).
+  std::vector<std::vector<int64_t>> WarpsInOrder() const {
     std::vector<int64_t> order(static_cast<size_t>(count_));
     std::iota(order.begin(), order.end(), 0);
     switch (launch_->abi_.order) {
@@ -114,45 +130,109 @@ class SimtBlock {
       default:
         break;
     }
-    return order;
+    // Each warp where its first lane in `order` comes, its lanes as they come.
+    const int64_t count = (count_ + kWarpSize - 1) / kWarpSize;
+    std::vector<int64_t> slot(static_cast<size_t>(count), -1);
+    std::vector<std::vector<int64_t>> warps;
+    for (int64_t t : order) {
+      int64_t& s = slot[static_cast<size_t>(t / kWarpSize)];
+      if (s < 0) s = static_cast<int64_t>(warps.size()), warps.emplace_back();
+      warps[static_cast<size_t>(s)].push_back(t);
+    }
+    return warps;
   }
 
-  // Releases the threads of every barrier whose threads have all arrived;
-  // false if none could be released (a deadlock).
-  bool OpenBarriers() {
+  // Runs the lanes of one warp, in the order of `lanes`, until none can run.
+  void RunWarp(const std::vector<int64_t>& lanes) {
+    do {
+      for (int64_t t : lanes) {
+        Thread& thread = threads_[t];
+        if (thread.where != Where::kRunnable) continue;
+        running_ = t;
+        enter_(closure_, t);
+        thread.fiber->Resume();
+        if (thread.fiber->finished()) thread.where = Where::kReturned, ++returned_;
+      }
+    } while (OpenWarpBarriers(lanes.front() - lanes.front() % kWarpSize));
+  }
+
+  // Releases every thread once all threads have returned or wait at
+  // __syncthreads; false if there were none to release.
+  bool OpenBlockBarrier() {
     bool opened = false;
-    const bool all_at_block = std::all_of(threads_.begin(), threads_.end(), [](const Thread& t) {
-      return t.where == Where::kBlockBarrier || t.where == Where::kReturned;
-    });
-    if (all_at_block) {
-      for (Thread& t : threads_) {
-        if (t.where == Where::kBlockBarrier) t.where = Where::kRunnable, opened = true;
-      }
-      return opened;
+    for (const Thread& t : threads_) {
+      if (t.where != Where::kBlockBarrier && t.where != Where::kReturned) return false;
     }
-    for (int64_t first = 0; first < count_; first += kWarpSize) {
-      const int64_t end = std::min(first + kWarpSize, count_);
-      uint32_t live = 0, waiting = 0;
-      for (int64_t t = first; t < end; ++t) {
-        const uint32_t bit = 1u << (t - first);
-        if (threads_[t].where != Where::kReturned) live |= bit;
-        if (threads_[t].where == Where::kWarpBarrier) waiting |= bit;
-      }
-      // Decided for every lane before any is released: a released lane no
-      // longer counts as waiting.
-      uint32_t released = 0;
-      for (int64_t t = first; t < end; ++t) {
-        const Thread& thread = threads_[t];
-        if (thread.where == Where::kWarpBarrier && (thread.mask & live & ~waiting) == 0) released |= 1u << (t - first);
-      }
-      for (int64_t t = first; t < end; ++t) {
-        if (!(released >> (t - first) & 1u)) continue;
-        threads_[t].lanes = threads_[t].mask & live;
-        threads_[t].where = Where::kRunnable;
-        opened = true;
-      }
+    for (Thread& t : threads_) {
+      if (t.where == Where::kBlockBarrier) t.where = Where::kRunnable, opened = true;
     }
     return opened;
+  }
+
+  // Releases the lanes of the warp starting at thread `first` that meet: the
+  // lanes waiting with the same mask at the same kind of warp operation, once
+  // every live lane of that mask is among them (CUDA leaves a meeting of
+  // other masks or other operations undefined: here the lanes keep waiting,
+  // and if nothing else can run, the launch reports a deadlock). False if
+  // none could be released.
+  bool OpenWarpBarriers(int64_t first) {
+    const int64_t end = std::min(first + kWarpSize, count_);
+    uint32_t live = 0;
+    for (int64_t t = first; t < end; ++t) {
+      if (threads_[t].where != Where::kReturned) live |= 1u << (t - first);
+    }
+    // The meetings the waiting lanes form (usually one): a mask, an
+    // operation, the lanes that wait there.
+    struct Meeting {
+      uint32_t mask;
+      Exchange exchange;
+      uint32_t lanes;
+    };
+    Meeting meetings[kWarpSize];
+    int count = 0;
+    for (int64_t t = first; t < end; ++t) {
+      const Thread& thread = threads_[t];
+      if (thread.where != Where::kWarpBarrier) continue;
+      int m = 0;
+      while (m < count && (meetings[m].mask != thread.mask || meetings[m].exchange != thread.exchange)) ++m;
+      if (m == count) meetings[count++] = {thread.mask, thread.exchange, 0};
+      meetings[m].lanes |= 1u << (t - first);
+    }
+    // Decided for every meeting before any lane is released: the results
+    // read the values the lanes brought.
+    uint32_t released = 0;
+    for (int m = 0; m < count; ++m) {
+      if ((meetings[m].mask & live & ~meetings[m].lanes) == 0) released |= meetings[m].lanes;
+    }
+    for (int64_t t = first; t < end; ++t) {
+      if (!(released >> (t - first) & 1u)) continue;
+      Thread& thread = threads_[t];
+      thread.lanes = thread.mask & live;
+      thread.result = Exchanged(thread, first);
+    }
+    for (int64_t t = first; t < end; ++t) {
+      if (released >> (t - first) & 1u) threads_[t].where = Where::kRunnable;
+    }
+    return released != 0;
+  }
+
+  // What a thread released from a warp barrier gets from its warp operation
+  // (whose lanes start at `first`). The values are those the lanes passed to
+  // this meeting: none of them has run on since.
+  uint64_t Exchanged(const Thread& thread, int64_t first) const {
+    switch (thread.exchange) {
+      case Exchange::kShuffle:
+        return thread.source >= 0 && thread.source < count_ ? threads_[thread.source].value : thread.value;
+      case Exchange::kVote: {
+        uint64_t ballot = 0;
+        for (int64_t lane = 0; lane < kWarpSize; ++lane) {
+          if ((thread.lanes >> lane & 1u) && threads_[first + lane].value) ballot |= uint64_t{1} << lane;
+        }
+        return ballot;
+      }
+      default:
+        return 0;
+    }
   }
 
   // "kernel 'k', block (1, 0, 0) of 4 threads: threads 0-1 wait at
@@ -163,7 +243,14 @@ class SimtBlock {
         case Where::kBlockBarrier:
           return "wait at __syncthreads";
         case Where::kWarpBarrier:
-          return "wait at __syncwarp(" + Hex(t.mask) + ") (or a warp operation)";
+          switch (t.exchange) {
+            case Exchange::kShuffle:
+              return "wait at a warp shuffle (__shfl*_sync) of " + Hex(t.mask);
+            case Exchange::kVote:
+              return "wait at a warp vote (__ballot_sync, __any_sync or __all_sync) of " + Hex(t.mask);
+            default:
+              return "wait at __syncwarp(" + Hex(t.mask) + ")";
+          }
         case Where::kReturned:
           return "returned";
         default:
@@ -196,6 +283,7 @@ class SimtBlock {
   uint32_t index_[3];
   std::vector<Thread> threads_;
   int64_t running_ = -1;
+  int64_t returned_ = 0;
 };
 
 thread_local SimtBlock* SimtBlock::current_ = nullptr;
@@ -271,7 +359,26 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
                           "' reached a warp operation but was launched without fibers");
       return 0;
     }
-    return SimtBlock::Wait(Where::kWarpBarrier, mask);
+    return SimtBlock::Wait(Where::kWarpBarrier, mask).lanes;
+  };
+  abi_.shuffle_warp = [](void* ctx, uint32_t mask, uint64_t value, int64_t src) -> uint64_t {
+    if (!SimtBlock::Active()) {
+      LaunchOf(ctx)->Fail("SIMT emulator: kernel '" + LaunchOf(ctx)->kernel_ +
+                          "' reached a warp shuffle but was launched without fibers");
+      return value;
+    }
+    return SimtBlock::Wait(Where::kWarpBarrier, mask, SimtBlock::Exchange::kShuffle, value, src).result;
+  };
+  abi_.vote_warp = [](void* ctx, uint32_t mask, int32_t predicate, uint32_t* lanes) -> uint32_t {
+    if (!SimtBlock::Active()) {
+      LaunchOf(ctx)->Fail("SIMT emulator: kernel '" + LaunchOf(ctx)->kernel_ +
+                          "' reached a warp vote but was launched without fibers");
+      *lanes = 0;
+      return 0;
+    }
+    const auto& me = SimtBlock::Wait(Where::kWarpBarrier, mask, SimtBlock::Exchange::kVote, predicate != 0);
+    *lanes = me.lanes;
+    return static_cast<uint32_t>(me.result);
   };
 }
 

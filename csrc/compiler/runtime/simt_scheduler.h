@@ -6,9 +6,13 @@
 //    lanes of the mask in the caller's warp of 32 consecutive threads;
 //  - when no thread can run and no barrier can open, the block deadlocked:
 //    the launch fails with the kernel, the block and what each thread waits at.
-// Threads run until they wait or return, in the launch's order (forward,
-// reverse or shuffled: the race check), then the barriers whose threads have
-// all arrived open, and the released threads run again.
+// A warp's lanes run until they wait or return, in the launch's order
+// (forward, reverse or shuffled: the race check), its warp barriers whose
+// lanes have all arrived open, and so on until no lane of the warp can run;
+// then the next warp (in the same order). When every warp is done or waits
+// at __syncthreads, the block barrier opens. A warp operation (a shuffle, a
+// vote) takes one meeting: the runtime reads the values the lanes brought as
+// the meeting opens.
 #pragma once
 
 #include <atomic>

@@ -166,6 +166,44 @@ TEST(SimtEmulator, WarpShufflesMatchTheirDefinitions) {
   });
 }
 
+// The two halves of each warp shuffle apart, with masks of their own and
+// different numbers of meetings (the lower half runs ahead), then the whole
+// warp exchanges: every lane gets the value its source passed to that very
+// meeting, whichever lanes ran on since.
+const EmulatedKernel kHalves{"halves", R"(
+extern "C" __global__ void halves(const int* x, int* out) {
+  const int t = threadIdx.x + blockIdx.x * blockDim.x, lane = threadIdx.x % 32;
+  int v = x[t];
+  if (lane < 16) {
+    for (int d = 8; d > 0; d /= 2) v += __shfl_xor_sync(0x0000ffffu, v, d);
+  } else {
+    v = __shfl_down_sync(0xffff0000u, v, 1);
+  }
+  out[2 * t] = v;
+  out[2 * t + 1] = __shfl_sync(0xffffffffu, v, 31 - lane);
+}
+)",
+                               {"int*", "int*"}};
+
+TEST(SimtEmulator, HalvesOfAWarpShuffleApartThenTogether) {
+  const int64_t threads = 64, blocks = 2, n = threads * blocks;
+  std::vector<int> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<int>((i * 29) % 97) - 40;
+  auto half = [&](int64_t t) {  // what lane t holds after its half's shuffles
+    const int64_t warp = t - t % 32, lane = t % 32;
+    if (lane < 16) return std::accumulate(x.begin() + warp, x.begin() + warp + 16, 0);
+    return lane < 31 ? x[t + 1] : x[t];
+  };
+  ForEachOrder([&] {
+    std::vector<int> out(2 * n, 0);
+    kHalves.Run({Ptr(x.data()), Ptr(out.data())}, {blocks, 1, 1, threads, 1, 1});
+    for (int64_t t = 0; t < n; ++t) {
+      EXPECT_EQ(out[2 * t], half(t)) << t;
+      EXPECT_EQ(out[2 * t + 1], half(t - t % 32 + 31 - t % 32)) << t;
+    }
+  });
+}
+
 // Votes in a block of 40 threads (a full warp and one of 8 lanes) in which
 // lane 5 of each warp returns first: the vote counts the live lanes only.
 const EmulatedKernel kVotes{"votes", R"(
@@ -247,6 +285,32 @@ TEST(SimtEmulator, RaceCheckOrdersExposeARace) {
   EXPECT_EQ(seen[1], 42);  // reverse: after
 }
 
+// Warp 1 reads what warp 0 writes to shared memory with no __syncthreads
+// between, each after a warp shuffle: the orders expose the race between
+// warps too.
+const EmulatedKernel kRacyWarps{"racy_warps", R"(
+extern "C" __global__ void racy_warps(int* out) {
+  __shared__ int cell;
+  if (threadIdx.x == 0) cell = 0;
+  __syncthreads();
+  const int lane = __shfl_sync(0xffffffffu, (int)threadIdx.x % 32, 0);
+  if (threadIdx.x == 0) cell = 42;
+  if (threadIdx.x == 32) out[0] = cell + lane;
+}
+)",
+                                {"int*"}};
+
+TEST(SimtEmulator, RaceCheckOrdersExposeARaceBetweenWarps) {
+  std::vector<int> seen;
+  ForEachOrder([&] {
+    int out = -1;
+    kRacyWarps.Run({Ptr(&out)}, {1, 1, 1, 64, 1, 1});
+    seen.push_back(out);
+  });
+  EXPECT_EQ(seen[0], 42);  // forward: warp 0 writes before warp 1 reads
+  EXPECT_EQ(seen[1], 0);   // reverse: after
+}
+
 TEST(SimtEmulator, RaceCheckModeNamesTheBufferThatDiffers) {
   int out = -1;
   try {
@@ -291,6 +355,34 @@ TEST(SimtEmulator, DeadlockIsReportedWithKernelBlockAndBarriers) {
     EXPECT_NE(what.find("thread 0 wait at __syncwarp(0xffffffff)"), std::string::npos) << what;
     EXPECT_NE(what.find("thread 1 wait at __syncthreads"), std::string::npos) << what;
   }
+}
+
+// Half a warp shuffles with the whole warp while the other half waits at
+// __syncwarp of the whole warp: CUDA leaves that undefined, and the
+// emulator does not pair them up but reports the deadlock with each mask.
+const EmulatedKernel kMismatched{"mismatched_warp_operations", R"(
+extern "C" __global__ void mismatched_warp_operations(int* out) {
+  int v = threadIdx.x;
+  if (threadIdx.x < 16) v = __shfl_sync(0xffffffffu, v, 0); else __syncwarp(0xffffffffu);
+  out[threadIdx.x] = v;
+}
+)",
+                                 {"int*"}};
+
+TEST(SimtEmulator, DifferentWarpOperationsDoNotMeet) {
+  std::vector<int> out(32, -1);
+  try {
+    kMismatched.Run({Ptr(out.data())}, {1, 1, 1, 32, 1, 1});
+    FAIL() << "a shuffle met a __syncwarp";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("deadlock in kernel 'mismatched_warp_operations'"), std::string::npos) << what;
+    EXPECT_NE(what.find("threads 0-15 wait at a warp shuffle (__shfl*_sync) of 0xffffffff; "
+                        "threads 16-31 wait at __syncwarp(0xffffffff)"),
+              std::string::npos)
+        << what;
+  }
+  EXPECT_EQ(out[0], -1);
 }
 
 TEST(SimtEmulator, OversizedBlockIsRefused) {
