@@ -138,3 +138,24 @@ def test_bad_arguments_are_named():
         st.emulate_cuda(WARP_MAX, "warp_min", 1, 32, x, x, 4)
     with pytest.raises(ValueError, match="argument 0 has dtype ComplexFloat, which has no C type here"):
         st.emulate_cuda(WARP_MAX, "warp_max", 1, 32, torch.zeros(4, dtype=torch.complex64), x, 4)
+
+
+def test_the_emulator_benchmark_checks_and_times_every_case():
+    # benchmarks/bench_emulator.py on tiny inputs: every hand-written kernel
+    # and every operator is checked, then timed, and gets its row.
+    import os
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, os.path.join(repo, "benchmarks", "bench_emulator.py"), "--blocks", "2",
+                           "--rows", "48", "--density", "0.1", "--k", "8", "--rounds", "1"],
+                          capture_output=True, text=True, env=env, cwd=repo, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    kernels = ("no meeting", "__syncthreads", "warp shuffles", "warp votes")
+    for name in kernels + ("spmm sum", "spmm max", "sddmm", "attention", "attention train", "bsrmm"):
+        row = [line for line in lines if line.startswith(name + " ")]
+        assert row, f"no row for {name!r} in:\n{done.stdout}"
+        fields = row[0][len(name):].split()
+        assert float(fields[2] if name in kernels else fields[0]) > 0, row[0]  # the milliseconds

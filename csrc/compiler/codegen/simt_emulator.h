@@ -169,10 +169,14 @@ static inline void sparsetir_emulate_blocks(const SparsetirSimt* simt, sparsetir
   gridDim = grid;
   blockDim = block;
   const int64_t threads = (int64_t)block.x * block.y * block.z;
-  auto enter = [](void*, int64_t rank) {  // 32-bit: a block has at most 1024 threads
-    const unsigned r = (unsigned)rank, plane = blockDim.x * blockDim.y;
-    threadIdx = {r % blockDim.x, r % plane / blockDim.x, r / plane};
-  };
+  // threadIdx of each rank, divided out once here rather than at every switch
+  // to a thread (the runtime refuses a block of more than 1024 threads).
+  static thread_local sparsetir_uint3 thread_index[1024];
+  for (int64_t rank = 0; rank < threads && rank < 1024; ++rank) {
+    const unsigned r = (unsigned)rank, plane = block.x * block.y;
+    thread_index[rank] = {r % block.x, r % plane / block.x, r / plane};
+  }
+  auto enter = [](void*, int64_t rank) { threadIdx = thread_index[rank]; };
   auto main = [](void* closure, int64_t) { (*static_cast<Body*>(closure))(); };
   for (int64_t b = begin; b < end; ++b) {
     const int64_t linear_block = simt->order ? end - 1 - (b - begin) : b;

@@ -64,12 +64,23 @@ class SimtBlock {
   // and a warp's 32 fibers stay in the cache while it runs.
   bool Run() {
     const std::vector<std::vector<int64_t>> warps = WarpsInOrder();
-    threads_.reserve(static_cast<size_t>(count_));  // fibers point at their Thread: no reallocation
+    // The host thread's threads from its last block, fibers and all (a block
+    // run from inside another finds none and makes its own).
+    threads_.swap(Kept());
+    threads_.resize(static_cast<size_t>(count_));
     for (int64_t t = 0; t < count_; ++t) {
-      threads_.emplace_back();
-      threads_.back().block = this;
-      threads_.back().index = t;
-      threads_.back().fiber = std::make_unique<Fiber>(&SimtBlock::ThreadMain, &threads_.back());
+      Thread& thread = threads_[t];
+      std::unique_ptr<Fiber> fiber = std::move(thread.fiber);
+      thread = Thread();
+      thread.block = this;
+      thread.index = t;
+      // Every fiber starts again here, pointing at where its Thread is now.
+      if (fiber) {
+        fiber->Restart(&SimtBlock::ThreadMain, &thread);
+        thread.fiber = std::move(fiber);
+      } else {
+        thread.fiber = std::make_unique<Fiber>(&SimtBlock::ThreadMain, &thread);
+      }
     }
     SimtBlock* outer = current_;
     current_ = this;
@@ -84,6 +95,7 @@ class SimtBlock {
       }
     }
     current_ = outer;
+    threads_.swap(Kept());
     return ok;
   }
 
@@ -95,6 +107,7 @@ class SimtBlock {
     SimtBlock* block = current_;
     Thread& me = block->threads_[block->running_];
     me.where = where;
+    block->warp_arrivals_ |= where == Where::kWarpBarrier;
     me.mask = mask | (1u << (me.index % kWarpSize));  // a lane always syncs with itself
     me.exchange = exchange;
     me.value = value;
@@ -105,6 +118,11 @@ class SimtBlock {
   static bool Active() { return current_ != nullptr; }
 
  private:
+
+  static std::vector<Thread>& Kept() {
+    static thread_local std::vector<Thread> kept;
+    return kept;
+  }
 
   static void ThreadMain(void* arg) {
     Thread* thread = static_cast<Thread*>(arg);
@@ -145,6 +163,7 @@ class SimtBlock {
   // Runs the lanes of one warp, in the order of `lanes`, until none can run.
   void RunWarp(const std::vector<int64_t>& lanes) {
     do {
+      warp_arrivals_ = false;
       for (int64_t t : lanes) {
         Thread& thread = threads_[t];
         if (thread.where != Where::kRunnable) continue;
@@ -153,7 +172,7 @@ class SimtBlock {
         thread.fiber->Resume();
         if (thread.fiber->finished()) thread.where = Where::kReturned, ++returned_;
       }
-    } while (OpenWarpBarriers(lanes.front() - lanes.front() % kWarpSize));
+    } while (warp_arrivals_ && OpenWarpBarriers(lanes.front() - lanes.front() % kWarpSize));
   }
 
   // Releases every thread once all threads have returned or wait at
@@ -182,24 +201,30 @@ class SimtBlock {
       if (threads_[t].where != Where::kReturned) live |= 1u << (t - first);
     }
     // The meetings the waiting lanes form (usually one): a mask, an
-    // operation, the lanes that wait there.
+    // operation, the lanes that wait there and, for a vote, the lanes whose
+    // predicate holds.
     struct Meeting {
       uint32_t mask;
       Exchange exchange;
       uint32_t lanes;
+      uint32_t ballot;
     };
     Meeting meetings[kWarpSize];
+    int meeting_of[kWarpSize];
     int count = 0;
     for (int64_t t = first; t < end; ++t) {
       const Thread& thread = threads_[t];
       if (thread.where != Where::kWarpBarrier) continue;
       int m = 0;
       while (m < count && (meetings[m].mask != thread.mask || meetings[m].exchange != thread.exchange)) ++m;
-      if (m == count) meetings[count++] = {thread.mask, thread.exchange, 0};
-      meetings[m].lanes |= 1u << (t - first);
+      if (m == count) meetings[count++] = {thread.mask, thread.exchange, 0, 0};
+      const uint32_t bit = 1u << (t - first);
+      meetings[m].lanes |= bit;
+      if (thread.value) meetings[m].ballot |= bit;
+      meeting_of[t - first] = m;
     }
-    // Decided for every meeting before any lane is released: the results
-    // read the values the lanes brought.
+    // Every result is read before any lane is released: from the values the
+    // lanes brought to this meeting.
     uint32_t released = 0;
     for (int m = 0; m < count; ++m) {
       if ((meetings[m].mask & live & ~meetings[m].lanes) == 0) released |= meetings[m].lanes;
@@ -207,32 +232,19 @@ class SimtBlock {
     for (int64_t t = first; t < end; ++t) {
       if (!(released >> (t - first) & 1u)) continue;
       Thread& thread = threads_[t];
-      thread.lanes = thread.mask & live;
-      thread.result = Exchanged(thread, first);
+      const Meeting& meeting = meetings[meeting_of[t - first]];
+      thread.lanes = meeting.lanes;  // the live lanes of its mask
+      if (thread.exchange == Exchange::kShuffle) {
+        const int64_t source = thread.source;
+        thread.result = source >= 0 && source < count_ ? threads_[source].value : thread.value;
+      } else {
+        thread.result = thread.exchange == Exchange::kVote ? meeting.ballot : 0;
+      }
     }
     for (int64_t t = first; t < end; ++t) {
       if (released >> (t - first) & 1u) threads_[t].where = Where::kRunnable;
     }
     return released != 0;
-  }
-
-  // What a thread released from a warp barrier gets from its warp operation
-  // (whose lanes start at `first`). The values are those the lanes passed to
-  // this meeting: none of them has run on since.
-  uint64_t Exchanged(const Thread& thread, int64_t first) const {
-    switch (thread.exchange) {
-      case Exchange::kShuffle:
-        return thread.source >= 0 && thread.source < count_ ? threads_[thread.source].value : thread.value;
-      case Exchange::kVote: {
-        uint64_t ballot = 0;
-        for (int64_t lane = 0; lane < kWarpSize; ++lane) {
-          if ((thread.lanes >> lane & 1u) && threads_[first + lane].value) ballot |= uint64_t{1} << lane;
-        }
-        return ballot;
-      }
-      default:
-        return 0;
-    }
   }
 
   // "kernel 'k', block (1, 0, 0) of 4 threads: threads 0-1 wait at
@@ -284,6 +296,7 @@ class SimtBlock {
   std::vector<Thread> threads_;
   int64_t running_ = -1;
   int64_t returned_ = 0;
+  bool warp_arrivals_ = false;  // a lane of the running warp reached a warp barrier
 };
 
 thread_local SimtBlock* SimtBlock::current_ = nullptr;

@@ -47,12 +47,21 @@ struct Stack {
   }
 };
 
+void Unmap(const Stack& s) { munmap(s.base, s.size + Stack::Page()); }
+
+// Set when the host thread's pool is destroyed at the thread's exit: fibers
+// kept in thread-local storage of their own (the SIMT emulator keeps a
+// block's) may be destroyed after it. A bool has no destructor, so it can be
+// read at any point of the exit.
+thread_local bool pool_destroyed = false;
+
 // Stacks are reused across the blocks a host thread runs: a block of 1024
 // threads would otherwise map and unmap 1024 stacks.
 class StackPool {
  public:
   ~StackPool() {
-    for (Stack& s : free_) munmap(s.base, s.size + Stack::Page());
+    for (Stack& s : free_) Unmap(s);
+    pool_destroyed = true;
   }
   Stack Take() {
     if (!free_.empty()) {
@@ -132,6 +141,20 @@ struct Fiber::Context {
 #endif
   }
 
+  // Back to a fiber not yet entered, on the same stack.
+  void Reset() {
+#if SPARSETIR_HAVE_BOOST_CONTEXT
+    fiber = nullptr;
+    host = nullptr;
+#else
+    made = false;
+#endif
+#if SPARSETIR_ASAN
+    __asan_unpoison_memory_region(stack.bottom(), stack.size);  // an abandoned fiber's red zones
+    fiber_fake_stack = nullptr;
+#endif
+  }
+
 #if SPARSETIR_HAVE_BOOST_CONTEXT
   static void Trampoline(boost::context::detail::transfer_t from) {
     Fiber* self = static_cast<Fiber*>(from.data);
@@ -172,7 +195,21 @@ Fiber::Fiber(Main main, void* arg) : main_(main), arg_(arg), context_(std::make_
 
 // A fiber that never finished (a deadlocked kernel thread) is abandoned: its
 // frames hold nothing to release, so its stack is simply reused.
-Fiber::~Fiber() { Pool().Give(context_->stack); }
+Fiber::~Fiber() {
+  if (pool_destroyed) {
+    Unmap(context_->stack);
+  } else {
+    Pool().Give(context_->stack);
+  }
+}
+
+void Fiber::Restart(Main main, void* arg) {
+  ICHECK(current != this) << "fiber: restarted from inside itself";
+  main_ = main;
+  arg_ = arg;
+  finished_ = false;
+  context_->Reset();
+}
 
 void Fiber::Entry(Fiber* self) {
   self->context_->Arrived();

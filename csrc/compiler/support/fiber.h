@@ -26,6 +26,12 @@ class Fiber {
   Fiber(const Fiber&) = delete;
   Fiber& operator=(const Fiber&) = delete;
 
+  // Makes the fiber run main(arg) from its start when next resumed, on the
+  // same stack, whether it finished or was abandoned while suspended (its
+  // frames hold nothing to release). Not from inside the fiber. A block of
+  // emulated threads reuses its fibers this way instead of making new ones.
+  void Restart(Main main, void* arg);
+
   // Runs the fiber until it suspends or main returns. From a host thread's
   // own stack only (fibers do not resume each other).
   void Resume();

@@ -82,6 +82,29 @@ TEST(Fiber, SuspendsAndResumesInTurn) {
   EXPECT_TRUE(std::string(Fiber::Switcher()) == "fcontext" || std::string(Fiber::Switcher()) == "ucontext");
 }
 
+// A fiber restarted after it finished, or while suspended midway (a
+// deadlocked thread's), runs its new main from the start on the same stack.
+TEST(Fiber, RestartsFromItsStart) {
+  std::vector<int> trace;
+  auto count = [](void* p) {
+    auto* trace = static_cast<std::vector<int>*>(p);
+    for (int step = 0; step < 3; ++step) {
+      trace->push_back(step);
+      Fiber::Suspend();
+    }
+  };
+  auto once = [](void* p) { static_cast<std::vector<int>*>(p)->push_back(7); };
+  Fiber fiber(count, &trace);
+  while (!fiber.finished()) fiber.Resume();
+  fiber.Restart(count, &trace);
+  EXPECT_FALSE(fiber.finished());
+  fiber.Resume();  // suspended after step 0: abandoned there
+  fiber.Restart(once, &trace);
+  fiber.Resume();
+  EXPECT_TRUE(fiber.finished());
+  EXPECT_EQ(trace, (std::vector<int>{0, 1, 2, 0, 7}));
+}
+
 TEST(KernelSynchronizes, FindsBarriersAndWarpOperations) {
   EXPECT_FALSE(KernelSynchronizes("y[i] = x[i];"));
   EXPECT_TRUE(KernelSynchronizes("__syncthreads();"));
