@@ -122,5 +122,4 @@ def sparse_attention_online_columns(
                                 if t * 32 + lane < value_dim:
                                     O[h, i, t * 32 + lane] = T.Cast("float32", ACC[t] * norm)
                         if lane == 0:
-                            # (i + lane is i here: the index shows that one lane writes.)
-                            LSE[h, i + lane] = MX[0] + T.log(total)
+                            LSE[h, i] = MX[0] + T.log(total)

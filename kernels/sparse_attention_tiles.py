@@ -84,11 +84,10 @@ def sparse_attention_tiles(
                     # The block walks the tiles from the first any of its rows reaches to the last (a banded
                     # pattern's block reads a few tiles, not all): each row's first and last tile, met in SPAN.
                     if lane == 0:
-                        # (warp + lane is warp here: the index shows that one lane writes.)
                         first: T.int32 = T.Cast(T.int32, J_indices[T.min(POS[0], nnz - 1)]) // tile_columns
                         last: T.int32 = T.Cast(T.int32, J_indices[T.max(end - 1, 0)]) // tile_columns
-                        SPAN[warp + lane] = T.if_then_else(POS[0] < end, first, (n + tile_columns - 1) // tile_columns)
-                        SPAN[tile_rows + warp + lane] = T.if_then_else(POS[0] < end, last, -1)
+                        SPAN[warp] = T.if_then_else(POS[0] < end, first, (n + tile_columns - 1) // tile_columns)
+                        SPAN[tile_rows + warp] = T.if_then_else(POS[0] < end, last, -1)
                     T.sp.sync_threads()
                     TILES[0] = SPAN[0]
                     TILES[1] = SPAN[tile_rows]
@@ -154,5 +153,4 @@ def sparse_attention_tiles(
                         for t in T.vectorized(value_dim // 32):
                             O[h, i, lane * (value_dim // 32) + t] = T.Cast("float32", ACC[t] * norm)
                         if lane == 0:
-                            # (i + lane is i here: the index shows that one lane writes.)
-                            LSE[h, i + lane] = MX[0] + T.log(total)
+                            LSE[h, i] = MX[0] + T.log(total)

@@ -424,3 +424,60 @@ def test_lanes_of_another_extent_on_threadidx_x_are_refused():
     with pytest.raises(st.ScheduleError, match="reduces across 32 lanes of threadIdx.x, but loop 'w' is bound to "
                                                "threadIdx.x with another extent"):
         st.compile(other, target="cuda")
+
+
+# A warp per row: its lanes sum the row's values, each every 32nd, combine
+# their parts, and one lane stores the sum: `if lane == 0:` lets a store into
+# global memory that does not name the lane.
+ROW_SUMS = '''
+@T.prim_func
+def row_sums(a: T.handle, out: T.handle, indptr: T.handle, m: T.int32, nnz: T.int32) -> None:
+    T.func_attr({"global_symbol": "main", "tir.noalias": True, "sparse_tir_level": 0})
+    A = T.match_buffer(a, (nnz,), "float64")
+    OUT = T.match_buffer(out, (m,), "float64")
+    J_indptr = T.match_buffer(indptr, (m + 1,), "int32")
+    T.assume_buffer_domain(J_indptr, [0, nnz])
+    for row_block in T.thread_binding((m + 3) // 4, thread="blockIdx.x"):
+        for warp in T.thread_binding(4, thread="threadIdx.y"):
+            i: T.int32 = row_block * 4 + warp
+            if i < m:
+                for lane in T.thread_binding(32, thread="threadIdx.x"):
+                    ACC = T.alloc_buffer((1,), "float64", scope="local")
+                    ACC[0] = T.float64(0.0)
+                    start: T.int32 = J_indptr[i]
+                    for j in T.serial((J_indptr[i + 1] - start + 31 - lane) // 32):
+                        ACC[0] = ACC[0] + A[start + j * 32 + lane]
+                    total: T.float64 = T.sp.lane_sum(ACC[0], 32)
+                    if lane == 0:
+                        OUT[i] = total
+'''
+ONE_LANE = "                    if lane == 0:\n"
+assert ONE_LANE in ROW_SUMS
+
+
+@pytest.mark.parametrize("order", ["forward", "reverse", "shuffle"])
+@pytest.mark.parametrize("guard", ["lane == 0", "0 == lane", "i < m and lane == 31", "lane == i % 32"])
+def test_a_store_under_a_condition_that_picks_one_lane_needs_no_lane_in_its_index(monkeypatch, order, guard):
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", order)
+    kernel = st.compile(ROW_SUMS.replace(ONE_LANE, f"                    if {guard}:\n"), target="cuda")
+    a = make_csr(m=11, n=100, density=0.3, empty_rows=(3,), dense_rows=(7,), seed=5)
+    values = torch.from_numpy(np.random.default_rng(5).uniform(-1, 1, a.nnz))
+    out = torch.full((a.m,), float("nan"), dtype=torch.float64)
+    kernel(a=values, out=out, indptr=a.torch_structure("int32")[0], m=a.m, nnz=a.nnz)
+    ref = np.add.reduceat(np.append(values.numpy(), 0.0), a.indptr[:-1]) * (np.diff(a.indptr) > 0)
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("guard", ["lane < 1", "lane // 2 == 0", "lane == 0 or i < m", "lane == lane * 1"])
+def test_a_condition_that_may_let_several_lanes_store_is_refused(guard):
+    with pytest.raises(st.ScheduleError, match="loop 'lane' is bound to threadIdx.x but reduces into 'OUT' "
+                                               "\\(global memory\\), which its lanes would race on"):
+        st.compile(ROW_SUMS.replace(ONE_LANE, f"                    if {guard}:\n"), target="cuda")
+
+
+def test_the_else_of_a_one_lane_condition_is_every_other_lane():
+    script = ROW_SUMS.replace("                        OUT[i] = total\n",
+                              "                        OUT[i] = total\n                    else:\n"
+                              "                        OUT[i] = T.float64(0.0)\n")
+    with pytest.raises(st.ScheduleError, match="reduces into 'OUT' \\(global memory\\)"):
+        st.compile(script, target="cuda")

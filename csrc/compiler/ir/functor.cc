@@ -98,8 +98,6 @@ std::vector<Expr> IRMutator::VisitExprs(const std::vector<Expr>& exprs, bool* ch
   return out;
 }
 
-namespace {
-// Keeps the span of the node being rebuilt.
 Expr WithSpan(Expr e, const Span& span) {
   if (e && !e->span.defined() && span.defined()) const_cast<ExprNode*>(e.get())->span = span;
   return e;
@@ -108,7 +106,6 @@ Stmt WithSpan(Stmt s, const Span& span) {
   if (s && !s->span.defined() && span.defined()) const_cast<StmtNode*>(s.get())->span = span;
   return s;
 }
-}  // namespace
 
 Expr IRMutator::Mutate(const IntImmNode*, const Expr& self) { return self; }
 Expr IRMutator::Mutate(const FloatImmNode*, const Expr& self) { return self; }

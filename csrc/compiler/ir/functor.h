@@ -42,4 +42,8 @@ class IRMutator {
   std::vector<Expr> VisitExprs(const std::vector<Expr>& exprs, bool* changed);
 };
 
+// Gives a rebuilt node the span of the node it replaces (where it has none).
+Expr WithSpan(Expr e, const Span& span);
+Stmt WithSpan(Stmt s, const Span& span);
+
 }  // namespace sparsetir

@@ -91,6 +91,18 @@ bool SharedByLanes(const BufferStoreNode* store, const VarSet& lane_vars) {
   return true;
 }
 
+// True if `cond` holds for one value of the lane loop's variable `lane` at
+// most: it is, or has as a conjunct, `lane == e` (or `e == lane`) with e free
+// of the lane. A store under it is one lane's, whatever its index.
+bool PinsTheLane(const Expr& cond, const VarNode* lane, const VarSet& lane_vars) {
+  const auto* op = cond->as<BinaryNode>();
+  if (!op) return false;
+  if (op->op == BinaryOp::kAnd) return PinsTheLane(op->a, lane, lane_vars) || PinsTheLane(op->b, lane, lane_vars);
+  if (op->op != BinaryOp::kEQ) return false;
+  auto is_lane = [lane](const Expr& e) { return e->as<VarNode>() == lane; };
+  return (is_lane(op->a) && !UsesAny(op->b, lane_vars)) || (is_lane(op->b) && !UsesAny(op->a, lane_vars));
+}
+
 // True if a store into `buffer` under `loop` stores to an element every lane
 // stores to: the loop reduces into it.
 bool ReducesInto(const ForNode* loop, const BufferNode* buffer) {
@@ -211,18 +223,35 @@ class LaneReductions : public IRMutator {
     if (!IsLaneLoop(node)) return IRMutator::Mutate(node, self);
     const ForNode* outer = lane_loop_;
     VarSet outer_vars = std::move(lane_vars_);
+    const int outer_pinned = pinned_;
     lane_loop_ = node;
     lane_vars_ = DependentVars(node);
+    pinned_ = 0;
     Stmt out = IRMutator::Mutate(node, self);
     lane_loop_ = outer;
     lane_vars_ = std::move(outer_vars);
+    pinned_ = outer_pinned;
     return out;
   }
 
+  // The then-case of `if lane == e:` is one lane's (PinsTheLane).
+  Stmt Mutate(const IfThenElseNode* node, const Stmt& self) override {
+    if (!lane_loop_ || !PinsTheLane(node->cond, lane_loop_->var.get(), lane_vars_)) {
+      return IRMutator::Mutate(node, self);
+    }
+    ++pinned_;
+    Stmt then_case = VisitStmt(node->then_case);
+    --pinned_;
+    Stmt else_case = VisitStmt(node->else_case);
+    if (then_case == node->then_case && else_case == node->else_case) return self;
+    return WithSpan(MakeIf(node->cond, then_case, else_case), node->span);
+  }
+
   // A store under a lane loop of several lanes, to an element every lane
-  // stores to, in a buffer that is not local: the lanes would race.
+  // stores to, in a buffer that is not local: the lanes would race (unless a
+  // condition lets one lane store).
   Stmt Mutate(const BufferStoreNode* node, const Stmt& self) override {
-    if (lane_loop_ && !IsSingleThreadLoop(lane_loop_) && node->buffer->scope != "local") {
+    if (lane_loop_ && !IsSingleThreadLoop(lane_loop_) && !pinned_ && node->buffer->scope != "local") {
       if (SharedByLanes(node, lane_vars_)) {
         Refuse("loop '" + lane_loop_->var->name + "' is bound to threadIdx.x but reduces into '" + node->buffer->name +
                "' (" + node->buffer->scope + " memory), which its lanes would race on: cache_write the reduction "
@@ -373,6 +402,7 @@ class LaneReductions : public IRMutator {
   Buffer buffer_;                       // the local buffer whose nests WrapNests looks for
   const ForNode* lane_loop_ = nullptr;  // the innermost lane loop being visited
   VarSet lane_vars_;                    // its variable and those computed from it
+  int pinned_ = 0;                      // inside that many `if lane == e:` of it: one lane stores
 };
 
 }  // namespace

@@ -74,4 +74,4 @@ def sparse_attention_online(
                             if t * 32 + lane < 64:
                                 O[h, i, t * 32 + lane] = T.Cast("bfloat16", ACC[t] * norm)
                         if lane == 0:
-                            LSE[h, i + lane] = MX[0] + T.log(SM[0])
+                            LSE[h, i] = MX[0] + T.log(SM[0])

@@ -98,4 +98,4 @@ def sparse_attention_online_columns(
                                 if t * 32 + lane < 64:
                                     O[h, i, t * 32 + lane] = ACC[t] * norm
                         if lane == 0:
-                            LSE[h, i + lane] = MX[0] + T.log(total)
+                            LSE[h, i] = MX[0] + T.log(total)

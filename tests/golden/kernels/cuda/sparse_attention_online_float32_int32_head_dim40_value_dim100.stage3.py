@@ -74,4 +74,4 @@ def sparse_attention_online(
                             if t * 32 + lane < 100:
                                 O[h, i, t * 32 + lane] = ACC[t] * norm
                         if lane == 0:
-                            LSE[h, i + lane] = MX[0] + T.log(SM[0])
+                            LSE[h, i] = MX[0] + T.log(SM[0])

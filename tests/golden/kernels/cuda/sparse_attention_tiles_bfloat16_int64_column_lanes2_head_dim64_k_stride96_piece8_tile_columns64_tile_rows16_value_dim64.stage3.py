@@ -62,8 +62,8 @@ def sparse_attention_tiles(
                     if lane == 0:
                         first: T.int32 = T.Cast("int32", J_indices[T.min(POS[0], T.Cast("int64", nnz - 1))]) // 64
                         last: T.int32 = T.Cast("int32", J_indices[T.max(v6 - T.int64(1), T.int64(0))]) // 64
-                        SPAN[warp + lane] = T.Select(POS[0] < v6, first, (n + 64 - 1) // 64)
-                        SPAN[16 + warp + lane] = T.Select(POS[0] < v6, last, -1)
+                        SPAN[warp] = T.Select(POS[0] < v6, first, (n + 64 - 1) // 64)
+                        SPAN[16 + warp] = T.Select(POS[0] < v6, last, -1)
                     T.sp.sync_threads()
                     TILES[0] = SPAN[0]
                     TILES[1] = SPAN[16]
@@ -130,4 +130,4 @@ def sparse_attention_tiles(
                         for t in T.vectorized(2):
                             O[h, v5, lane * 2 + t] = T.Cast("bfloat16", ACC[t] * norm)
                         if lane == 0:
-                            LSE[h, v5 + lane] = MX[0] + T.log(total)
+                            LSE[h, v5] = MX[0] + T.log(total)
