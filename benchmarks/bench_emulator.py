@@ -25,12 +25,11 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import statistics
-import time
 import warnings
 
 import numpy as np
 import torch
+from bench_common import median_ms
 
 NO_BARRIER = r"""
 extern "C" __global__ void scale(const float* x, float* y) {
@@ -73,16 +72,6 @@ extern "C" __global__ void ballots(const int* x, int* out) {
   out[t] = (int)acc;
 }
 """
-
-
-def median_ms(fn, rounds: int) -> float:
-    fn()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
 
 
 def kernels(rounds: int, blocks: int) -> None:
