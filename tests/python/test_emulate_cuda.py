@@ -3,6 +3,10 @@ emulator, checked against torch in float64: block barriers over shared
 memory, warp shuffles, dynamic shared memory, scalar arguments, the race
 check; and the errors a user meets (a deadlock, a compile error, bad
 arguments), each naming what is wrong."""
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -143,9 +147,6 @@ def test_bad_arguments_are_named():
 def test_the_emulator_benchmark_checks_and_times_every_case():
     # benchmarks/bench_emulator.py on tiny inputs: every hand-written kernel
     # and every operator is checked, then timed, and gets its row.
-    import os
-    import subprocess
-    import sys
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, os.path.join(repo, "benchmarks", "bench_emulator.py"), "--blocks", "2",

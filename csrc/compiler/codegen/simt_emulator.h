@@ -103,7 +103,6 @@ static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CS
 static inline void __syncthreads() { sparsetir_simt->sync_block(sparsetir_simt->ctx); }
 static inline void __syncwarp(unsigned mask = 0xffffffffu) { sparsetir_simt->sync_warp(sparsetir_simt->ctx, mask); }
 
-static inline int64_t sparsetir_block_threads() { return (int64_t)blockDim.x * blockDim.y * blockDim.z; }
 static inline int64_t sparsetir_thread_rank() {
   return threadIdx.x + (int64_t)blockDim.x * (threadIdx.y + (int64_t)blockDim.y * threadIdx.z);
 }

@@ -99,7 +99,6 @@ class SimtBlock {
     return ok;
   }
 
-
   // From a kernel thread (through the ABI): wait at a barrier, passing
   // `value` to a warp operation; returns the thread, released.
   static const Thread& Wait(Where where, uint32_t mask, Exchange exchange = Exchange::kNone, uint64_t value = 0,
@@ -118,7 +117,6 @@ class SimtBlock {
   static bool Active() { return current_ != nullptr; }
 
  private:
-
   static std::vector<Thread>& Kept() {
     static thread_local std::vector<Thread> kept;
     return kept;
