@@ -3,7 +3,7 @@
 Two parts, each timed after a warm-up call (median of --rounds calls, milliseconds):
 
     kernels    hand-written kernels through st.emulate_cuda, one per kind of meeting: none (threads run one after
-               another), __syncthreads (a block sum in shared memory: 8 barriers a thread), warp shuffles (two
+               another), __syncthreads (a block sum in shared memory: 9 barriers a thread), warp shuffles (two
                butterfly sums: 10 shuffles a thread), warp votes (8 ballots a thread). Reported as emulated
                threads per second and, where threads meet, nanoseconds per meeting of one thread (time / threads /
                meetings per thread).
@@ -29,7 +29,7 @@ import warnings
 
 import numpy as np
 import torch
-from bench_common import median_ms
+from bench_common import machine_info, machine_line, median_ms
 
 NO_BARRIER = r"""
 extern "C" __global__ void scale(const float* x, float* y) {
@@ -87,16 +87,15 @@ def kernels(rounds: int, blocks: int) -> None:
     per_bit = (lane_bits << torch.arange(32).view(1, 32, 1)).sum(1)
     ballots = functools.reduce(torch.bitwise_xor, per_bit.unbind(1))
     ballots = torch.where(ballots >= 2**31, ballots - 2**32, ballots).to(torch.int32)
-    cases = [
-        ("no meeting", 0, NO_BARRIER, "scale", torch.empty(threads), 2 * x),
-        ("__syncthreads", 9, BLOCK_BARRIERS, "block_sum", torch.empty(blocks), x.view(blocks, 256).sum(1)),
-        ("warp shuffles", 10, WARP_SHUFFLES, "two_sums", torch.empty(threads), 3 * warp_sums),
-        ("warp votes", 8, WARP_VOTES, "ballots", torch.empty(threads, dtype=torch.int32),
+    cases = [  # name, meetings a thread, source, kernel, input, output, expected output
+        ("no meeting", 0, NO_BARRIER, "scale", x, torch.empty(threads), 2 * x),
+        ("__syncthreads", 9, BLOCK_BARRIERS, "block_sum", x, torch.empty(blocks), x.view(blocks, 256).sum(1)),
+        ("warp shuffles", 10, WARP_SHUFFLES, "two_sums", x, torch.empty(threads), 3 * warp_sums),
+        ("warp votes", 8, WARP_VOTES, "ballots", bits, torch.empty(threads, dtype=torch.int32),
          ballots.repeat_interleave(32)),
     ]
     print(f"\n{'kernel':<16} {'threads':>8} {'meetings':>9} {'ms':>9} {'M threads/s':>12} {'ns / meeting':>13}")
-    for name, meetings, source, kernel, out, expected in cases:
-        data = bits if kernel == "ballots" else x
+    for name, meetings, source, kernel, data, out, expected in cases:
 
         def run():
             st.emulate_cuda(source, kernel, blocks, 256, data, out)
@@ -177,7 +176,6 @@ def main() -> None:
     os.environ["SPARSETIR_EMULATE_CUDA"] = "1"
     torch.set_num_threads(args.threads)
 
-    from bench_common import machine_info, machine_line
     print(machine_line(machine_info()))
     if "kernels" in args.parts:
         kernels(args.rounds, args.blocks)
