@@ -111,7 +111,13 @@ class SimtBlock {
     me.exchange = exchange;
     me.value = value;
     me.source = source;
-    Fiber::Suspend();
+    // The turn passes to the warp's next lane that can run, fiber to fiber;
+    // after the last, back to RunWarp.
+    if (Thread* next = block->EnterNextLane()) {
+      Fiber::SwitchTo(next->fiber.get());
+    } else {
+      Fiber::Suspend();
+    }
     return me;
   }
   static bool Active() { return current_ != nullptr; }
@@ -159,18 +165,34 @@ class SimtBlock {
   }
 
   // Runs the lanes of one warp, in the order of `lanes`, until none can run.
+  // A pass over the lanes starts here and goes on from lane to lane as each
+  // waits (Wait); it comes back here when a lane returns, or when the last
+  // lane that can run waits.
   void RunWarp(const std::vector<int64_t>& lanes) {
+    lanes_ = &lanes;
     do {
       warp_arrivals_ = false;
-      for (int64_t t : lanes) {
-        Thread& thread = threads_[t];
-        if (thread.where != Where::kRunnable) continue;
-        running_ = t;
-        enter_(closure_, t);
-        thread.fiber->Resume();
-        if (thread.fiber->finished()) thread.where = Where::kReturned, ++returned_;
+      cursor_ = -1;
+      while (Thread* thread = EnterNextLane()) {
+        thread->fiber->Resume();
+        Thread& last = threads_[running_];  // the lane that came back
+        if (last.fiber->finished()) last.where = Where::kReturned, ++returned_;
       }
     } while (warp_arrivals_ && OpenWarpBarriers(lanes.front() - lanes.front() % kWarpSize));
+  }
+
+  // The running warp's next lane in order (after position cursor_) that can
+  // run, made the running one (its threadIdx set); nullptr if none is left.
+  Thread* EnterNextLane() {
+    const std::vector<int64_t>& lanes = *lanes_;
+    while (++cursor_ < static_cast<int64_t>(lanes.size())) {
+      const int64_t t = lanes[cursor_];
+      if (threads_[t].where != Where::kRunnable) continue;
+      running_ = t;
+      enter_(closure_, t);
+      return &threads_[t];
+    }
+    return nullptr;
   }
 
   // Releases every thread once all threads have returned or wait at
@@ -293,6 +315,8 @@ class SimtBlock {
   uint32_t index_[3];
   std::vector<Thread> threads_;
   int64_t running_ = -1;
+  const std::vector<int64_t>* lanes_ = nullptr;  // the running warp's, in order
+  int64_t cursor_ = -1;                          // the running lane's position in lanes_
   int64_t returned_ = 0;
   bool warp_arrivals_ = false;  // a lane of the running warp reached a warp barrier
 };

@@ -9,8 +9,9 @@
 // A warp's lanes run until they wait or return, in the launch's order
 // (forward, reverse or shuffled: the race check), its warp barriers whose
 // lanes have all arrived open, and so on until no lane of the warp can run;
-// then the next warp (in the same order). When every warp is done or waits
-// at __syncthreads, the block barrier opens. A warp operation (a shuffle, a
+// then the next warp (in the same order). A lane that waits hands the turn
+// straight to the next lane's fiber. When every warp is done or waits at
+// __syncthreads, the block barrier opens. A warp operation (a shuffle, a
 // vote) takes one meeting: the runtime reads the values the lanes brought as
 // the meeting opens.
 #pragma once

@@ -106,100 +106,73 @@ StackPool& Pool() {
   return pool;
 }
 
-thread_local Fiber* current = nullptr;
+#if SPARSETIR_HAVE_BOOST_CONTEXT
+using SwitchContext = boost::context::detail::fcontext_t;  // nullptr: not yet made
+#else
+using SwitchContext = ucontext_t;
+#endif
+
+// What a host thread's switches share: the fiber running (nullptr: the host
+// thread's own stack), the side the last switch left, and where a fiber
+// goes to suspend. A fiber that suspends goes back to the host thread, not
+// to the fiber that switched to it: the scheduler runs on the host stack.
+struct ThreadSide {
+  Fiber* current = nullptr;
+  Fiber* from = nullptr;
+  SwitchContext host{};
+#if SPARSETIR_ASAN
+  void* host_fake_stack = nullptr;
+  const void* host_bottom = nullptr;
+  size_t host_size = 0;
+#endif
+};
+
+ThreadSide& Side() {
+  static thread_local ThreadSide side;
+  return side;
+}
 
 }  // namespace
 
 struct Fiber::Context {
   Stack stack;
-#if SPARSETIR_HAVE_BOOST_CONTEXT
-  boost::context::detail::fcontext_t fiber = nullptr;  // where the fiber goes on
-  boost::context::detail::fcontext_t host = nullptr;   // where Resume() goes on
-#else
-  ucontext_t fiber;
-  ucontext_t host;
+  SwitchContext fiber{};  // where the fiber goes on
+#if !SPARSETIR_HAVE_BOOST_CONTEXT
   bool made = false;
 #endif
 #if SPARSETIR_ASAN
-  void* host_fake_stack = nullptr;
-  void* fiber_fake_stack = nullptr;
-  const void* host_bottom = nullptr;
-  size_t host_size = 0;
+  void* fake_stack = nullptr;  // ASan's frames of the fiber's stack, while it is switched out
 #endif
-
-  // The host thread's side of a switch into the fiber, and back.
-  void BeforeEnter() {
-#if SPARSETIR_ASAN
-    __sanitizer_start_switch_fiber(&host_fake_stack, stack.bottom(), stack.size);
-#endif
-  }
-  void AfterLeave() {
-#if SPARSETIR_ASAN
-    __sanitizer_finish_switch_fiber(host_fake_stack, nullptr, nullptr);
-#endif
-  }
-  // The fiber's side: arriving (first or again), and leaving (for good when
-  // `finished`, so that ASan drops the fiber's fake stack).
-  void Arrived() {
-#if SPARSETIR_ASAN
-    __sanitizer_finish_switch_fiber(fiber_fake_stack, &host_bottom, &host_size);
-#endif
-  }
-  void Leaving(bool finished) {
-#if SPARSETIR_ASAN
-    __sanitizer_start_switch_fiber(finished ? nullptr : &fiber_fake_stack, host_bottom, host_size);
-#else
-    (void)finished;
-#endif
-  }
 
   // Back to a fiber not yet entered, on the same stack.
   void Reset() {
 #if SPARSETIR_HAVE_BOOST_CONTEXT
     fiber = nullptr;
-    host = nullptr;
 #else
     made = false;
 #endif
 #if SPARSETIR_ASAN
     __asan_unpoison_memory_region(stack.bottom(), stack.size);  // an abandoned fiber's red zones
-    fiber_fake_stack = nullptr;
+    fake_stack = nullptr;
 #endif
   }
-
-#if SPARSETIR_HAVE_BOOST_CONTEXT
-  static void Trampoline(boost::context::detail::transfer_t from) {
-    Fiber* self = static_cast<Fiber*>(from.data);
-    self->context_->host = from.fctx;
-    Fiber::Entry(self);
-  }
-  void Enter(Fiber* self) {
-    namespace bcd = boost::context::detail;
-    if (!fiber) fiber = bcd::make_fcontext(stack.top(), stack.size - stack.color, &Trampoline);
-    fiber = bcd::jump_fcontext(fiber, self).fctx;
-  }
-  void Leave() { host = boost::context::detail::jump_fcontext(host, nullptr).fctx; }
-#else
-  // makecontext passes int arguments only: the pointer in two halves.
-  static void Trampoline(unsigned hi, unsigned lo) {
-    Fiber::Entry(reinterpret_cast<Fiber*>((static_cast<uintptr_t>(hi) << 32) | lo));
-  }
-  void Enter(Fiber* self) {
-    if (!made) {
-      ICHECK(getcontext(&fiber) == 0) << "fiber: getcontext failed";
-      fiber.uc_stack.ss_sp = stack.bottom();
-      fiber.uc_stack.ss_size = stack.size - stack.color;  // its top is stack.top()
-      fiber.uc_link = nullptr;
-      const uintptr_t p = reinterpret_cast<uintptr_t>(self);
-      makecontext(&fiber, reinterpret_cast<void (*)()>(&Trampoline), 2, static_cast<unsigned>(p >> 32),
-                  static_cast<unsigned>(p & 0xffffffffu));
-      made = true;
-    }
-    ICHECK(swapcontext(&host, &fiber) == 0) << "fiber: swapcontext failed";
-  }
-  void Leave() { ICHECK(swapcontext(&fiber, &host) == 0) << "fiber: swapcontext failed"; }
-#endif
 };
+
+#if SPARSETIR_ASAN
+namespace {
+
+// ASan's side of arriving on a stack whose frames it saved in `fake_stack`
+// when the stack was left (nullptr: never left). Arriving from the host
+// thread, it learns the host's stack, where fibers suspend to.
+void FinishSwitch(ThreadSide& side, void* fake_stack) {
+  const void* bottom = nullptr;
+  size_t size = 0;
+  __sanitizer_finish_switch_fiber(fake_stack, &bottom, &size);
+  if (!side.from) side.host_bottom = bottom, side.host_size = size;
+}
+
+}  // namespace
+#endif
 
 Fiber::Fiber(Main main, void* arg) : main_(main), arg_(arg), context_(std::make_unique<Context>()) {
   context_->stack = Pool().Take();
@@ -216,38 +189,96 @@ Fiber::~Fiber() {
 }
 
 void Fiber::Restart(Main main, void* arg) {
-  ICHECK(current != this) << "fiber: restarted from inside itself";
+  ICHECK(Side().current != this) << "fiber: restarted from inside itself";
   main_ = main;
   arg_ = arg;
   finished_ = false;
   context_->Reset();
 }
 
-void Fiber::Entry(Fiber* self) {
-  self->context_->Arrived();
-  self->main_(self->arg_);
-  self->finished_ = true;
-  self->context_->Leaving(/*finished=*/true);
-  self->context_->Leave();
-  __builtin_unreachable();  // a finished fiber is never resumed
+void Fiber::Switch(Fiber* from, Fiber* to) {
+  ThreadSide& side = Side();
+  [[maybe_unused]] Context* const leaving = from ? from->context_.get() : nullptr;
+  Context* const going = to ? to->context_.get() : nullptr;
+#if SPARSETIR_ASAN
+  // ASan must be told when the stack changes under it: where the frames of
+  // the side that leaves wait (none once it finished), and the stack that
+  // runs next.
+  void** fake_stack = leaving ? (from->finished_ ? nullptr : &leaving->fake_stack) : &side.host_fake_stack;
+  if (going) {
+    __sanitizer_start_switch_fiber(fake_stack, going->stack.bottom(), going->stack.size);
+  } else {
+    __sanitizer_start_switch_fiber(fake_stack, side.host_bottom, side.host_size);
+  }
+#endif
+  side.current = to;
+  side.from = from;
+#if SPARSETIR_HAVE_BOOST_CONTEXT
+  // A jump leaves its context behind in the transfer; the side it left
+  // (`side.from`) keeps it, to be jumped back to.
+  namespace bcd = boost::context::detail;
+  static constexpr auto arrive = [](ThreadSide& side, bcd::fcontext_t left) {
+    (side.from ? side.from->context_->fiber : side.host) = left;
+  };
+  auto trampoline = [](bcd::transfer_t transfer) {  // a fiber's first arrival
+    arrive(Side(), transfer.fctx);
+    Entry();
+  };
+  bcd::fcontext_t target = side.host;
+  if (going) {
+    if (!going->fiber) {
+      going->fiber = bcd::make_fcontext(going->stack.top(), going->stack.size - going->stack.color, trampoline);
+    }
+    target = going->fiber;
+  }
+  arrive(side, bcd::jump_fcontext(target, nullptr).fctx);
+#else
+  if (going && !going->made) {
+    ICHECK(getcontext(&going->fiber) == 0) << "fiber: getcontext failed";
+    going->fiber.uc_stack.ss_sp = going->stack.bottom();
+    going->fiber.uc_stack.ss_size = going->stack.size - going->stack.color;  // its top is stack.top()
+    going->fiber.uc_link = nullptr;
+    makecontext(&going->fiber, &Fiber::Entry, 0);
+    going->made = true;
+  }
+  ICHECK(swapcontext(leaving ? &leaving->fiber : &side.host, going ? &going->fiber : &side.host) == 0)
+      << "fiber: swapcontext failed";
+#endif
+  // Back on `from`'s stack, switched to by `side.from`.
+#if SPARSETIR_ASAN
+  FinishSwitch(side, leaving ? leaving->fake_stack : side.host_fake_stack);
+#endif
 }
 
-void Fiber::Resume() {
+void Fiber::Entry() {
+  Fiber* self = Side().current;
+#if SPARSETIR_ASAN
+  FinishSwitch(Side(), self->context_->fake_stack);
+#endif
+  self->main_(self->arg_);
+  self->finished_ = true;
+  Switch(self, nullptr);
+  __builtin_unreachable();  // a finished fiber is never switched back to
+}
+
+Fiber* Fiber::Resume() {
   ICHECK(!finished_) << "fiber: resumed after it finished";
-  ICHECK(current == nullptr) << "fiber: a fiber resumed another";
-  current = this;
-  context_->BeforeEnter();
-  context_->Enter(this);
-  context_->AfterLeave();
-  current = nullptr;
+  ICHECK(Side().current == nullptr) << "fiber: a fiber resumed another (fibers switch with SwitchTo)";
+  Switch(nullptr, this);
+  return Side().from;
 }
 
 void Fiber::Suspend() {
-  Fiber* self = current;
+  Fiber* self = Side().current;
   ICHECK(self != nullptr) << "fiber: Suspend() outside a fiber";
-  self->context_->Leaving(/*finished=*/false);
-  self->context_->Leave();
-  self->context_->Arrived();
+  Switch(self, nullptr);
+}
+
+void Fiber::SwitchTo(Fiber* next) {
+  Fiber* self = Side().current;
+  ICHECK(self != nullptr) << "fiber: SwitchTo() outside a fiber";
+  ICHECK(next != nullptr && next != self && !next->finished_) << "fiber: switched to itself or to a finished fiber";
+  Switch(self, next);
 }
 
 const char* Fiber::Switcher() {

@@ -1,7 +1,10 @@
 // A fiber: a function that runs on a stack of its own and can suspend itself,
 // handing control back to whoever resumed it. The SIMT emulator runs the
 // threads of a block as fibers on one host thread (runtime/simt_scheduler.h),
-// so a thread that reaches a barrier waits there while the others run.
+// so a thread that reaches a barrier waits there while the others run. A
+// fiber can also hand the turn straight to another (SwitchTo), one switch
+// instead of two through the host thread's stack: the emulator passes it
+// from lane to lane of a warp this way.
 //
 // The switch is Boost.Context's fcontext (a dozen instructions, about 12 ns)
 // where the build found libboost_context (SPARSETIR_HAVE_BOOST_CONTEXT), else
@@ -32,11 +35,20 @@ class Fiber {
   // emulated threads reuses its fibers this way instead of making new ones.
   void Restart(Main main, void* arg);
 
-  // Runs the fiber until it suspends or main returns. From a host thread's
-  // own stack only (fibers do not resume each other).
-  void Resume();
-  // From inside a fiber: back to the Resume() that ran it.
+  // Runs the fiber until it, or a fiber it switched to, suspends or
+  // finishes; returns that fiber. From a host thread's own stack only
+  // (fibers do not resume each other: they switch).
+  Fiber* Resume();
+  // From inside a fiber: back to the Resume() that ran it, or that ran the
+  // fiber that switched to it.
   static void Suspend();
+  // From inside a fiber: suspends it and runs `next` (not finished) in its
+  // place, without a stop on the host thread's stack: one switch where
+  // Suspend() and Resume() take two. `next` goes on until it suspends (the
+  // same Resume() returns), finishes, or switches on; a later switch or
+  // Resume() brings this one back. The SIMT emulator hands the turn from
+  // lane to lane this way.
+  static void SwitchTo(Fiber* next);
   bool finished() const { return finished_; }
 
   // "fcontext" or "ucontext": what switches (for messages and tests).
@@ -44,7 +56,11 @@ class Fiber {
 
  private:
   struct Context;
-  static void Entry(Fiber* self);
+  static void Entry();
+  // Leaves the running side (`from`; nullptr: the host thread's stack) for
+  // `to` (nullptr: the host thread's stack); returns when a switch comes
+  // back to `from`, unless `from` finished.
+  static void Switch(Fiber* from, Fiber* to);
 
   Main main_;
   void* arg_;

@@ -88,6 +88,7 @@ TEST(Fiber, SuspendsAndResumesInTurn) {
 // aligned for SSE (a 16-byte aligned local).
 struct RegisterWork {
   int64_t seed;
+  Fiber* next = nullptr;  // where a pause switches to (nullptr: Resume()'s caller)
   int64_t sum = 0;
   double mix = 0.0;
   bool aligned = false;
@@ -107,26 +108,73 @@ struct RegisterWork {
   }
 };
 
+// Twice: each pause suspends to Resume()'s caller, then each pause of the
+// first two fibers switches to the next fiber directly (unless it finished).
 TEST(Fiber, KeepsItsRegistersAcrossSwitches) {
-  std::vector<RegisterWork> works = {{1}, {20}, {300}};
-  std::vector<std::unique_ptr<Fiber>> fibers;
-  for (RegisterWork& work : works) {
-    fibers.push_back(std::make_unique<Fiber>([](void* p) { static_cast<RegisterWork*>(p)->Run(&Fiber::Suspend); },
-                                             &work));
-  }
-  for (bool running = true; running;) {
-    running = false;
-    for (auto& fiber : fibers) {
-      if (!fiber->finished()) fiber->Resume(), running = true;
+  for (bool direct : {false, true}) {
+    std::vector<RegisterWork> works = {{1}, {20}, {300}};
+    std::vector<std::unique_ptr<Fiber>> fibers;
+    for (RegisterWork& work : works) {
+      fibers.push_back(std::make_unique<Fiber>(
+          [](void* p) {
+            RegisterWork* work = static_cast<RegisterWork*>(p);
+            work->Run([work] {
+              work->next && !work->next->finished() ? Fiber::SwitchTo(work->next) : Fiber::Suspend();
+            });
+          },
+          &work));
+    }
+    if (direct) works[0].next = fibers[1].get(), works[1].next = fibers[2].get();
+    for (bool running = true; running;) {
+      running = false;
+      for (auto& fiber : fibers) {
+        if (!fiber->finished()) fiber->Resume(), running = true;
+      }
+    }
+    for (const RegisterWork& work : works) {
+      RegisterWork plain{work.seed};
+      plain.Run([] {});
+      EXPECT_EQ(work.sum, plain.sum) << work.seed << (direct ? " (switching directly)" : "");
+      EXPECT_EQ(work.mix, plain.mix) << work.seed << (direct ? " (switching directly)" : "");
+      EXPECT_TRUE(work.aligned) << work.seed;
     }
   }
-  for (const RegisterWork& work : works) {
-    RegisterWork direct{work.seed};
-    direct.Run([] {});
-    EXPECT_EQ(work.sum, direct.sum) << work.seed;
-    EXPECT_EQ(work.mix, direct.mix) << work.seed;
-    EXPECT_TRUE(work.aligned) << work.seed;
-  }
+}
+
+// A fiber hands the turn to another without a stop in Resume(): the chain
+// a -> b -> c runs in one Resume(), which returns the fiber that suspended;
+// b and c start when switched to; each fiber goes on after its switch when
+// next resumed, and one that finishes returns to Resume() too.
+TEST(Fiber, SwitchesToAnotherFiberDirectly) {
+  struct Link {
+    std::vector<int>* trace;
+    int id;
+    Fiber* next;
+  };
+  auto main = [](void* p) {
+    Link* link = static_cast<Link*>(p);
+    for (int step = 0; step < 2; ++step) {
+      link->trace->push_back(link->id * 10 + step);
+      link->next ? Fiber::SwitchTo(link->next) : Fiber::Suspend();
+    }
+    link->trace->push_back(link->id * 10 + 9);
+  };
+  std::vector<int> trace;
+  Link c{&trace, 3, nullptr};
+  Fiber fc(main, &c);
+  Link b{&trace, 2, &fc};
+  Fiber fb(main, &b);
+  Link a{&trace, 1, &fb};
+  Fiber fa(main, &a);
+  EXPECT_EQ(fa.Resume(), &fc);
+  EXPECT_EQ(fa.Resume(), &fc);
+  EXPECT_EQ(fa.Resume(), &fa);
+  EXPECT_TRUE(fa.finished());
+  EXPECT_FALSE(fb.finished());
+  EXPECT_EQ(fb.Resume(), &fb);
+  EXPECT_EQ(fc.Resume(), &fc);
+  EXPECT_TRUE(fb.finished() && fc.finished());
+  EXPECT_EQ(trace, (std::vector<int>{10, 20, 30, 11, 21, 31, 19, 29, 39}));
 }
 
 // A fiber restarted after it finished, or while suspended midway (a
