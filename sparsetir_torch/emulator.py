@@ -2,12 +2,16 @@
 SIMT emulator, to debug it without a GPU.
 
 The source is compiled by the host compiler against the emulator header (the
-CUDA built-ins: threadIdx & co., __syncthreads, __syncwarp, the warp shuffles
-and votes, atomics, __shared__ and SPARSETIR_DYNAMIC_SHARED(T, name) for
-dynamic shared memory); a block's threads run as fibers that meet at the
-barriers. A deadlock raises an error naming the kernel, the block and where
-each thread waits. SPARSETIR_EMULATE_ORDER=check runs the kernel in order,
-reversed and shuffled and raises where what it wrote differs (a race).
+CUDA built-ins: threadIdx & co., __syncthreads, __syncwarp, the warp shuffles,
+votes, matches and reductions, __activemask, __shared__, __constant__ and
+`extern __shared__ T name[]` for dynamic shared memory, and CUDA's device
+library: vector types, dim3, min / max, the integer and float intrinsics,
+__ldg, the atomics, clock64, assert and __trap); a block's threads run as
+fibers that meet at the barriers. A deadlock raises an error naming the
+kernel, the block and where each thread waits; a failed assert or a __trap
+raises one naming the block and the thread. SPARSETIR_EMULATE_ORDER=check
+runs the kernel in order, reversed and shuffled and raises where what it
+wrote differs (a race).
 """
 from typing import Sequence, Tuple, Union
 
@@ -31,8 +35,9 @@ def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, share
     ``kernel<<<grid, block, shared_bytes>>>(*args)`` would on a GPU.
 
     Arguments: CPU tensors, contiguous, passed as pointers to their element
-    type (``float*`` for float32, ``double*``, ``int*``, ``long long*``,
-    ``unsigned short*`` holding the bits of float16 / bfloat16, ...); Python
+    type (``float*`` or ``float4*`` for float32, ``double*``, ``int*`` or
+    ``unsigned*``, ``int64_t*`` or ``long long*``, ``unsigned short*``
+    holding the bits of float16 / bfloat16, ...); Python
     ints as ``long long`` and floats as ``double`` (the kernel's own
     parameter types convert them). The kernel writes the tensors in place."""
     if not isinstance(source, str) or not isinstance(kernel, str):

@@ -23,6 +23,9 @@ std::string PointerType(at::ScalarType dtype, size_t position) {
     case at::kShort: return "short*";
     case at::kChar: return "signed char*";
     case at::kByte: return "unsigned char*";
+    case at::kUInt16: return "unsigned short*";
+    case at::kUInt32: return "unsigned int*";
+    case at::kUInt64: return "unsigned long long*";
     case at::kBool: return "bool*";
     case at::kHalf:
     case at::kBFloat16: return "unsigned short*";  // the bits; the kernel converts
@@ -78,7 +81,7 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
     packed.push_back(a);
   }
   const std::array<int64_t, 6> dims = {grid[0], grid[1], grid[2], block[0], block[1], block[2]};
-  EmulatedCudaModule module(kSimtEmulatorHeader + "\n#line 1 \"kernel.cu\"\n" + source + "\n" +
+  EmulatedCudaModule module(kSimtEmulatorHeader + "\n#line 1 \"kernel.cu\"\n" + EmulatorSourceFromCuda(source) + "\n" +
                                 SimtEmulatorEntry(kernel, types),
                             kernel, KernelSynchronizes(source), packed.size(),
                             [dims](const SparsetirArg*) { return dims; }, static_cast<size_t>(dynamic_shared_bytes));

@@ -37,7 +37,13 @@
     /* A warp vote: sync_warp(mask), at which each lane passes `predicate`; returns the */    \
     /* ballot of the lanes that took part and sets *lanes to those lanes.              */     \
     uint32_t (*vote_warp)(void* ctx, uint32_t mask, int32_t predicate, uint32_t* lanes);      \
-    /* The block's dynamic shared memory (the launch's dynamic shared bytes). */              \
+    /* __activemask: the lanes of the caller's warp that had not returned when it  */        \
+    /* last met.                                                                    */        \
+    uint32_t (*live_lanes)(void* ctx);                                                        \
+    /* A thread trapped (__trap, a failed assert): fails the launch with `message`. */        \
+    void (*trap)(void* ctx, const char* message);                                             \
+    /* The block's dynamic shared memory: the host thread's buffer, at the same      */       \
+    /* address for every launch (at least the launch's dynamic shared bytes).        */       \
     void* (*dynamic_shared)(void* ctx);                                                       \
     /* Threads run as fibers that meet at barriers (1), or one after another (0): a  */       \
     /* kernel that never synchronizes needs no fibers.                              */        \

@@ -1,6 +1,59 @@
 #include "codegen/simt_emulator.h"
 
+#include <regex>
+#include <set>
+#include <sstream>
+
 namespace sparsetir {
+
+namespace {
+
+// Headers whose declarations the emulator header makes: an #include of one
+// is dropped.
+const std::set<std::string>& EmulatedHeaders() {
+  static const std::set<std::string> headers = {
+      "cuda_runtime.h", "cuda_runtime_api.h", "cuda.h",   "device_launch_parameters.h",
+      "vector_types.h", "device_functions.h", "assert.h", "cassert"};
+  return headers;
+}
+
+// Headers of the CUDA toolkit the emulator has no emulation of.
+const std::set<std::string>& UnemulatedHeaders() {
+  static const std::set<std::string> headers = {
+      "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cooperative_groups.h", "mma.h", "cuda_pipeline.h", "cuda/barrier",
+      "cub/cub.cuh", "cuda/std/atomic"};
+  return headers;
+}
+
+std::string RewriteInclude(const std::string& line) {
+  static const std::regex include(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
+  std::smatch m;
+  if (!std::regex_search(line, m, include)) return line;
+  const std::string header = m[1];
+  if (EmulatedHeaders().count(header)) return std::string("// (declared by the SIMT emulator) ").append(line);
+  if (UnemulatedHeaders().count(header)) {
+    return "#error \"the SIMT emulator has no " + header +
+           " (16-bit tensors reach a kernel as unsigned short* bits: convert them in the kernel)\"";
+  }
+  return line;
+}
+
+// `extern __shared__ [__align__(n)] T name[] [__align__(n)];`: T and name.
+std::string RewriteExternShared(const std::string& line) {
+  static const std::string align = R"((?:__align__\s*\((?:[^()]|\([^()]*\))*\)\s*)?)";
+  static const std::regex declaration(R"(\bextern\s+__shared__\s+)" + align + R"(([A-Za-z_][\w\s:<>,*]*?)\s*)" +
+                                      align + R"(\b([A-Za-z_]\w*)\s*\[\s*\]\s*)" + align + ";");
+  return std::regex_replace(line, declaration, "static thread_local $1(&$2)[] = *($1(*)[])sparsetir_dynamic_shared();");
+}
+
+}  // namespace
+
+std::string EmulatorSourceFromCuda(const std::string& source) {
+  std::istringstream lines(source);
+  std::string out, line;
+  while (std::getline(lines, line)) out += RewriteExternShared(RewriteInclude(line)) + "\n";
+  return out;
+}
 
 bool KernelSynchronizes(const std::string& cuda_source) {
   // __shfl*_sync, __ballot_sync, __any_sync, __all_sync, __match*_sync.
@@ -32,7 +85,13 @@ std::string SimtEmulatorEntry(const std::string& kernel, const std::vector<std::
     const bool pointer = !type.empty() && type.back() == '*';
     const bool real = type == "float" || type == "double";
     s += i ? ",\n        " : "";
-    s += "(" + type + ")" + arg(i) + (pointer ? ".ptr" : real ? ".f64" : ".i64");
+    if (pointer) {
+      // A pointer of the tensor's element type, or of a vector of it.
+      s += "sparsetir_tensor_pointer<std::remove_cv<" + type.substr(0, type.size() - 1) + ">::type>{" + arg(i) +
+           ".ptr}";
+    } else {
+      s += "(" + type + ")" + arg(i) + (real ? ".f64" : ".i64");
+    }
   }
   s += ");\n  };\n";
   s += "  auto sparsetir_body = [&](int64_t sparsetir_begin, int64_t sparsetir_end) {\n";

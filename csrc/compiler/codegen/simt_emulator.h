@@ -23,6 +23,7 @@
 
 #include "codegen/abi.h"
 #include "codegen/simt_abi.h"
+#include "codegen/simt_device_library.h"
 
 namespace sparsetir {
 
@@ -33,9 +34,11 @@ inline const std::string kSimtEmulatorHeader = R"EMULATOR(
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
-)EMULATOR" + std::string(kSimtAbiText) + "\n" + R"EMULATOR(
-struct sparsetir_uint3 { unsigned int x, y, z; };
-static thread_local sparsetir_uint3 threadIdx, blockIdx, blockDim, gridDim;
+#include <limits>
+)EMULATOR" + std::string(kSimtAbiText) + "\n" + std::string(kSimtDeviceLibrary) + R"EMULATOR(
+typedef uint3 sparsetir_uint3;
+static thread_local uint3 threadIdx, blockIdx;
+static thread_local dim3 blockDim, gridDim;
 static thread_local const SparsetirSimt* sparsetir_simt;  // the launch this host thread runs blocks of
 enum { warpSize = 32 };
 
@@ -48,8 +51,13 @@ enum { warpSize = 32 };
 #define __align__(n) __attribute__((aligned(n)))
 #define SPARSETIR_DEVICE static inline
 #define SPARSETIR_DEVICE_MEMBER inline
-// Dynamic shared memory: `extern __shared__ T name[]` on the device.
-#define SPARSETIR_DYNAMIC_SHARED(T, name) T* name = (T*)sparsetir_simt->dynamic_shared(sparsetir_simt->ctx)
+// Dynamic shared memory: `extern __shared__ T name[]` on the device. The
+// block's buffer is the host thread's, the same for every launch it runs, so
+// a hand-written kernel's `extern __shared__ T name[];` (rewritten by
+// EmulatorSourceFromCuda) binds a thread-local reference to it once.
+static inline void* sparsetir_dynamic_shared() { return sparsetir_simt->dynamic_shared(sparsetir_simt->ctx); }
+#define SPARSETIR_DYNAMIC_SHARED(T, name) T* name = (T*)sparsetir_dynamic_shared()
+#define SPARSETIR_EXTERN_SHARED(T, name) static thread_local T(&name)[] = *(T(*)[])sparsetir_dynamic_shared()
 
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
@@ -99,6 +107,7 @@ static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long 
 static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
+)EMULATOR" + std::string(kSimtDeviceAtomics) + R"EMULATOR(
 // Barriers: the runtime suspends the calling fiber until its group arrives.
 static inline void __syncthreads() { sparsetir_simt->sync_block(sparsetir_simt->ctx); }
 static inline void __syncwarp(unsigned mask = 0xffffffffu) { sparsetir_simt->sync_warp(sparsetir_simt->ctx, mask); }
@@ -159,6 +168,76 @@ static inline int __all_sync(unsigned mask, int predicate) {
   return sparsetir_vote(mask, predicate, &lanes) == lanes;
 }
 
+// The lanes of the caller's warp that had not returned when the warp last
+// met (or began): every lane between two meetings sees the same mask. Threads
+// that run one after another, without fibers: every lane of the warp in the
+// block.
+static inline unsigned __activemask() {
+  if (sparsetir_simt->cooperative) return sparsetir_simt->live_lanes(sparsetir_simt->ctx);
+  const int64_t threads = (int64_t)blockDim.x * blockDim.y * blockDim.z, left = threads - sparsetir_warp_base();
+  return left >= warpSize ? 0xffffffffu : (1u << left) - 1u;
+}
+
+// __match_*_sync and __reduce_*_sync: each lane reads every lane of the mask
+// (one shuffle each, in the same order in every lane).
+template <typename T> static inline unsigned __match_any_sync(unsigned mask, T v) {
+  unsigned same = 0;
+  for (int lane = 0; lane < warpSize; ++lane) {
+    if (!(mask >> lane & 1u)) continue;
+    const T other = sparsetir_exchange(mask, v, sparsetir_warp_base() + lane);
+    if (memcmp(&other, &v, sizeof(T)) == 0) same |= 1u << lane;
+  }
+  return same;
+}
+template <typename T> static inline unsigned __match_all_sync(unsigned mask, T v, int* predicate) {
+  const bool all = (__match_any_sync(mask, v) & mask) == mask;
+  *predicate = all;
+  return all ? mask : 0u;
+}
+template <typename T, typename Op> static inline T sparsetir_reduce_lanes(unsigned mask, T v, Op op) {
+  bool first = true;
+  T r = v;
+  for (int lane = 0; lane < warpSize; ++lane) {
+    if (!(mask >> lane & 1u)) continue;
+    const T other = sparsetir_exchange(mask, v, sparsetir_warp_base() + lane);
+    r = first ? other : op(r, other);
+    first = false;
+  }
+  return r;
+}
+#define SPARSETIR_REDUCE(name, T, expr) \
+  static inline T name(unsigned mask, T v) { return sparsetir_reduce_lanes(mask, v, [](T a, T b) { return expr; }); }
+SPARSETIR_REDUCE(__reduce_add_sync, int, (int)((unsigned)a + (unsigned)b))
+SPARSETIR_REDUCE(__reduce_add_sync, unsigned, a + b)
+SPARSETIR_REDUCE(__reduce_min_sync, int, a < b ? a : b)
+SPARSETIR_REDUCE(__reduce_min_sync, unsigned, a < b ? a : b)
+SPARSETIR_REDUCE(__reduce_max_sync, int, a > b ? a : b)
+SPARSETIR_REDUCE(__reduce_max_sync, unsigned, a > b ? a : b)
+SPARSETIR_REDUCE(__reduce_and_sync, unsigned, a & b)
+SPARSETIR_REDUCE(__reduce_or_sync, unsigned, a | b)
+SPARSETIR_REDUCE(__reduce_xor_sync, unsigned, a ^ b)
+#undef SPARSETIR_REDUCE
+
+// A thread that traps (__trap, a failed assert) fails the launch with where
+// and why, and returns: its main catches what it throws. Other threads run
+// on; the launch raises the error when it ends.
+struct sparsetir_trapped {};
+static inline void sparsetir_trap(const char* why) {
+  char message[768];
+  snprintf(message, sizeof(message), "block (%u, %u, %u), thread (%u, %u, %u): %s", blockIdx.x, blockIdx.y,
+           blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, why);
+  sparsetir_simt->trap(sparsetir_simt->ctx, message);
+  throw sparsetir_trapped();
+}
+static inline void __trap() { sparsetir_trap("__trap()"); }
+static inline void sparsetir_assert_failed(const char* expression, const char* file, int line) {
+  char why[512];
+  snprintf(why, sizeof(why), "assertion '%s' failed (%s:%d)", expression, file, line);
+  sparsetir_trap(why);
+}
+#undef assert
+#define assert(e) ((e) ? (void)0 : sparsetir_assert_failed(#e, __FILE__, __LINE__))
+
 // Runs blocks [begin, end) of the grid (linear, x fastest), each through the
 // runtime; stops at the first block that fails (the launch keeps why).
 template <typename Body>
@@ -176,7 +255,12 @@ static inline void sparsetir_emulate_blocks(const SparsetirSimt* simt, sparsetir
     thread_index[rank] = {r % block.x, r % plane / block.x, r / plane};
   }
   auto enter = [](void*, int64_t rank) { threadIdx = thread_index[rank]; };
-  auto main = [](void* closure, int64_t) { (*static_cast<Body*>(closure))(); };
+  auto main = [](void* closure, int64_t) {
+    try {
+      (*static_cast<Body*>(closure))();
+    } catch (const sparsetir_trapped&) {
+    }
+  };
   for (int64_t b = begin; b < end; ++b) {
     const int64_t linear_block = simt->order ? end - 1 - (b - begin) : b;
     blockIdx = {(unsigned)(linear_block % grid.x), (unsigned)(linear_block / grid.x % grid.y),
@@ -185,6 +269,15 @@ static inline void sparsetir_emulate_blocks(const SparsetirSimt* simt, sparsetir
   }
 }
 )EMULATOR";
+
+// A hand-written CUDA source as the emulator compiles it, line for line (a
+// compile error names the author's line): an #include of a CUDA runtime
+// header (cuda_runtime.h, vector_types.h, ...) or of assert.h is dropped, as
+// the emulator header declares what it would; one of a header the emulator
+// does not provide (cuda_fp16.h, cooperative_groups.h, ...) becomes an
+// #error naming it; `extern __shared__ T name[];` becomes a thread-local
+// reference to the block's dynamic shared memory.
+std::string EmulatorSourceFromCuda(const std::string& source);
 
 // True if a CUDA source names a barrier or a warp operation: its threads
 // must run as fibers.

@@ -122,6 +122,11 @@ class SimtBlock {
   }
   static bool Active() { return current_ != nullptr; }
 
+  // The lanes of the running warp that had not returned when its current
+  // pass began (__activemask): the same for every lane of the pass, as
+  // lanes that run in turn would otherwise see the ones before them return.
+  static uint32_t LiveLanes() { return current_->pass_live_; }
+
  private:
   static std::vector<Thread>& Kept() {
     static thread_local std::vector<Thread> kept;
@@ -170,15 +175,27 @@ class SimtBlock {
   // lane that can run waits.
   void RunWarp(const std::vector<int64_t>& lanes) {
     lanes_ = &lanes;
+    const int64_t first = lanes.front() - lanes.front() % kWarpSize;
     do {
       warp_arrivals_ = false;
       cursor_ = -1;
+      pass_live_ = LiveLanesOf(first);
       while (Thread* thread = EnterNextLane()) {
         thread->fiber->Resume();
         Thread& last = threads_[running_];  // the lane that came back
         if (last.fiber->finished()) last.where = Where::kReturned, ++returned_;
       }
-    } while (warp_arrivals_ && OpenWarpBarriers(lanes.front() - lanes.front() % kWarpSize));
+    } while (warp_arrivals_ && OpenWarpBarriers(first));
+  }
+
+  // The lanes of the warp starting at thread `first` that have not returned.
+  uint32_t LiveLanesOf(int64_t first) const {
+    const int64_t end = std::min(first + kWarpSize, count_);
+    uint32_t live = 0;
+    for (int64_t t = first; t < end; ++t) {
+      if (threads_[t].where != Where::kReturned) live |= 1u << (t - first);
+    }
+    return live;
   }
 
   // The running warp's next lane in order (after position cursor_) that can
@@ -216,10 +233,7 @@ class SimtBlock {
   // none could be released.
   bool OpenWarpBarriers(int64_t first) {
     const int64_t end = std::min(first + kWarpSize, count_);
-    uint32_t live = 0;
-    for (int64_t t = first; t < end; ++t) {
-      if (threads_[t].where != Where::kReturned) live |= 1u << (t - first);
-    }
+    const uint32_t live = LiveLanesOf(first);
     // The meetings the waiting lanes form (usually one): a mask, an
     // operation, the lanes that wait there and, for a vote, the lanes whose
     // predicate holds.
@@ -317,6 +331,7 @@ class SimtBlock {
   int64_t running_ = -1;
   const std::vector<int64_t>* lanes_ = nullptr;  // the running warp's, in order
   int64_t cursor_ = -1;                          // the running lane's position in lanes_
+  uint32_t pass_live_ = 0;                       // the running warp's live lanes as its pass began
   int64_t returned_ = 0;
   bool warp_arrivals_ = false;  // a lane of the running warp reached a warp barrier
 };
@@ -363,6 +378,12 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
                       SparsetirSimtThread main, void* closure) -> int32_t {
     SimtLaunch* launch = LaunchOf(ctx);
     if (launch->failed()) return 1;
+    if (launch->dynamic_shared_bytes_ > kSimtMaxSharedBytes) {
+      launch->Fail("SIMT emulator: kernel '" + launch->kernel_ + "' launched with " +
+                   std::to_string(launch->dynamic_shared_bytes_) + " bytes of dynamic shared memory; CUDA allows at most " +
+                   std::to_string(kSimtMaxSharedBytes) + " a block");
+      return 1;
+    }
     if (threads > kMaxBlockThreads) {
       launch->Fail("SIMT emulator: kernel '" + launch->kernel_ + "' launched with blocks of " + std::to_string(threads) +
                    " threads; CUDA allows at most " + std::to_string(kMaxBlockThreads));
@@ -404,6 +425,17 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
     }
     return SimtBlock::Wait(Where::kWarpBarrier, mask, SimtBlock::Exchange::kShuffle, value, src).result;
   };
+  abi_.live_lanes = [](void* ctx) -> uint32_t {
+    if (!SimtBlock::Active()) {
+      LaunchOf(ctx)->Fail("SIMT emulator: kernel '" + LaunchOf(ctx)->kernel_ +
+                          "' asked for its warp's live lanes but was launched without fibers");
+      return 0;
+    }
+    return SimtBlock::LiveLanes();
+  };
+  abi_.trap = [](void* ctx, const char* message) {
+    LaunchOf(ctx)->Fail("SIMT emulator: kernel '" + LaunchOf(ctx)->kernel_ + "', " + message);
+  };
   abi_.vote_warp = [](void* ctx, uint32_t mask, int32_t predicate, uint32_t* lanes) -> uint32_t {
     if (!SimtBlock::Active()) {
       LaunchOf(ctx)->Fail("SIMT emulator: kernel '" + LaunchOf(ctx)->kernel_ +
@@ -431,12 +463,15 @@ void SimtLaunch::Fail(const std::string& message) {
 namespace {
 
 // A block's dynamic shared memory: one buffer per host thread, which runs one
-// block at a time.
-void* DynamicShared(void* ctx) {
-  static thread_local std::vector<uint64_t> buffer;
-  const size_t words = (LaunchOf(ctx)->dynamic_shared_bytes() + 7) / 8;
-  if (buffer.size() < words) buffer.resize(words);
-  return buffer.data();
+// block at a time, as large as CUDA allows and never moved, so that a
+// kernel's thread-local reference to it stays valid from launch to launch.
+// Only the pages a launch touches are ever backed.
+void* DynamicShared(void*) {
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  static thread_local std::unique_ptr<void, Free> buffer(std::aligned_alloc(128, kSimtMaxSharedBytes));
+  return buffer.get();
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -24,6 +25,10 @@
 #include "codegen/simt_abi.h"
 
 namespace sparsetir {
+
+// The most dynamic shared memory a block may have: CUDA's largest (227 KiB,
+// sm_90).
+inline constexpr size_t kSimtMaxSharedBytes = 227 * 1024;
 
 enum class SimtOrder : int32_t { kForward = 0, kReverse = 1, kShuffled = 2 };
 
@@ -57,7 +62,6 @@ class SimtLaunch {
   SimtLaunch& operator=(const SimtLaunch&) = delete;
 
   const SparsetirSimt* abi() const { return &abi_; }
-  size_t dynamic_shared_bytes() const { return dynamic_shared_bytes_; }
   // The first failure of any block; empty if none.
   std::string error() const;
 

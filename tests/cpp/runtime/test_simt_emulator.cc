@@ -200,6 +200,38 @@ TEST(Fiber, RestartsFromItsStart) {
   EXPECT_EQ(trace, (std::vector<int>{0, 1, 2, 0, 7}));
 }
 
+// Line for line: runtime headers dropped, an unemulated one named by an
+// #error, each form of `extern __shared__ T name[];` a reference to the
+// block's dynamic shared memory; other lines untouched.
+TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
+  const std::string source =
+      "#include <cuda_runtime.h>\n"
+      "  #  include \"cassert\"\n"
+      "#include <cuda_fp16.h>\n"
+      "#include <stdio.h>\n"
+      "extern __shared__ float tile[];\n"
+      "  extern __shared__ __align__(sizeof(double)) unsigned char raw [ ] ; int x = 1;\n"
+      "extern __shared__ float4 quads[] __align__(16);\n"
+      "extern __shared__ int fixed[4];\n"
+      "// extern int not_shared[];\n";
+  const std::string out = EmulatorSourceFromCuda(source);
+  std::vector<std::string> lines;
+  for (size_t at = 0, end; (end = out.find('\n', at)) != std::string::npos; at = end + 1) {
+    lines.push_back(out.substr(at, end - at));
+  }
+  ASSERT_EQ(lines.size(), 9u) << out;
+  EXPECT_EQ(lines[0], "// (declared by the SIMT emulator) #include <cuda_runtime.h>");
+  EXPECT_EQ(lines[1].rfind("// (declared by the SIMT emulator)", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind("#error \"the SIMT emulator has no cuda_fp16.h", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3], "#include <stdio.h>");
+  EXPECT_EQ(lines[4], "static thread_local float(&tile)[] = *(float(*)[])sparsetir_dynamic_shared();");
+  EXPECT_EQ(lines[5], "  static thread_local unsigned char(&raw)[] = *(unsigned char(*)[])sparsetir_dynamic_shared(); "
+                      "int x = 1;");
+  EXPECT_EQ(lines[6], "static thread_local float4(&quads)[] = *(float4(*)[])sparsetir_dynamic_shared();");
+  EXPECT_EQ(lines[7], "extern __shared__ int fixed[4];");  // not dynamic: the compiler reports it
+  EXPECT_EQ(lines[8], "// extern int not_shared[];");
+}
+
 TEST(KernelSynchronizes, FindsBarriersAndWarpOperations) {
   EXPECT_FALSE(KernelSynchronizes("y[i] = x[i];"));
   EXPECT_TRUE(KernelSynchronizes("__syncthreads();"));
