@@ -248,7 +248,9 @@ SPARSETIR_ATOMIC_BITS(int)
 SPARSETIR_ATOMIC_BITS(unsigned int)
 SPARSETIR_ATOMIC_BITS(unsigned long long)
 #undef SPARSETIR_ATOMIC_BITS
-static inline unsigned int atomicSub(unsigned int* p, unsigned int v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }
+static inline unsigned int atomicSub(unsigned int* p, unsigned int v) {
+  return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
+}
 static inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
   return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
 }

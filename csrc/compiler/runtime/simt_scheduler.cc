@@ -380,8 +380,9 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
     if (launch->failed()) return 1;
     if (launch->dynamic_shared_bytes_ > kSimtMaxSharedBytes) {
       launch->Fail("SIMT emulator: kernel '" + launch->kernel_ + "' launched with " +
-                   std::to_string(launch->dynamic_shared_bytes_) + " bytes of dynamic shared memory; CUDA allows at most " +
-                   std::to_string(kSimtMaxSharedBytes) + " a block");
+                   std::to_string(launch->dynamic_shared_bytes_) +
+                   " bytes of dynamic shared memory; CUDA allows at most " + std::to_string(kSimtMaxSharedBytes) +
+                   " a block");
       return 1;
     }
     if (threads > kMaxBlockThreads) {
