@@ -25,6 +25,8 @@ const std::set<std::string>& UnemulatedHeaders() {
   return headers;
 }
 
+bool FloatTypesHeader(const std::string& header) { return header.rfind("cuda_fp", 0) == 0 || header == "cuda_bf16.h"; }
+
 std::string RewriteInclude(const std::string& line) {
   static const std::regex include(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
   std::smatch m;
@@ -33,7 +35,8 @@ std::string RewriteInclude(const std::string& line) {
   if (EmulatedHeaders().count(header)) return std::string("// (declared by the SIMT emulator) ").append(line);
   if (UnemulatedHeaders().count(header)) {
     return "#error \"the SIMT emulator has no " + header +
-           " (16-bit tensors reach a kernel as unsigned short* bits: convert them in the kernel)\"";
+           (FloatTypesHeader(header) ? " (16-bit tensors reach a kernel as unsigned short* bits: convert them there)\""
+                                     : "\"");
   }
   return line;
 }

@@ -34,7 +34,6 @@ inline const std::string kSimtEmulatorHeader = R"EMULATOR(
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
-#include <limits>
 )EMULATOR" + std::string(kSimtAbiText) + "\n" + std::string(kSimtDeviceLibrary) + R"EMULATOR(
 typedef uint3 sparsetir_uint3;
 static thread_local uint3 threadIdx, blockIdx;
@@ -53,11 +52,10 @@ enum { warpSize = 32 };
 #define SPARSETIR_DEVICE_MEMBER inline
 // Dynamic shared memory: `extern __shared__ T name[]` on the device. The
 // block's buffer is the host thread's, the same for every launch it runs, so
-// a hand-written kernel's `extern __shared__ T name[];` (rewritten by
-// EmulatorSourceFromCuda) binds a thread-local reference to it once.
+// a hand-written kernel's `extern __shared__ T name[];` becomes a
+// thread-local reference bound to it once (EmulatorSourceFromCuda).
 static inline void* sparsetir_dynamic_shared() { return sparsetir_simt->dynamic_shared(sparsetir_simt->ctx); }
 #define SPARSETIR_DYNAMIC_SHARED(T, name) T* name = (T*)sparsetir_dynamic_shared()
-#define SPARSETIR_EXTERN_SHARED(T, name) static thread_local T(&name)[] = *(T(*)[])sparsetir_dynamic_shared()
 
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
