@@ -1,10 +1,10 @@
 // The CUDA device library a hand-written kernel expects, for the SIMT
 // emulator: vector types and dim3, min / max, the integer and floating-point
-// intrinsics, cached loads and stores, and the atomics beyond those the
-// emulator header's own (generated kernels need only those). Pasted into
-// every emulated source before the emulator header's thread indices, so
-// that threadIdx can be CUDA's uint3. What needs the emulator's runtime (the
-// warp operations, assert) is in simt_emulator.h.
+// intrinsics, cached loads and stores, and the atomics beyond the emulator
+// header's own (generated kernels need only those). Pasted into every
+// emulated source before the emulator header's thread indices, so that
+// threadIdx can be CUDA's uint3. What needs the emulator's runtime (the warp
+// operations, assert) is in simt_emulator.h.
 //
 // Semantics are the GPU's where they are defined: float-to-integer
 // conversions saturate (NaN gives 0), __clz(0) is 32, __saturatef(NaN) is
