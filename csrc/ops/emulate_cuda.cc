@@ -2,6 +2,10 @@
 
 #include <c10/util/Exception.h>
 
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
 #include "codegen/simt_emulator.h"
 #include "launcher.h"
 #include "runtime/emulated_cuda_module.h"
@@ -13,8 +17,10 @@ namespace {
 
 constexpr const char* kOp = "st.emulate_cuda";
 
-// The C type a kernel parameter takes a tensor of `dtype` as.
-std::string PointerType(at::ScalarType dtype, size_t position) {
+// The C type a kernel parameter takes a tensor of `dtype` as. 16-bit floats
+// are their CUDA types where the source includes cuda_fp16.h / cuda_bf16.h
+// (`float16_types`), else their bits; either accepts a parameter of the bits.
+std::string PointerType(at::ScalarType dtype, size_t position, bool float16_types) {
   switch (dtype) {
     case at::kFloat: return "float*";
     case at::kDouble: return "double*";
@@ -27,8 +33,8 @@ std::string PointerType(at::ScalarType dtype, size_t position) {
     case at::kUInt32: return "unsigned int*";
     case at::kUInt64: return "unsigned long long*";
     case at::kBool: return "bool*";
-    case at::kHalf:
-    case at::kBFloat16: return "unsigned short*";  // the bits; the kernel converts
+    case at::kHalf: return float16_types ? "__half*" : "unsigned short*";
+    case at::kBFloat16: return float16_types ? "__nv_bfloat16*" : "unsigned short*";
     default: break;
   }
   TORCH_CHECK_VALUE(false, kOp, ": argument ", position, " has dtype ", dtype, ", which has no C type here");
@@ -40,6 +46,48 @@ void CheckDims(const char* what, const std::array<int64_t, 3>& dims) {
     TORCH_CHECK_VALUE(d >= 1 && d <= INT32_MAX, kOp, ": every dimension of '", what, "' must be from 1 to 2^31 - 1, got (",
                       dims[0], ", ", dims[1], ", ", dims[2], ")");
   }
+}
+
+// The module of `kernel` in `source` for arguments of these kinds and
+// dtypes: made once per process, so that a call neither rewrites nor hashes
+// the emulated source again (the emulator header and, with cuda_fp16.h, the
+// 16-bit float library are a few hundred kilobytes). The launch dimensions
+// are read after the kernel's arguments.
+std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, const std::string& kernel,
+                                                    const std::vector<EmulatedArg>& args, size_t shared_bytes) {
+  std::string key = kernel + '\n' + std::to_string(shared_bytes) + '\n';
+  for (const EmulatedArg& arg : args) {
+    key += arg.kind == EmulatedArg::Kind::kTensor ? std::string(c10::toString(arg.tensor.scalar_type()))
+                                                    : arg.kind == EmulatedArg::Kind::kFloat ? "double" : "int";
+    key += ',';
+  }
+  key += '\n' + source;
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::shared_ptr<const EmulatedCudaModule>> modules;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = modules.find(key); it != modules.end()) return it->second;
+  const std::string libraries = EmulatorLibrariesFor(source);
+  std::vector<std::string> types;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const EmulatedArg& arg = args[i];
+    types.push_back(arg.kind == EmulatedArg::Kind::kTensor  ? PointerType(arg.tensor.scalar_type(), i, !libraries.empty())
+                    : arg.kind == EmulatedArg::Kind::kFloat ? "double"
+                                                            : "long long");
+  }
+  const std::string emulated = kSimtEmulatorHeader + libraries + "\n#line 1 \"kernel.cu\"\n" +
+                               EmulatorSourceFromCuda(source) + "\n" + SimtEmulatorEntry(kernel, types);
+  const size_t params = args.size();
+  auto dims = [params](const SparsetirArg* a) {
+    return std::array<int64_t, 6>{a[params].i64,     a[params + 1].i64, a[params + 2].i64,
+                                  a[params + 3].i64, a[params + 4].i64, a[params + 5].i64};
+  };
+  // A session that edits its kernel over and over makes a module per
+  // version; the oldest are dropped all at once rather than kept forever.
+  if (modules.size() >= 256) modules.clear();
+  auto module = std::make_shared<const EmulatedCudaModule>(emulated, kernel, KernelSynchronizes(source), params, dims,
+                                                           shared_bytes);
+  modules.emplace(std::move(key), module);
+  return module;
 }
 
 }  // namespace
@@ -55,7 +103,6 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
                     dynamic_shared_bytes);
   TORCH_CHECK_VALUE(!kernel.empty() && source.find(kernel) != std::string::npos, kOp, ": the source defines no '",
                     kernel, "'");
-  std::vector<std::string> types;
   std::vector<SparsetirArg> packed;
   std::vector<at::Tensor> tensors(args.size());
   std::vector<std::string> names;
@@ -68,28 +115,28 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
       TORCH_CHECK_VALUE(t.device().is_cpu(), kOp, ": argument ", i, " is on ", t.device(),
                         "; the emulator runs on CPU tensors");
       TORCH_CHECK_VALUE(t.is_contiguous(), kOp, ": argument ", i, " must be contiguous");
-      types.push_back(PointerType(t.scalar_type(), i));
       a.ptr = t.data_ptr();
       tensors[i] = t;
     } else if (arg.kind == EmulatedArg::Kind::kFloat) {
-      types.push_back("double");
       a.f64 = arg.float_value;
     } else {
-      types.push_back("long long");
       a.i64 = arg.int_value;
     }
     packed.push_back(a);
   }
-  const std::array<int64_t, 6> dims = {grid[0], grid[1], grid[2], block[0], block[1], block[2]};
-  EmulatedCudaModule module(kSimtEmulatorHeader + "\n#line 1 \"kernel.cu\"\n" + EmulatorSourceFromCuda(source) + "\n" +
-                                SimtEmulatorEntry(kernel, types),
-                            kernel, KernelSynchronizes(source), packed.size(),
-                            [dims](const SparsetirArg*) { return dims; }, static_cast<size_t>(dynamic_shared_bytes));
+  const std::shared_ptr<const EmulatedCudaModule> module =
+      ModuleFor(source, kernel, args, static_cast<size_t>(dynamic_shared_bytes));
+  // The launch dimensions follow the kernel's arguments (ModuleFor's LaunchDims).
+  for (int64_t d : {grid[0], grid[1], grid[2], block[0], block[1], block[2]}) {
+    SparsetirArg dim;
+    dim.i64 = d;
+    packed.push_back(dim);
+  }
   SparsetirLauncher launcher = TorchLauncher();
   if (SimtRaceCheckRequested()) {
-    RunRaceCheckedOnTensors(kernel, tensors, names, [&] { module.Launch(packed.data(), &launcher); });
+    RunRaceCheckedOnTensors(kernel, tensors, names, [&] { module->Launch(packed.data(), &launcher); });
   } else {
-    module.Launch(packed.data(), &launcher);
+    module->Launch(packed.data(), &launcher);
   }
 }
 

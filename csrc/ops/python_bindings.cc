@@ -407,11 +407,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   });
   m.def(
       "nvrtc_compile",
-      [](const std::string& source, const std::string& name, int arch, bool cubin) {
+      [](const std::string& source, const std::string& name, int arch, bool cubin,
+         const std::vector<std::string>& options) {
         NvrtcResult r;
         {
           py::gil_scoped_release release;
-          r = Nvrtc::Get().Compile(source, name, arch, cubin, {});
+          r = Nvrtc::Get().Compile(source, name, arch, cubin, options);
         }
         py::dict out;
         out["ptx"] = py::bytes(r.ptx);
@@ -420,7 +421,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         out["ms"] = r.compile_ms;
         return out;
       },
-      "Compiles CUDA source with NVRTC for sm_<arch> (cubin=True) or compute_<arch> (PTX).");
+      py::arg("source"), py::arg("name"), py::arg("arch"), py::arg("cubin"),
+      py::arg("options") = std::vector<std::string>(),
+      "Compiles CUDA source with NVRTC for sm_<arch> (cubin=True) or compute_<arch> (PTX), with NVRTC's options.");
   m.def(
       "op_kernel",
       [](const std::string& script, const std::string& recipe, const std::string& value_dtype,

@@ -282,6 +282,18 @@ def test_extern_shared_arrays_at_file_and_function_scope(order, monkeypatch):
         torch.testing.assert_close(y, 2 * x)
 
 
+def test_a_kernel_runs_as_its_latest_source_and_arguments_say():
+    # Modules are kept per source, kernel and argument kinds: an edited
+    # source, or a scalar passed as an int then a float, runs as written.
+    x = torch.arange(4.0)
+    for body, scale, want in [("x[threadIdx.x] * s", 2, [0, 2, 4, 6]), ("x[threadIdx.x] * s", 2.5, [0, 2.5, 5, 7.5]),
+                              ("x[threadIdx.x] + s", 2.5, [2.5, 3.5, 4.5, 5.5])]:
+        source = f'extern "C" __global__ void scale(const float* x, float* y, float s) {{ y[threadIdx.x] = {body}; }}'
+        y = torch.zeros(4)
+        st.emulate_cuda(source, "scale", 1, 4, x, y, scale)
+        assert y.tolist() == want
+
+
 WARP_EXTRAS = r'''
 extern "C" __global__ void warp_extras(const int* x, unsigned* out) {
   const int t = threadIdx.x;
@@ -398,9 +410,9 @@ def test_a_tensor_converts_to_its_own_element_type_only():
 
 
 def test_an_unemulated_cuda_header_is_named():
-    source = '#include <cuda_fp16.h>\nextern "C" __global__ void k(__half* x) {}\n'
-    with pytest.raises(st.CompileError, match=r"kernel.cu:1.*the SIMT emulator has no cuda_fp16.h"):
-        st.emulate_cuda(source, "k", 1, 1, torch.zeros(2, dtype=torch.float16))
+    source = '#include <cooperative_groups.h>\nextern "C" __global__ void k(float* x) {}\n'
+    with pytest.raises(st.CompileError, match=r"kernel.cu:1.*the SIMT emulator has no cooperative_groups.h"):
+        st.emulate_cuda(source, "k", 1, 1, torch.zeros(2))
 
 
 def test_more_dynamic_shared_memory_than_cuda_allows_is_refused():

@@ -1,5 +1,7 @@
 #include "codegen/simt_emulator.h"
 
+#include "codegen/simt_float16_library.h"
+
 #include <regex>
 #include <set>
 #include <sstream>
@@ -13,31 +15,29 @@ namespace {
 const std::set<std::string>& EmulatedHeaders() {
   static const std::set<std::string> headers = {
       "cuda_runtime.h", "cuda_runtime_api.h", "cuda.h",   "device_launch_parameters.h",
-      "vector_types.h", "device_functions.h", "assert.h", "cassert"};
+      "vector_types.h", "device_functions.h", "assert.h", "cassert", "cuda_fp16.h", "cuda_bf16.h"};
   return headers;
 }
 
 // Headers of the CUDA toolkit the emulator has no emulation of.
 const std::set<std::string>& UnemulatedHeaders() {
   static const std::set<std::string> headers = {
-      "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cooperative_groups.h", "mma.h", "cuda_pipeline.h", "cuda/barrier",
-      "cub/cub.cuh", "cuda/std/atomic"};
+      "cuda_fp8.h", "cooperative_groups.h", "mma.h", "cuda_pipeline.h", "cuda/barrier", "cub/cub.cuh",
+      "cuda/std/atomic"};
   return headers;
 }
 
-bool FloatTypesHeader(const std::string& header) { return header.rfind("cuda_fp", 0) == 0 || header == "cuda_bf16.h"; }
-
-std::string RewriteInclude(const std::string& line) {
+// The header a line includes, or "".
+std::string IncludedHeader(const std::string& line) {
   static const std::regex include(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
   std::smatch m;
-  if (!std::regex_search(line, m, include)) return line;
-  const std::string header = m[1];
+  return std::regex_search(line, m, include) ? m[1].str() : std::string();
+}
+
+std::string RewriteInclude(const std::string& line) {
+  const std::string header = IncludedHeader(line);
   if (EmulatedHeaders().count(header)) return std::string("// (declared by the SIMT emulator) ").append(line);
-  if (UnemulatedHeaders().count(header)) {
-    return "#error \"the SIMT emulator has no " + header +
-           (FloatTypesHeader(header) ? " (16-bit tensors reach a kernel as unsigned short* bits: convert them there)\""
-                                     : "\"");
-  }
+  if (UnemulatedHeaders().count(header)) return "#error \"the SIMT emulator has no " + header + "\"";
   return line;
 }
 
@@ -56,6 +56,16 @@ std::string EmulatorSourceFromCuda(const std::string& source) {
   std::string out, line;
   while (std::getline(lines, line)) out += RewriteExternShared(RewriteInclude(line)) + "\n";
   return out;
+}
+
+std::string EmulatorLibrariesFor(const std::string& source) {
+  std::istringstream lines(source);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const std::string header = IncludedHeader(line);
+    if (header == "cuda_fp16.h" || header == "cuda_bf16.h") return SimtFloat16Library();
+  }
+  return "";
 }
 
 bool KernelSynchronizes(const std::string& cuda_source) {

@@ -207,7 +207,7 @@ TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
   const std::string source =
       "#include <cuda_runtime.h>\n"
       "  #  include \"cassert\"\n"
-      "#include <cuda_fp16.h>\n"
+      "#include <cooperative_groups.h>\n"
       "#include <stdio.h>\n"
       "extern __shared__ float tile[];\n"
       "  extern __shared__ __align__(sizeof(double)) unsigned char raw [ ] ; int x = 1;\n"
@@ -222,7 +222,7 @@ TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
   ASSERT_EQ(lines.size(), 9u) << out;
   EXPECT_EQ(lines[0], "// (declared by the SIMT emulator) #include <cuda_runtime.h>");
   EXPECT_EQ(lines[1].rfind("// (declared by the SIMT emulator)", 0), 0u) << lines[1];
-  EXPECT_EQ(lines[2].rfind("#error \"the SIMT emulator has no cuda_fp16.h", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[2], "#error \"the SIMT emulator has no cooperative_groups.h\"");
   EXPECT_EQ(lines[3], "#include <stdio.h>");
   EXPECT_EQ(lines[4], "static thread_local float(&tile)[] = *(float(*)[])sparsetir_dynamic_shared();");
   EXPECT_EQ(lines[5], "  static thread_local unsigned char(&raw)[] = *(unsigned char(*)[])sparsetir_dynamic_shared(); "
@@ -230,6 +230,20 @@ TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
   EXPECT_EQ(lines[6], "static thread_local float4(&quads)[] = *(float4(*)[])sparsetir_dynamic_shared();");
   EXPECT_EQ(lines[7], "extern __shared__ int fixed[4];");  // not dynamic: the compiler reports it
   EXPECT_EQ(lines[8], "// extern int not_shared[];");
+}
+
+// cuda_fp16.h and cuda_bf16.h are emulated: the include is dropped and the
+// 16-bit float types pasted before the source, for either header only.
+TEST(EmulatorSourceFromCuda, DeclaresTheFloat16TypesWhereTheSourceIncludesTheirHeader) {
+  for (const char* header : {"cuda_fp16.h", "cuda_bf16.h"}) {
+    const std::string source = std::string("  #include <") + header + ">\n__half x;\n";
+    EXPECT_EQ(EmulatorSourceFromCuda(source).rfind("// (declared by the SIMT emulator)", 0), 0u) << header;
+    const std::string library = EmulatorLibrariesFor(source);
+    EXPECT_NE(library.find("struct __attribute__((aligned(2))) __half {"), std::string::npos) << header;
+    EXPECT_NE(library.find("struct __attribute__((aligned(4))) __nv_bfloat162 {"), std::string::npos) << header;
+    EXPECT_EQ(library.find('@'), std::string::npos) << "a placeholder was left";
+  }
+  EXPECT_EQ(EmulatorLibrariesFor("#include <cuda_runtime.h>\n// #include <cuda_fp16.h> is in a comment\n"), "");
 }
 
 TEST(KernelSynchronizes, FindsBarriersAndWarpOperations) {
