@@ -81,6 +81,26 @@ def nvrtc():
 needs_nvrtc = pytest.mark.usefixtures("nvrtc")
 
 
+def cuda_include_options(*headers):
+    """NVRTC's -I options under which each of `headers` (paths as #include
+    names them) is found: in a CUDA toolkit or the nvidia-cuda-runtime
+    wheel, or a cccl directory of either; None where one is missing."""
+    roots = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include"), "/usr/local/cuda/include"]
+    try:
+        import nvidia
+        roots += [os.path.join(base, sub, "include") for base in nvidia.__path__ for sub in ("cu13", "cu12")]
+    except ImportError:
+        pass
+    options = []
+    for header in headers:
+        found = next((d for root in roots for d in (root, os.path.join(root, "cccl"))
+                      if os.path.exists(os.path.join(d, header))), None)
+        if found is None:
+            return None
+        options.append("-I" + found)
+    return list(dict.fromkeys(options))
+
+
 def run_emulated_cuda_benchmark(ops: str, out_dir) -> str:
     """benchmarks/bench_cuda.py --ops `ops` without a GPU: our operators' cuda
     path under the SIMT emulator on small cases, checked against float64 and

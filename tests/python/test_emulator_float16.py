@@ -6,7 +6,6 @@ so a double rounding in the emulator (through float, or double) shows up; each
 kernel is also compiled by NVRTC against the toolkit's own headers where they
 are installed, so none relies on what only the emulator accepts."""
 import math
-import os
 from fractions import Fraction
 
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 import torch
 
 import sparsetir_torch as st
-from conftest import needs_nvrtc
+from conftest import cuda_include_options, needs_nvrtc
 
 # (significand bits with the hidden one, smallest normal exponent, largest exponent)
 FORMATS = {"half": (11, -14, 15), "bfloat16": (8, -126, 127)}
@@ -420,19 +419,6 @@ def test_a_mixed_float16_expression_is_ambiguous_as_on_the_gpu():
         st.emulate_cuda(source, "k", 1, 1, torch.zeros(2, dtype=torch.float16))
 
 
-def _cuda_include_dir():
-    """The directory of cuda_fp16.h in the nvidia-cuda-runtime wheel or a toolkit."""
-    candidates = []
-    try:
-        import nvidia
-        for base in nvidia.__path__:
-            candidates += [os.path.join(base, sub, "include") for sub in ("cu13", "cu12", "cuda_runtime")]
-    except ImportError:
-        pass
-    candidates += [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")]
-    return next((d for d in candidates if os.path.exists(os.path.join(d, "cuda_fp16.h"))), None)
-
-
 NVRTC_SOURCES = {f"{name}_{fmt}": make(fmt) for fmt in FORMATS
                  for name, make in [("arithmetic", _arithmetic_source), ("conversions", _conversion_source),
                                     ("pairs", _pairs_source), ("warp", _warp_source),
@@ -444,10 +430,10 @@ NVRTC_SOURCES.update(comparisons=COMPARISONS, raw_bits=RAW_BITS)
 @pytest.mark.parametrize("name", sorted(NVRTC_SOURCES))
 def test_every_kernel_here_is_valid_cuda(name):
     from sparsetir_torch import _C
-    include = _cuda_include_dir()
-    if include is None:
+    options = cuda_include_options("cuda_fp16.h", "cuda_bf16.h")
+    if options is None:
         pytest.skip("no cuda_fp16.h here (neither the nvidia-cuda-runtime wheel nor a CUDA toolkit)")
-    ptx = _C.nvrtc_compile(NVRTC_SOURCES[name], name + ".cu", 80, False, ["-I" + include])["ptx"].decode()
+    ptx = _C.nvrtc_compile(NVRTC_SOURCES[name], name + ".cu", 80, False, options)["ptx"].decode()
     assert ".entry" in ptx
 
 

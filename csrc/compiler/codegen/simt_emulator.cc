@@ -1,5 +1,6 @@
 #include "codegen/simt_emulator.h"
 
+#include "codegen/simt_cooperative_groups.h"
 #include "codegen/simt_float16_library.h"
 
 #include <regex>
@@ -15,15 +16,16 @@ namespace {
 const std::set<std::string>& EmulatedHeaders() {
   static const std::set<std::string> headers = {
       "cuda_runtime.h", "cuda_runtime_api.h", "cuda.h",   "device_launch_parameters.h",
-      "vector_types.h", "device_functions.h", "assert.h", "cassert", "cuda_fp16.h", "cuda_bf16.h"};
+      "vector_types.h", "device_functions.h", "assert.h", "cassert", "cuda_fp16.h", "cuda_bf16.h",
+      "cooperative_groups.h", "cooperative_groups/reduce.h", "cooperative_groups/scan.h"};
   return headers;
 }
 
 // Headers of the CUDA toolkit the emulator has no emulation of.
 const std::set<std::string>& UnemulatedHeaders() {
   static const std::set<std::string> headers = {
-      "cuda_fp8.h", "cooperative_groups.h", "mma.h", "cuda_pipeline.h", "cuda/barrier", "cub/cub.cuh",
-      "cuda/std/atomic"};
+      "cuda_fp8.h", "mma.h", "cuda_pipeline.h", "cooperative_groups/memcpy_async.h", "cuda/barrier",
+      "cub/cub.cuh", "cuda/std/atomic"};
   return headers;
 }
 
@@ -61,16 +63,20 @@ std::string EmulatorSourceFromCuda(const std::string& source) {
 std::string EmulatorLibrariesFor(const std::string& source) {
   std::istringstream lines(source);
   std::string line;
+  bool float16 = false, cooperative_groups = false;
   while (std::getline(lines, line)) {
     const std::string header = IncludedHeader(line);
-    if (header == "cuda_fp16.h" || header == "cuda_bf16.h") return SimtFloat16Library();
+    float16 |= header == "cuda_fp16.h" || header == "cuda_bf16.h";
+    cooperative_groups |= header.rfind("cooperative_groups", 0) == 0;
   }
-  return "";
+  return (float16 ? SimtFloat16Library() : std::string()) +
+         (cooperative_groups ? std::string(kSimtCooperativeGroups) : std::string());
 }
 
 bool KernelSynchronizes(const std::string& cuda_source) {
-  // __shfl*_sync, __ballot_sync, __any_sync, __all_sync, __match*_sync.
-  for (const char* name : {"__syncthreads", "__syncwarp", "_sync("}) {
+  // __shfl*_sync, __ballot_sync, __any_sync, __all_sync, __match*_sync; a
+  // group's sync() and collectives (cooperative_groups.h) are built on them.
+  for (const char* name : {"__syncthreads", "__syncwarp", "_sync(", "cooperative_groups"}) {
     if (cuda_source.find(name) != std::string::npos) return true;
   }
   return false;

@@ -207,7 +207,7 @@ TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
   const std::string source =
       "#include <cuda_runtime.h>\n"
       "  #  include \"cassert\"\n"
-      "#include <cooperative_groups.h>\n"
+      "#include <mma.h>\n"
       "#include <stdio.h>\n"
       "extern __shared__ float tile[];\n"
       "  extern __shared__ __align__(sizeof(double)) unsigned char raw [ ] ; int x = 1;\n"
@@ -222,7 +222,7 @@ TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
   ASSERT_EQ(lines.size(), 9u) << out;
   EXPECT_EQ(lines[0], "// (declared by the SIMT emulator) #include <cuda_runtime.h>");
   EXPECT_EQ(lines[1].rfind("// (declared by the SIMT emulator)", 0), 0u) << lines[1];
-  EXPECT_EQ(lines[2], "#error \"the SIMT emulator has no cooperative_groups.h\"");
+  EXPECT_EQ(lines[2], "#error \"the SIMT emulator has no mma.h\"");
   EXPECT_EQ(lines[3], "#include <stdio.h>");
   EXPECT_EQ(lines[4], "static thread_local float(&tile)[] = *(float(*)[])sparsetir_dynamic_shared();");
   EXPECT_EQ(lines[5], "  static thread_local unsigned char(&raw)[] = *(unsigned char(*)[])sparsetir_dynamic_shared(); "
@@ -244,6 +244,9 @@ TEST(EmulatorSourceFromCuda, DeclaresTheFloat16TypesWhereTheSourceIncludesTheirH
     EXPECT_EQ(library.find('@'), std::string::npos) << "a placeholder was left";
   }
   EXPECT_EQ(EmulatorLibrariesFor("#include <cuda_runtime.h>\n// #include <cuda_fp16.h> is in a comment\n"), "");
+  const std::string groups = EmulatorLibrariesFor("#include <cooperative_groups/reduce.h>\n");
+  EXPECT_NE(groups.find("namespace cooperative_groups {"), std::string::npos);
+  EXPECT_EQ(groups.find("struct __attribute__((aligned(2))) __half {"), std::string::npos);
 }
 
 TEST(KernelSynchronizes, FindsBarriersAndWarpOperations) {
@@ -252,6 +255,7 @@ TEST(KernelSynchronizes, FindsBarriersAndWarpOperations) {
   EXPECT_TRUE(KernelSynchronizes("__syncwarp(m);"));
   EXPECT_TRUE(KernelSynchronizes("v += __shfl_down_sync(0xffffffff, v, 1);"));
   EXPECT_TRUE(KernelSynchronizes("b = __ballot_sync(m, p);"));
+  EXPECT_TRUE(KernelSynchronizes("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\ng.sync();"));
 }
 
 // A tree reduction over shared memory: every level reads what other threads

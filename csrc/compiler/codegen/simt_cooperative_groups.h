@@ -1,0 +1,148 @@
+// CUDA's cooperative groups (cooperative_groups.h, cooperative_groups/reduce.h
+// and scan.h) for hand-written kernels under the SIMT emulator, pasted after
+// the emulator header into a source that includes them: the thread block,
+// tiles of 1 to 32 threads and their collectives, reduce and the scans.
+//
+// Everything is built on the emulator's barriers and warp operations: a
+// tile's operations are the warp operations with the tile's mask, which meet
+// by that mask, so the tiles of a warp never meet each other. Not emulated,
+// each failing to compile with a message naming it: the grid and cluster
+// groups (the blocks of a grid run in turn, so a grid barrier could never
+// open) and coalesced_threads() (the emulator runs a warp's lanes one after
+// another and cannot tell which lanes took a branch together; __activemask
+// would name lanes that took the other one, a silently wrong group).
+#pragma once
+
+namespace sparsetir {
+
+inline constexpr const char* kSimtCooperativeGroups = R"LIBRARY(
+namespace cooperative_groups {
+
+class thread_block {
+ public:
+  void sync() const { __syncthreads(); }
+  unsigned long long thread_rank() const { return (unsigned long long)sparsetir_thread_rank(); }
+  unsigned long long num_threads() const { return (unsigned long long)blockDim.x * blockDim.y * blockDim.z; }
+  unsigned long long size() const { return num_threads(); }
+  dim3 group_index() const { return blockIdx; }
+  dim3 thread_index() const { return threadIdx; }
+  dim3 group_dim() const { return blockDim; }
+  dim3 dim_threads() const { return blockDim; }
+};
+static inline thread_block this_thread_block() { return thread_block(); }
+
+// Size consecutive lanes of a warp; `meta_group_rank` is the tile's index in
+// the group it was partitioned from. A thread_block_tile<Size, Parent> (what
+// tiled_partition returns) is a thread_block_tile<Size>.
+template <unsigned int Size, typename Parent = void> class thread_block_tile;
+template <unsigned int Size> class thread_block_tile<Size, void> {
+  static_assert(Size >= 1 && Size <= 32 && (Size & (Size - 1)) == 0,
+                "the SIMT emulator's thread_block_tile has 1, 2, 4, 8, 16 or 32 threads");
+
+ public:
+  thread_block_tile(unsigned int meta_rank, unsigned int meta_size)
+      : first_lane_(sparsetir_lane() / Size * Size),
+        mask_(Size == 32 ? 0xffffffffu : ((1u << Size) - 1u) << first_lane_),
+        meta_rank_(meta_rank),
+        meta_size_(meta_size) {}
+  void sync() const { __syncwarp(mask_); }
+  unsigned int thread_rank() const { return (unsigned int)sparsetir_lane() % Size; }
+  unsigned int num_threads() const { return Size; }
+  unsigned int size() const { return Size; }
+  unsigned int meta_group_rank() const { return meta_rank_; }
+  unsigned int meta_group_size() const { return meta_size_; }
+  template <typename T> T shfl(T v, int src_rank) const { return __shfl_sync(mask_, v, src_rank, Size); }
+  template <typename T> T shfl_down(T v, unsigned int delta) const { return __shfl_down_sync(mask_, v, delta, Size); }
+  template <typename T> T shfl_up(T v, unsigned int delta) const { return __shfl_up_sync(mask_, v, delta, Size); }
+  template <typename T> T shfl_xor(T v, unsigned int lane_mask) const {
+    return __shfl_xor_sync(mask_, v, (int)lane_mask, Size);
+  }
+  int any(int predicate) const { return __any_sync(mask_, predicate); }
+  int all(int predicate) const { return __all_sync(mask_, predicate); }
+  // Lane masks count from the tile's first thread.
+  unsigned int ballot(int predicate) const { return __ballot_sync(mask_, predicate) >> first_lane_; }
+  template <typename T> unsigned int match_any(T v) const { return __match_any_sync(mask_, v) >> first_lane_; }
+  template <typename T> unsigned int match_all(T v, int& predicate) const {
+    return __match_all_sync(mask_, v, &predicate) >> first_lane_;
+  }
+
+ private:
+  unsigned int first_lane_, mask_, meta_rank_, meta_size_;
+};
+template <unsigned int Size, typename Parent> class thread_block_tile : public thread_block_tile<Size, void> {
+ public:
+  using thread_block_tile<Size, void>::thread_block_tile;
+};
+
+template <unsigned int Size, typename Parent> static inline thread_block_tile<Size, Parent> tiled_partition(
+    const Parent& parent) {
+  return thread_block_tile<Size, Parent>((unsigned int)(parent.thread_rank() / Size),
+                                         (unsigned int)((parent.num_threads() + Size - 1) / Size));
+}
+
+template <typename Group> static inline void sync(const Group& group) { group.sync(); }
+template <typename Group> static inline unsigned long long thread_rank(const Group& group) {
+  return group.thread_rank();
+}
+template <typename Group> static inline unsigned long long group_size(const Group& group) {
+  return group.num_threads();
+}
+
+// What the emulator cannot give (see simt_cooperative_groups.h).
+template <typename Unused = void> static inline thread_block this_grid() {
+  static_assert(sizeof(Unused) == 0, "the SIMT emulator has no grid group (this_grid): its blocks run in turn");
+  return thread_block();
+}
+template <typename Unused = void> static inline thread_block this_cluster() {
+  static_assert(sizeof(Unused) == 0, "the SIMT emulator has no cluster group (this_cluster)");
+  return thread_block();
+}
+template <typename Unused = void> static inline thread_block coalesced_threads() {
+  static_assert(sizeof(Unused) == 0,
+                "the SIMT emulator has no coalesced_threads(): it cannot tell which lanes took a branch together "
+                "(use a thread_block_tile, or __ballot_sync on the warp)");
+  return thread_block();
+}
+
+// The operators of reduce and the scans (cooperative_groups/functional.h).
+template <typename T> struct plus { T operator()(T a, T b) const { return a + b; } };
+template <typename T> struct less { T operator()(T a, T b) const { return (b < a) ? b : a; } };
+template <typename T> struct greater { T operator()(T a, T b) const { return (a < b) ? b : a; } };
+template <typename T> struct bit_and { T operator()(T a, T b) const { return a & b; } };
+template <typename T> struct bit_or { T operator()(T a, T b) const { return a | b; } };
+template <typename T> struct bit_xor { T operator()(T a, T b) const { return a ^ b; } };
+
+// v combined over the tile by a butterfly: every thread gets the same bits.
+template <unsigned int Size, typename Parent, typename T, typename Op>
+static inline T reduce(const thread_block_tile<Size, Parent>& tile, T v, Op op) {
+  for (unsigned int d = Size / 2; d > 0; d /= 2) v = op(v, tile.shfl_xor(v, d));
+  return v;
+}
+// Thread r gets v of threads 0..r combined (Hillis and Steele), or of 0..r-1
+// (the exclusive scan; T() at the first thread).
+template <unsigned int Size, typename Parent, typename T, typename Op>
+static inline T inclusive_scan(const thread_block_tile<Size, Parent>& tile, T v, Op op) {
+  for (unsigned int d = 1; d < Size; d *= 2) {
+    const T before = tile.shfl_up(v, d);
+    if (tile.thread_rank() >= d) v = op(before, v);
+  }
+  return v;
+}
+template <unsigned int Size, typename Parent, typename T>
+static inline T inclusive_scan(const thread_block_tile<Size, Parent>& tile, T v) {
+  return inclusive_scan(tile, v, plus<T>());
+}
+template <unsigned int Size, typename Parent, typename T, typename Op>
+static inline T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T v, Op op) {
+  const T inclusive = inclusive_scan(tile, v, op), before = tile.shfl_up(inclusive, 1);
+  return tile.thread_rank() == 0 ? T() : before;
+}
+template <unsigned int Size, typename Parent, typename T>
+static inline T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T v) {
+  return exclusive_scan(tile, v, plus<T>());
+}
+
+}  // namespace cooperative_groups
+)LIBRARY";
+
+}  // namespace sparsetir
