@@ -176,10 +176,12 @@ class SimtBlock {
   void RunWarp(const std::vector<int64_t>& lanes) {
     lanes_ = &lanes;
     const int64_t first = lanes.front() - lanes.front() % kWarpSize;
+    // The live lanes as each pass begins: here for the first, then those
+    // OpenWarpBarriers counted (no lane returns between it and the next pass).
+    pass_live_ = LiveLanesOf(first);
     do {
       warp_arrivals_ = false;
       cursor_ = -1;
-      pass_live_ = LiveLanesOf(first);
       while (Thread* thread = EnterNextLane()) {
         thread->fiber->Resume();
         Thread& last = threads_[running_];  // the lane that came back
@@ -234,6 +236,7 @@ class SimtBlock {
   bool OpenWarpBarriers(int64_t first) {
     const int64_t end = std::min(first + kWarpSize, count_);
     const uint32_t live = LiveLanesOf(first);
+    pass_live_ = live;
     // The meetings the waiting lanes form (usually one): a mask, an
     // operation, the lanes that wait there and, for a vote, the lanes whose
     // predicate holds.
