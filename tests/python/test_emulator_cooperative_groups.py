@@ -2,8 +2,8 @@
 thread block, tiles of a warp and of a tile, their shuffles and votes,
 cg::reduce and the scans. Results are checked against numpy; each kernel is
 also compiled by NVRTC against the toolkit's own headers where they are
-installed. What the emulator cannot give (grid groups, coalesced_threads)
-fails to compile with a message naming it."""
+installed. What the emulator cannot give (grid and cluster groups) fails to
+compile with a message naming it."""
 
 import numpy as np
 import pytest
@@ -112,9 +112,121 @@ def test_the_tiles_of_a_warp_meet_their_own_lanes_only():
     assert out.tolist() == want.tolist()
 
 
+COALESCED = r'''
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cooperative_groups/scan.h>
+namespace cg = cooperative_groups;
+
+// Each branch's lanes form a group; its ranks count them from the lowest lane.
+extern "C" __global__ void branches(const int* x, int* out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int v = x[i];
+  int* o = out + 4 * i;
+  if (v % 3 == 0) {
+    cg::coalesced_group g = cg::coalesced_threads();
+    o[0] = cg::reduce(g, v, cg::plus<int>());
+    o[1] = (int)(g.thread_rank() | g.num_threads() << 8);
+    o[2] = g.shfl_down(v, 1);
+    o[3] = (int)g.ballot(v > 0);
+  } else {
+    o[3] = v * 7;
+    cg::coalesced_group g = cg::coalesced_threads();
+    o[0] = cg::reduce(g, v, cg::greater<int>());
+    o[1] = (int)(g.thread_rank() | g.num_threads() << 8);
+    o[2] = cg::exclusive_scan(g, v);
+    o[3] = (int)((unsigned)o[3] + (g.match_any(v & 1) << 12));
+  }
+}
+
+// The odd lanes' group opens once the even lanes, released from a meeting
+// of their own, wait at __syncthreads (no other lane of the warp can run).
+extern "C" __global__ void converge_late(int* out) {
+  const unsigned lane = threadIdx.x % 32;
+  if (lane % 2) {
+    cg::coalesced_group g = cg::coalesced_threads();
+    out[threadIdx.x] = (int)g.num_threads();
+  } else {
+    __syncwarp(0x55555555u);
+    out[threadIdx.x] = -1;
+  }
+  __syncthreads();
+}
+
+// Warp-aggregated atomics: one atomicAdd per group, each lane its own slot.
+extern "C" __global__ void aggregate(const int* flags, int* counter, int* slots) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  slots[i] = -1;
+  if (flags[i]) {
+    cg::coalesced_group g = cg::coalesced_threads();
+    int base = 0;
+    if (g.thread_rank() == 0) base = atomicAdd(counter, (int)g.num_threads());
+    slots[i] = g.shfl(base, 0) + (int)g.thread_rank();
+  }
+}
+'''
+
+
+def _branches_reference(x):
+    out = np.zeros((x.size, 4), dtype=np.int64)
+    for w in range(0, x.size, 32):
+        warp = x[w:w + 32]
+        for taken in (True, False):
+            lanes = [lane for lane in range(32) if (warp[lane] % 3 == 0) == taken]
+            values = warp[lanes]
+            for rank, lane in enumerate(lanes):
+                o = out[w + lane]
+                o[1] = rank | len(lanes) << 8
+                if taken:
+                    o[0] = values.sum()
+                    o[2] = values[rank + 1] if rank + 1 < len(lanes) else values[rank]
+                    o[3] = sum(1 << r for r in range(len(lanes)) if values[r] > 0)
+                else:
+                    o[0] = values.max()
+                    o[2] = values[:rank].sum()
+                    o[3] = warp[lane] * 7 + (sum(1 << r for r in range(len(lanes))
+                                                 if (values[r] & 1) == (warp[lane] & 1)) << 12)
+    return (out + 2 ** 31) % 2 ** 32 - 2 ** 31  # as the kernel's int32
+
+
+@pytest.mark.parametrize("order", ["forward", "check"])
+def test_coalesced_groups_are_the_lanes_of_a_branch(order, monkeypatch):
+    if order == "check":
+        monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", "check")
+    x = torch.randint(-50, 50, (128,), dtype=torch.int32, generator=torch.Generator().manual_seed(3))
+    x[:32] = torch.arange(32) * 3  # a warp that takes one branch only
+    out = torch.zeros(128, 4, dtype=torch.int32)
+    st.emulate_cuda(COALESCED, "branches", 2, 64, x, out)
+    np.testing.assert_array_equal(out.numpy(), _branches_reference(x.numpy().astype(np.int64)))
+
+
+def test_a_group_opens_when_the_other_lanes_wait_at_the_block_barrier():
+    out = torch.zeros(64, dtype=torch.int32)
+    st.emulate_cuda(COALESCED, "converge_late", 1, 64, out)
+    assert out.tolist() == [16 if t % 2 else -1 for t in range(64)]
+
+
+def test_warp_aggregated_atomics_hand_out_every_slot_once():
+    flags = (torch.rand(200, generator=torch.Generator().manual_seed(5)) < 0.4).to(torch.int32)
+    counter = torch.zeros(1, dtype=torch.int32)
+    slots = torch.zeros(200, dtype=torch.int32)
+    st.emulate_cuda(COALESCED, "aggregate", 4, 50, flags, counter, slots)
+    taken = slots[flags.bool()]
+    assert counter.item() == flags.sum().item()
+    assert sorted(taken.tolist()) == list(range(counter.item()))
+    assert (slots[~flags.bool()] == -1).all()
+    # Blocks of 50 threads: warps of 32 and 18 lanes; a warp's flagged lanes
+    # take consecutive slots in lane order (one group, one atomicAdd).
+    for block in range(4):
+        for first, last in ((0, 32), (32, 50)):
+            warp = slots[block * 50 + first:block * 50 + last]
+            mine = warp[warp >= 0]
+            if mine.numel():
+                assert mine.tolist() == list(range(mine[0].item(), mine[0].item() + mine.numel()))
+
+
 @pytest.mark.parametrize("call, message", [
     ("cg::this_grid().sync()", "no grid group"),
-    ("cg::coalesced_threads()", "no coalesced_threads"),
     ("cg::tiled_partition<64>(cg::this_thread_block()).sync()", "thread_block_tile has 1, 2, 4, 8, 16 or 32"),
 ])
 def test_what_the_emulator_cannot_give_fails_to_compile_by_name(call, message):
@@ -125,7 +237,8 @@ def test_what_the_emulator_cannot_give_fails_to_compile_by_name(call, message):
 
 
 @needs_nvrtc
-@pytest.mark.parametrize("name, source", [("groups", GROUPS), ("independent_tiles", INDEPENDENT_TILES)])
+@pytest.mark.parametrize("name, source", [("groups", GROUPS), ("independent_tiles", INDEPENDENT_TILES),
+                                          ("coalesced", COALESCED)])
 def test_every_kernel_here_is_valid_cuda(name, source):
     from sparsetir_torch import _C
     options = cuda_include_options("cooperative_groups.h", "nv/target", "cuda/std/type_traits")

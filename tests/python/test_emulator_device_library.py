@@ -282,6 +282,28 @@ def test_extern_shared_arrays_at_file_and_function_scope(order, monkeypatch):
         torch.testing.assert_close(y, 2 * x)
 
 
+LATE_RETURN = r'''
+extern "C" __global__ void late_return(float* out) {
+  const int lane = threadIdx.x;
+  if (lane < 16) {
+    __syncwarp();  // its live lanes: 0-15 once 16-31 have returned
+    out[lane] = 1.0f;
+  } else {
+    __syncwarp(0xffff0000u);
+    out[lane] = 2.0f;
+  }
+}
+'''
+
+
+def test_a_warp_barrier_opens_when_the_other_lanes_of_its_mask_return():
+    # Lanes 16-31 meet, run on and return without reaching another warp
+    # barrier; lanes 0-15, waiting at a full-warp barrier, are then all of it.
+    out = torch.zeros(32)
+    st.emulate_cuda(LATE_RETURN, "late_return", 1, 32, out)
+    assert out.tolist() == [1.0] * 16 + [2.0] * 16
+
+
 def test_a_kernel_runs_as_its_latest_source_and_arguments_say():
     # Modules are kept per source, kernel and argument kinds: an edited
     # source, or a scalar passed as an int then a float, runs as written.

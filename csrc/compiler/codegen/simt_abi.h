@@ -40,6 +40,9 @@
     /* __activemask: the lanes of the caller's warp that had not returned when it  */        \
     /* last met.                                                                    */        \
     uint32_t (*live_lanes)(void* ctx);                                                        \
+    /* coalesced_threads(): waits until no other warp barrier of the caller's warp  */        \
+    /* can open; returns the lanes that wait at the same `site` (a call's address). */        \
+    uint32_t (*converge_warp)(void* ctx, uint64_t site);                                      \
     /* A thread trapped (__trap, a failed assert): fails the launch with `message`. */        \
     void (*trap)(void* ctx, const char* message);                                             \
     /* The block's dynamic shared memory: the host thread's buffer, at the same      */       \

@@ -1,16 +1,16 @@
 // CUDA's cooperative groups (cooperative_groups.h, cooperative_groups/reduce.h
 // and scan.h) for hand-written kernels under the SIMT emulator, pasted after
 // the emulator header into a source that includes them: the thread block,
-// tiles of 1 to 32 threads and their collectives, reduce and the scans.
+// tiles of 1 to 32 threads, coalesced groups, their collectives, reduce and
+// the scans.
 //
 // Everything is built on the emulator's barriers and warp operations: a
 // tile's operations are the warp operations with the tile's mask, which meet
-// by that mask, so the tiles of a warp never meet each other. Not emulated,
-// each failing to compile with a message naming it: the grid and cluster
-// groups (the blocks of a grid run in turn, so a grid barrier could never
-// open) and coalesced_threads() (the emulator runs a warp's lanes one after
-// another and cannot tell which lanes took a branch together; __activemask
-// would name lanes that took the other one, a silently wrong group).
+// by that mask, so the tiles of a warp never meet each other.
+// coalesced_threads() is a meeting of its own (converge_warp in simt_abi.h).
+// Not emulated, each failing to compile with a message naming it: the grid
+// and cluster groups (the blocks of a grid run in turn, so a grid barrier
+// could never open).
 #pragma once
 
 namespace sparsetir {
@@ -97,11 +97,56 @@ template <typename Unused = void> static inline thread_block this_cluster() {
   static_assert(sizeof(Unused) == 0, "the SIMT emulator has no cluster group (this_cluster)");
   return thread_block();
 }
-template <typename Unused = void> static inline thread_block coalesced_threads() {
-  static_assert(sizeof(Unused) == 0,
-                "the SIMT emulator has no coalesced_threads(): it cannot tell which lanes took a branch together "
-                "(use a thread_block_tile, or __ballot_sync on the warp)");
-  return thread_block();
+
+// The lanes of a warp that call coalesced_threads() together: on the GPU the
+// lanes converged there; here the lanes that wait at the same call site once
+// nothing else of the warp can run (the runtime's converge_warp), the largest
+// group the GPU could form. Ranks count the group's lanes from the lowest.
+class coalesced_group {
+ public:
+  explicit coalesced_group(unsigned int mask) : mask_(mask) {}
+  void sync() const { __syncwarp(mask_); }
+  unsigned int num_threads() const { return (unsigned int)__popc(mask_); }
+  unsigned int size() const { return num_threads(); }
+  unsigned int thread_rank() const { return (unsigned int)__popc(mask_ & ((1u << sparsetir_lane()) - 1u)); }
+  unsigned int meta_group_rank() const { return 0; }
+  unsigned int meta_group_size() const { return 1; }
+  template <typename T> T shfl(T v, unsigned int rank) const { return __shfl_sync(mask_, v, LaneOf(rank)); }
+  template <typename T> T shfl_down(T v, unsigned int delta) const {
+    const unsigned int rank = thread_rank() + delta;
+    return __shfl_sync(mask_, v, rank < num_threads() ? LaneOf(rank) : sparsetir_lane());
+  }
+  template <typename T> T shfl_up(T v, unsigned int delta) const {
+    const unsigned int rank = thread_rank();
+    return __shfl_sync(mask_, v, rank >= delta ? LaneOf(rank - delta) : sparsetir_lane());
+  }
+  int any(int predicate) const { return __any_sync(mask_, predicate); }
+  int all(int predicate) const { return __all_sync(mask_, predicate); }
+  // Lane masks in rank order: bit r for the group's r-th thread.
+  unsigned int ballot(int predicate) const { return ByRank(__ballot_sync(mask_, predicate)); }
+  template <typename T> unsigned int match_any(T v) const { return ByRank(__match_any_sync(mask_, v)); }
+  template <typename T> unsigned int match_all(T v, int& predicate) const {
+    return ByRank(__match_all_sync(mask_, v, &predicate));
+  }
+
+ private:
+  int LaneOf(unsigned int rank) const {
+    unsigned int lanes = mask_;
+    for (unsigned int r = 0; r < rank && lanes; ++r) lanes &= lanes - 1u;
+    return lanes ? __ffs((int)lanes) - 1 : 0;
+  }
+  unsigned int ByRank(unsigned int lanes) const {
+    unsigned int out = 0, rank = 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      if (mask_ >> lane & 1u) out |= (lanes >> lane & 1u) << rank++;
+    }
+    return out;
+  }
+  unsigned int mask_;
+};
+// Not inlined: its return address names the call site.
+__attribute__((noinline)) static coalesced_group coalesced_threads() {
+  return coalesced_group(sparsetir_simt->converge_warp(sparsetir_simt->ctx, (uint64_t)__builtin_return_address(0)));
 }
 
 // The operators of reduce and the scans (cooperative_groups/functional.h).
@@ -140,6 +185,33 @@ static inline T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T v,
 template <unsigned int Size, typename Parent, typename T>
 static inline T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T v) {
   return exclusive_scan(tile, v, plus<T>());
+}
+
+// A coalesced group's lanes need not be consecutive: every thread reads each
+// rank's value in turn (in the same order in every thread, so that all get
+// the same bits).
+template <typename T, typename Op> static inline T reduce(const coalesced_group& group, T v, Op op) {
+  T r = group.shfl(v, 0);
+  for (unsigned int rank = 1; rank < group.num_threads(); ++rank) r = op(r, group.shfl(v, rank));
+  return r;
+}
+template <typename T, typename Op> static inline T inclusive_scan(const coalesced_group& group, T v, Op op) {
+  T r = group.shfl(v, 0), mine = r;
+  for (unsigned int rank = 1; rank < group.num_threads(); ++rank) {
+    r = op(r, group.shfl(v, rank));
+    if (rank == group.thread_rank()) mine = r;
+  }
+  return mine;
+}
+template <typename T> static inline T inclusive_scan(const coalesced_group& group, T v) {
+  return inclusive_scan(group, v, plus<T>());
+}
+template <typename T, typename Op> static inline T exclusive_scan(const coalesced_group& group, T v, Op op) {
+  const T before = group.shfl_up(inclusive_scan(group, v, op), 1);
+  return group.thread_rank() == 0 ? T() : before;
+}
+template <typename T> static inline T exclusive_scan(const coalesced_group& group, T v) {
+  return exclusive_scan(group, v, plus<T>());
 }
 
 }  // namespace cooperative_groups

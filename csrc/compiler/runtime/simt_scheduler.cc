@@ -31,7 +31,9 @@ std::string Hex(uint32_t mask) {
 class SimtBlock {
  public:
   // What a thread brings to a warp barrier besides its arrival.
-  enum class Exchange { kNone, kShuffle, kVote };
+  // kConverge: coalesced_threads(), whose group is whoever waits at the same
+  // call site (`value`) once no other warp barrier can open.
+  enum class Exchange { kNone, kShuffle, kVote, kConverge };
 
  private:
   struct Thread {
@@ -106,7 +108,7 @@ class SimtBlock {
     SimtBlock* block = current_;
     Thread& me = block->threads_[block->running_];
     me.where = where;
-    block->warp_arrivals_ |= where == Where::kWarpBarrier;
+    block->warp_changed_ |= where == Where::kWarpBarrier;
     me.mask = mask | (1u << (me.index % kWarpSize));  // a lane always syncs with itself
     me.exchange = exchange;
     me.value = value;
@@ -179,15 +181,17 @@ class SimtBlock {
     // The live lanes as each pass begins: here for the first, then those
     // OpenWarpBarriers counted (no lane returns between it and the next pass).
     pass_live_ = LiveLanesOf(first);
+    warp_waiting_ = false;
     do {
-      warp_arrivals_ = false;
+      warp_changed_ = warp_waiting_;
       cursor_ = -1;
       while (Thread* thread = EnterNextLane()) {
         thread->fiber->Resume();
         Thread& last = threads_[running_];  // the lane that came back
-        if (last.fiber->finished()) last.where = Where::kReturned, ++returned_;
+        // A lane that returns leaves the masks it was in: a meeting may open.
+        if (last.fiber->finished()) last.where = Where::kReturned, ++returned_, warp_changed_ = true;
       }
-    } while (warp_arrivals_ && OpenWarpBarriers(first));
+    } while (warp_changed_ && OpenWarpBarriers(first));
   }
 
   // The lanes of the warp starting at thread `first` that have not returned.
@@ -249,9 +253,12 @@ class SimtBlock {
     Meeting meetings[kWarpSize];
     int meeting_of[kWarpSize];
     int count = 0;
+    uint32_t waiting = 0;
     for (int64_t t = first; t < end; ++t) {
       const Thread& thread = threads_[t];
       if (thread.where != Where::kWarpBarrier) continue;
+      waiting |= 1u << (t - first);
+      if (thread.exchange == Exchange::kConverge) continue;
       int m = 0;
       while (m < count && (meetings[m].mask != thread.mask || meetings[m].exchange != thread.exchange)) ++m;
       if (m == count) meetings[count++] = {thread.mask, thread.exchange, 0, 0};
@@ -278,10 +285,36 @@ class SimtBlock {
         thread.result = thread.exchange == Exchange::kVote ? meeting.ballot : 0;
       }
     }
+    if (released == 0) released = OpenConvergences(first);
     for (int64_t t = first; t < end; ++t) {
       if (released >> (t - first) & 1u) threads_[t].where = Where::kRunnable;
     }
+    warp_waiting_ = (waiting & ~released) != 0;
     return released != 0;
+  }
+
+  // coalesced_threads() of the warp starting at thread `first`, once nothing
+  // else of the warp can open: each lane's group is the lanes waiting at the
+  // same call site. Later would be never; earlier would split a group whose
+  // other lanes are still on their way to the site (after a __syncwarp of
+  // their own, say). The released lanes.
+  uint32_t OpenConvergences(int64_t first) {
+    const int64_t end = std::min(first + kWarpSize, count_);
+    uint32_t released = 0;
+    for (int64_t t = first; t < end; ++t) {
+      Thread& thread = threads_[t];
+      if (thread.where != Where::kWarpBarrier || thread.exchange != Exchange::kConverge) continue;
+      uint32_t group = 0;
+      for (int64_t u = first; u < end; ++u) {
+        const Thread& other = threads_[u];
+        if (other.where == Where::kWarpBarrier && other.exchange == Exchange::kConverge && other.value == thread.value) {
+          group |= 1u << (u - first);
+        }
+      }
+      thread.lanes = group;
+      released |= 1u << (t - first);
+    }
+    return released;
   }
 
   // "kernel 'k', block (1, 0, 0) of 4 threads: threads 0-1 wait at
@@ -297,6 +330,8 @@ class SimtBlock {
               return "wait at a warp shuffle (__shfl*_sync) of " + Hex(t.mask);
             case Exchange::kVote:
               return "wait at a warp vote (__ballot_sync, __any_sync or __all_sync) of " + Hex(t.mask);
+            case Exchange::kConverge:
+              return "wait at coalesced_threads()";
             default:
               return "wait at __syncwarp(" + Hex(t.mask) + ")";
           }
@@ -336,7 +371,10 @@ class SimtBlock {
   int64_t cursor_ = -1;                          // the running lane's position in lanes_
   uint32_t pass_live_ = 0;                       // the running warp's live lanes as its pass began
   int64_t returned_ = 0;
-  bool warp_arrivals_ = false;  // a lane of the running warp reached a warp barrier
+  // This pass a lane of the running warp reached a warp barrier or returned,
+  // or lanes still wait at one: a warp barrier may open.
+  bool warp_changed_ = false;
+  bool warp_waiting_ = false;  // lanes of the running warp wait at warp barriers the last opening left
 };
 
 thread_local SimtBlock* SimtBlock::current_ = nullptr;
@@ -436,6 +474,14 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
       return 0;
     }
     return SimtBlock::LiveLanes();
+  };
+  abi_.converge_warp = [](void* ctx, uint64_t site) -> uint32_t {
+    if (!SimtBlock::Active()) {
+      LaunchOf(ctx)->Fail("SIMT emulator: kernel '" + LaunchOf(ctx)->kernel_ +
+                          "' reached coalesced_threads() but was launched without fibers");
+      return 0;
+    }
+    return SimtBlock::Wait(Where::kWarpBarrier, 0, SimtBlock::Exchange::kConverge, site).lanes;
   };
   abi_.trap = [](void* ctx, const char* message) {
     LaunchOf(ctx)->Fail("SIMT emulator: kernel '" + LaunchOf(ctx)->kernel_ + "', " + message);
