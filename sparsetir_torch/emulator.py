@@ -2,12 +2,15 @@
 SIMT emulator, to debug it without a GPU.
 
 The source is compiled by the host compiler against the emulator header (the
-CUDA built-ins: threadIdx & co., __syncthreads, __syncwarp, the warp shuffles,
-votes, matches and reductions, __activemask, __shared__, __constant__ and
-`extern __shared__ T name[]` for dynamic shared memory, and CUDA's device
-library: vector types, dim3, min / max, the integer and float intrinsics,
-__ldg, the atomics, clock64, assert and __trap); a block's threads run as
-fibers that meet at the barriers. A deadlock raises an error naming the
+CUDA built-ins: threadIdx & co., __syncthreads and its _count / _and / _or
+votes, __syncwarp, the warp shuffles, votes, matches and reductions,
+__activemask, __shared__, __constant__ and `extern __shared__ T name[]` for
+dynamic shared memory, and CUDA's device library: vector types, dim3, min /
+max, the integer and float intrinsics, __ldg, the atomics, clock64, assert
+and __trap) and, where the source includes them, cuda_fp16.h / cuda_bf16.h
+(__half, __nv_bfloat16 and their pairs, rounded as on the GPU) and
+cooperative_groups.h (the block, tiles, coalesced groups, reduce, scans); a
+block's threads run as fibers that meet at the barriers. A deadlock raises an error naming the
 kernel, the block and where each thread waits; a failed assert or a __trap
 raises one naming the block and the thread. SPARSETIR_EMULATE_ORDER=check
 runs the kernel in order, reversed and shuffled and raises where what it
@@ -36,8 +39,9 @@ def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, share
 
     Arguments: CPU tensors, contiguous, passed as pointers to their element
     type (``float*`` or ``float4*`` for float32, ``double*``, ``int*`` or
-    ``unsigned*``, ``int64_t*`` or ``long long*``, ``unsigned short*``
-    holding the bits of float16 / bfloat16, ...); Python
+    ``unsigned*``, ``int64_t*`` or ``long long*``; ``__half*``, ``__half2*``
+    or ``__nv_bfloat16*`` for float16 / bfloat16 where the source includes
+    their header, else ``unsigned short*`` holding their bits; ...); Python
     ints as ``long long`` and floats as ``double`` (the kernel's own
     parameter types convert them). The kernel writes the tensors in place."""
     if not isinstance(source, str) or not isinstance(kernel, str):

@@ -304,6 +304,33 @@ def test_a_warp_barrier_opens_when_the_other_lanes_of_its_mask_return():
     assert out.tolist() == [1.0] * 16 + [2.0] * 16
 
 
+BLOCK_VOTES = r'''
+extern "C" __global__ void block_votes(const int* x, int* out) {
+  const int t = threadIdx.x;
+  if (x[t] < 0) return;  // a returned thread takes no part
+  int* o = out + 4 * t;
+  o[0] = __syncthreads_count(x[t] > 10);
+  o[1] = __syncthreads_and(x[t] > 0);
+  o[2] = __syncthreads_or(x[t] > 90);
+  o[3] = __syncthreads_count(1);
+}
+'''
+
+
+@pytest.mark.parametrize("order", ["forward", "check"])
+def test_block_votes_count_the_threads_that_have_not_returned(order, monkeypatch):
+    if order == "check":
+        monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", "check")
+    for x in (torch.arange(-5, 91, dtype=torch.int32), torch.arange(1, 97, dtype=torch.int32)):
+        out = torch.full((96, 4), -7, dtype=torch.int32)
+        st.emulate_cuda(BLOCK_VOTES, "block_votes", 1, 96, x, out)
+        alive = x >= 0
+        want = [int((x[alive] > 10).sum()), int(bool((x[alive] > 0).all())), int(bool((x[alive] > 90).any())),
+                int(alive.sum())]
+        assert out[alive].tolist() == [want] * int(alive.sum())
+        assert (out[~alive] == -7).all()
+
+
 def test_a_kernel_runs_as_its_latest_source_and_arguments_say():
     # Modules are kept per source, kernel and argument kinds: an edited
     # source, or a scalar passed as an int then a float, runs as written.
@@ -445,7 +472,8 @@ def test_more_dynamic_shared_memory_than_cuda_allows_is_refused():
 # The NVRTC check drops the includes NVRTC has no search path for (the
 # emulator's own test of them is above).
 NVRTC_SOURCES = {"vectors": VECTORS, "integers": INTEGERS, "floats": FLOATS, "atomics": ATOMICS, "shared": SHARED,
-                 "warp_extras": WARP_EXTRAS, "checked": re.sub(r"#include <[^>]+>\n", "", CHECKED)}
+                 "warp_extras": WARP_EXTRAS, "checked": re.sub(r"#include <[^>]+>\n", "", CHECKED),
+                 "late_return": LATE_RETURN, "block_votes": BLOCK_VOTES}
 
 
 @needs_nvrtc

@@ -27,6 +27,9 @@
                          SparsetirSimtThread enter, SparsetirSimtThread main, void* closure); \
     /* __syncthreads: waits until every live thread of the block has arrived. */              \
     void (*sync_block)(void* ctx);                                                            \
+    /* __syncthreads_count / _and / _or: sync_block, at which each thread passes      */      \
+    /* `predicate`; returns how many passed a true one, *threads how many took part.  */      \
+    int32_t (*vote_block)(void* ctx, int32_t predicate, int32_t* threads);                    \
     /* __syncwarp(mask): waits until every live lane of `mask` in the caller's warp has */    \
     /* arrived; returns the lanes that took part (the live lanes of the mask).          */    \
     uint32_t (*sync_warp)(void* ctx, uint32_t mask);                                          \

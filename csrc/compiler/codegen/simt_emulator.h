@@ -108,6 +108,19 @@ static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CS
 )EMULATOR" + std::string(kSimtDeviceAtomics) + R"EMULATOR(
 // Barriers: the runtime suspends the calling fiber until its group arrives.
 static inline void __syncthreads() { sparsetir_simt->sync_block(sparsetir_simt->ctx); }
+// The block's votes: over the threads that have not returned.
+static inline int __syncthreads_count(int predicate) {
+  int32_t threads;
+  return sparsetir_simt->vote_block(sparsetir_simt->ctx, predicate, &threads);
+}
+static inline int __syncthreads_and(int predicate) {
+  int32_t threads;
+  return sparsetir_simt->vote_block(sparsetir_simt->ctx, predicate, &threads) == threads;
+}
+static inline int __syncthreads_or(int predicate) {
+  int32_t threads;
+  return sparsetir_simt->vote_block(sparsetir_simt->ctx, predicate, &threads) != 0;
+}
 static inline void __syncwarp(unsigned mask = 0xffffffffu) { sparsetir_simt->sync_warp(sparsetir_simt->ctx, mask); }
 
 static inline int64_t sparsetir_thread_rank() {

@@ -42,9 +42,11 @@ class SimtBlock {
     std::unique_ptr<Fiber> fiber;
     Where where = Where::kRunnable;
     uint32_t mask = 0;   // at a warp barrier: the lanes it waits for
-    uint32_t lanes = 0;  // when released from it: the lanes that took part
-    // A warp operation's: what the thread passed, whose value it asked for
-    // (a shuffle) and, once released, what it gets back.
+    // When released from a warp barrier: the lanes that took part (from a
+    // block barrier: how many threads).
+    uint32_t lanes = 0;
+    // A warp operation's or a block vote's: what the thread passed, whose
+    // value it asked for (a shuffle) and, once released, what it gets back.
     Exchange exchange = Exchange::kNone;
     uint64_t value = 0;
     int64_t source = -1;
@@ -220,15 +222,21 @@ class SimtBlock {
 
   // Releases every thread once all threads have returned or wait at
   // __syncthreads; false if there were none to release.
+  // Each gets how many of them passed a true predicate (__syncthreads_count
+  // & co.; __syncthreads passes none) and how many there were.
   bool OpenBlockBarrier() {
-    bool opened = false;
+    uint32_t waiting = 0, count = 0;
     for (const Thread& t : threads_) {
       if (t.where != Where::kBlockBarrier && t.where != Where::kReturned) return false;
+      if (t.where == Where::kBlockBarrier) ++waiting, count += t.value != 0;
     }
     for (Thread& t : threads_) {
-      if (t.where == Where::kBlockBarrier) t.where = Where::kRunnable, opened = true;
+      if (t.where != Where::kBlockBarrier) continue;
+      t.where = Where::kRunnable;
+      t.result = count;
+      t.lanes = waiting;
     }
-    return opened;
+    return waiting != 0;
   }
 
   // Releases the lanes of the warp starting at thread `first` that meet: the
@@ -323,7 +331,7 @@ class SimtBlock {
     auto what = [](const Thread& t) -> std::string {
       switch (t.where) {
         case Where::kBlockBarrier:
-          return "wait at __syncthreads";
+          return t.exchange == Exchange::kVote ? "wait at __syncthreads_count, _and or _or" : "wait at __syncthreads";
         case Where::kWarpBarrier:
           switch (t.exchange) {
             case Exchange::kShuffle:
@@ -450,6 +458,17 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
       return;
     }
     SimtBlock::Wait(Where::kBlockBarrier, 0);
+  };
+  abi_.vote_block = [](void* ctx, int32_t predicate, int32_t* threads) -> int32_t {
+    if (!SimtBlock::Active()) {
+      LaunchOf(ctx)->Fail("SIMT emulator: kernel '" + LaunchOf(ctx)->kernel_ +
+                          "' reached a block vote (__syncthreads_count, _and, _or) but was launched without fibers");
+      *threads = 0;
+      return 0;
+    }
+    const auto& me = SimtBlock::Wait(Where::kBlockBarrier, 0, SimtBlock::Exchange::kVote, predicate != 0);
+    *threads = static_cast<int32_t>(me.lanes);
+    return static_cast<int32_t>(me.result);
   };
   abi_.sync_warp = [](void* ctx, uint32_t mask) -> uint32_t {
     if (!SimtBlock::Active()) {
