@@ -164,9 +164,7 @@ class CodegenCudaImpl : public CodegenC {
     auto vector_type = [&](const BufferNode* b) {
       return std::string("sparsetir_vec<") + BufferStorage(b) + ", " + lanes + ">";
     };
-    auto first = [&](const Buffer& b, const std::vector<Expr>& indices) {
-      return "&" + Name(b.get(), b->name) + "[" + Index(b, indices) + "]";
-    };
+    auto first = [&](const Buffer& b, const std::vector<Expr>& indices) { return AddressOf(b, indices); };
     Line("{  // " + CommentText(loop->var->name) + ": " + lanes + " lanes, vector accesses");
     ++indent_;
     for (const VectorLoad& v : plan.loads) {
@@ -261,6 +259,18 @@ class CodegenCudaImpl : public CodegenC {
     return *count;
   }
 
+  // "&name[index]", the address of an element. Appended piece by piece: GCC
+  // 12 warns, wrongly, of an overlapping copy in `"&" + std::string(...)`
+  // (its bug 105651).
+  std::string AddressOf(const Buffer& b, const std::vector<Expr>& indices) {
+    std::string s = "&";
+    s += Name(b.get(), b->name);
+    s += "[";
+    s += Index(b, indices);
+    s += "]";
+    return s;
+  }
+
   // A warp's m16n8k16 tile (the prelude's sparsetir_mma_m16n8k16): the
   // accumulator is this lane's fragment of the tile (lower_mma_fragments),
   // A and B the tiles' first elements with the distances between their rows
@@ -270,9 +280,7 @@ class CodegenCudaImpl : public CodegenC {
     const auto* acc = n->acc->as<BufferLoadNode>();
     const auto* a = n->a->as<BufferLoadNode>();
     const auto* b = n->b->as<BufferLoadNode>();
-    auto element = [&](const BufferLoadNode* load) {
-      return "&" + Name(load->buffer.get(), load->buffer->name) + "[" + Index(load->buffer, load->indices) + "]";
-    };
+    auto element = [&](const BufferLoadNode* load) { return AddressOf(load->buffer, load->indices); };
     const char* bf16 = a->buffer->dtype == DataType::kBFloat16 ? "true" : "false";
     auto stride = [&](int s) { return ", (int64_t)" + Expr2C(n->strides[s]); };
     Line(std::string("sparsetir_mma_m16n8k16<") + bf16 + ">(" + element(acc) + ", " + element(a) + stride(0) +
