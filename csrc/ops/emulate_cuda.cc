@@ -66,15 +66,15 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
   static std::unordered_map<std::string, std::shared_ptr<const EmulatedCudaModule>> modules;
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = modules.find(key); it != modules.end()) return it->second;
-  const std::string libraries = EmulatorLibrariesFor(source);
+  const EmulatorLibraries libraries = EmulatorLibrariesFor(source);
   std::vector<std::string> types;
   for (size_t i = 0; i < args.size(); ++i) {
     const EmulatedArg& arg = args[i];
-    types.push_back(arg.kind == EmulatedArg::Kind::kTensor  ? PointerType(arg.tensor.scalar_type(), i, !libraries.empty())
+    types.push_back(arg.kind == EmulatedArg::Kind::kTensor  ? PointerType(arg.tensor.scalar_type(), i, libraries.float16_types)
                     : arg.kind == EmulatedArg::Kind::kFloat ? "double"
                                                             : "long long");
   }
-  const std::string emulated = kSimtEmulatorHeader + libraries + "\n#line 1 \"kernel.cu\"\n" +
+  const std::string emulated = kSimtEmulatorHeader + libraries.text + "\n#line 1 \"kernel.cu\"\n" +
                                EmulatorSourceFromCuda(source) + "\n" + SimtEmulatorEntry(kernel, types);
   const size_t params = args.size();
   auto dims = [params](const SparsetirArg* a) {

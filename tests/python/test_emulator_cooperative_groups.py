@@ -246,3 +246,11 @@ def test_every_kernel_here_is_valid_cuda(name, source):
         pytest.skip("no cooperative_groups.h here (neither the nvidia-cuda-runtime wheel nor a CUDA toolkit)")
     ptx = _C.nvrtc_compile(source, name + ".cu", 80, False, options)["ptx"].decode()
     assert ".entry" in ptx
+
+
+def test_a_float16_tensor_is_its_bits_where_no_float16_header_is_included():
+    source = ('#include <cooperative_groups.h>\n'
+              'extern "C" __global__ void negate(unsigned short* x) { x[threadIdx.x] ^= 0x8000u; }\n')
+    x = torch.ones(4, dtype=torch.float16)
+    st.emulate_cuda(source, "negate", 1, 4, x)
+    assert x.tolist() == [-1.0] * 4

@@ -285,18 +285,23 @@ static inline void sparsetir_emulate_blocks(const SparsetirSimt* simt, sparsetir
 // compile error names the author's line): an #include of a CUDA runtime
 // header (cuda_runtime.h, vector_types.h, cuda_fp16.h, ...) or of assert.h is
 // dropped, as the emulator header (or EmulatorLibrariesFor) declares what it
-// would; one of a header the emulator does not provide (mma.h,
-// cuda_pipeline.h, ...) becomes an
+// would; one of a header the emulator does not provide (cuda_pipeline.h,
+// cuda_fp8.h, ...) becomes an
 // #error naming it; `extern __shared__ T name[];` becomes a thread-local
 // reference to the block's dynamic shared memory.
 std::string EmulatorSourceFromCuda(const std::string& source);
 
 // What a hand-written source's CUDA headers declare beyond the emulator
-// header, pasted after it: the 16-bit float types for cuda_fp16.h and
-// cuda_bf16.h (simt_float16_library.h), cooperative groups for
+// header, pasted after it (`text`): the 16-bit float types for cuda_fp16.h,
+// cuda_bf16.h and mma.h (simt_float16_library.h; `float16_types`), the warp
+// matrix functions for mma.h (simt_wmma.h), cooperative groups for
 // cooperative_groups.h and its reduce.h and scan.h
-// (simt_cooperative_groups.h); else "".
-std::string EmulatorLibrariesFor(const std::string& source);
+// (simt_cooperative_groups.h).
+struct EmulatorLibraries {
+  std::string text;
+  bool float16_types = false;
+};
+EmulatorLibraries EmulatorLibrariesFor(const std::string& source);
 
 // True if a CUDA source names a barrier or a warp operation: its threads
 // must run as fibers.

@@ -207,7 +207,7 @@ TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
   const std::string source =
       "#include <cuda_runtime.h>\n"
       "  #  include \"cassert\"\n"
-      "#include <mma.h>\n"
+      "#include <cuda_pipeline.h>\n"
       "#include <stdio.h>\n"
       "extern __shared__ float tile[];\n"
       "  extern __shared__ __align__(sizeof(double)) unsigned char raw [ ] ; int x = 1;\n"
@@ -222,7 +222,7 @@ TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
   ASSERT_EQ(lines.size(), 9u) << out;
   EXPECT_EQ(lines[0], "// (declared by the SIMT emulator) #include <cuda_runtime.h>");
   EXPECT_EQ(lines[1].rfind("// (declared by the SIMT emulator)", 0), 0u) << lines[1];
-  EXPECT_EQ(lines[2], "#error \"the SIMT emulator has no mma.h\"");
+  EXPECT_EQ(lines[2], "#error \"the SIMT emulator has no cuda_pipeline.h\"");
   EXPECT_EQ(lines[3], "#include <stdio.h>");
   EXPECT_EQ(lines[4], "static thread_local float(&tile)[] = *(float(*)[])sparsetir_dynamic_shared();");
   EXPECT_EQ(lines[5], "  static thread_local unsigned char(&raw)[] = *(unsigned char(*)[])sparsetir_dynamic_shared(); "
@@ -238,15 +238,25 @@ TEST(EmulatorSourceFromCuda, DeclaresTheFloat16TypesWhereTheSourceIncludesTheirH
   for (const char* header : {"cuda_fp16.h", "cuda_bf16.h"}) {
     const std::string source = std::string("  #include <") + header + ">\n__half x;\n";
     EXPECT_EQ(EmulatorSourceFromCuda(source).rfind("// (declared by the SIMT emulator)", 0), 0u) << header;
-    const std::string library = EmulatorLibrariesFor(source);
+    const EmulatorLibraries libraries = EmulatorLibrariesFor(source);
+    EXPECT_TRUE(libraries.float16_types) << header;
+    const std::string& library = libraries.text;
     EXPECT_NE(library.find("struct __attribute__((aligned(2))) __half {"), std::string::npos) << header;
     EXPECT_NE(library.find("struct __attribute__((aligned(4))) __nv_bfloat162 {"), std::string::npos) << header;
     EXPECT_EQ(library.find('@'), std::string::npos) << "a placeholder was left";
   }
-  EXPECT_EQ(EmulatorLibrariesFor("#include <cuda_runtime.h>\n// #include <cuda_fp16.h> is in a comment\n"), "");
-  const std::string groups = EmulatorLibrariesFor("#include <cooperative_groups/reduce.h>\n");
-  EXPECT_NE(groups.find("namespace cooperative_groups {"), std::string::npos);
-  EXPECT_EQ(groups.find("struct __attribute__((aligned(2))) __half {"), std::string::npos);
+  const EmulatorLibraries none = EmulatorLibrariesFor("#include <cuda_runtime.h>\n// #include <cuda_fp16.h>\n");
+  EXPECT_EQ(none.text, "");
+  EXPECT_FALSE(none.float16_types);
+  const EmulatorLibraries groups = EmulatorLibrariesFor("#include <cooperative_groups/reduce.h>\n");
+  EXPECT_NE(groups.text.find("namespace cooperative_groups {"), std::string::npos);
+  EXPECT_EQ(groups.text.find("struct __attribute__((aligned(2))) __half {"), std::string::npos);
+  EXPECT_FALSE(groups.float16_types);
+  // mma.h includes the 16-bit float headers, as CUDA's does.
+  const EmulatorLibraries wmma = EmulatorLibrariesFor("#include <mma.h>\n");
+  EXPECT_NE(wmma.text.find("namespace wmma {"), std::string::npos);
+  EXPECT_NE(wmma.text.find("struct __attribute__((aligned(2))) __half {"), std::string::npos);
+  EXPECT_TRUE(wmma.float16_types);
 }
 
 TEST(KernelSynchronizes, FindsBarriersAndWarpOperations) {
