@@ -9,9 +9,10 @@ dynamic shared memory, and CUDA's device library: vector types, dim3, min /
 max, the integer and float intrinsics, __ldg, the atomics, clock64, assert
 and __trap) and, where the source includes them, cuda_fp16.h / cuda_bf16.h
 (__half, __nv_bfloat16 and their pairs, rounded as on the GPU),
-cooperative_groups.h (the block, tiles, coalesced groups, reduce, scans) and
-mma.h (nvcuda::wmma's fragments, loads, stores and mma_sync); a block's
-threads run as fibers that meet at the barriers. A deadlock raises an error naming the
+cooperative_groups.h (the block, tiles, coalesced groups, reduce, scans,
+memcpy_async), mma.h (nvcuda::wmma's fragments, loads, stores and mma_sync)
+and cuda_pipeline.h (__pipeline_memcpy_async & co.); a block's threads run as
+fibers that meet at the barriers. A deadlock raises an error naming the
 kernel, the block and where each thread waits; a failed assert or a __trap
 raises one naming the block and the thread. SPARSETIR_EMULATE_ORDER=check
 runs the kernel in order, reversed and shuffled and raises where what it

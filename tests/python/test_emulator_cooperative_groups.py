@@ -236,9 +236,65 @@ def test_what_the_emulator_cannot_give_fails_to_compile_by_name(call, message):
         st.emulate_cuda(source, "k", 1, 32, torch.zeros(1))
 
 
+def test_a_float16_tensor_is_its_bits_where_no_float16_header_is_included():
+    source = ('#include <cooperative_groups.h>\n'
+              'extern "C" __global__ void negate(unsigned short* x) { x[threadIdx.x] ^= 0x8000u; }\n')
+    x = torch.ones(4, dtype=torch.float16)
+    st.emulate_cuda(source, "negate", 1, 4, x)
+    assert x.tolist() == [-1.0] * 4
+
+
+ASYNC_COPIES = r'''
+#include <cooperative_groups.h>
+#include <cooperative_groups/memcpy_async.h>
+#include <cuda_pipeline.h>
+namespace cg = cooperative_groups;
+
+// Each block stages its 256 values in shared memory, half by the group's
+// memcpy_async, half by each thread's own async copies of 16 bytes (the
+// last 4 of them zero-filled), and writes them back reversed.
+extern "C" __global__ void stage(const float* x, float* y, int early) {
+  __shared__ __align__(16) float tile[256];
+  cg::thread_block block = cg::this_thread_block();
+  const float* src = x + blockIdx.x * 256;
+  tile[threadIdx.x] = tile[128 + threadIdx.x] = -1.0f;  // what a read before the copy sees
+  block.sync();
+  cg::memcpy_async(block, tile, src, sizeof(float) * 128);
+  if (threadIdx.x < 32) __pipeline_memcpy_async(tile + 128 + 4 * threadIdx.x, src + 128 + 4 * threadIdx.x, 16, 4);
+  __pipeline_commit();
+  if (early) {  // a race: other threads' slices may not be there yet
+    y[blockIdx.x * 256 + threadIdx.x] = tile[255 - threadIdx.x];
+    return;
+  }
+  __pipeline_wait_prior(0);
+  cg::wait(block);
+  y[blockIdx.x * 256 + threadIdx.x] = tile[255 - threadIdx.x];
+  y[blockIdx.x * 256 + 128 + threadIdx.x] = tile[127 - threadIdx.x];
+}
+'''
+
+
+@pytest.mark.parametrize("order", ["forward", "check"])
+def test_async_copies_are_there_after_the_wait(order, monkeypatch):
+    if order == "check":
+        monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", "check")
+    x = torch.randn(2, 256)
+    y = torch.zeros(2, 256)
+    st.emulate_cuda(ASYNC_COPIES, "stage", 2, 128, x, y, 0)
+    staged = x.clone()
+    staged[:, 128:].view(2, 32, 4)[:, :, 3] = 0  # the zero-filled bytes
+    torch.testing.assert_close(y, staged.flip(1), rtol=0, atol=0)
+
+
+def test_reading_before_the_wait_is_a_race_the_check_reports(monkeypatch):
+    monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", "check")
+    with pytest.raises(RuntimeError, match="race check: kernel 'stage' wrote different values"):
+        st.emulate_cuda(ASYNC_COPIES, "stage", 2, 128, torch.randn(2, 256), torch.zeros(2, 256), 1)
+
+
 @needs_nvrtc
 @pytest.mark.parametrize("name, source", [("groups", GROUPS), ("independent_tiles", INDEPENDENT_TILES),
-                                          ("coalesced", COALESCED)])
+                                          ("coalesced", COALESCED), ("async_copies", ASYNC_COPIES)])
 def test_every_kernel_here_is_valid_cuda(name, source):
     from sparsetir_torch import _C
     options = cuda_include_options("cooperative_groups.h", "nv/target", "cuda/std/type_traits")
@@ -246,11 +302,3 @@ def test_every_kernel_here_is_valid_cuda(name, source):
         pytest.skip("no cooperative_groups.h here (neither the nvidia-cuda-runtime wheel nor a CUDA toolkit)")
     ptx = _C.nvrtc_compile(source, name + ".cu", 80, False, options)["ptx"].decode()
     assert ".entry" in ptx
-
-
-def test_a_float16_tensor_is_its_bits_where_no_float16_header_is_included():
-    source = ('#include <cooperative_groups.h>\n'
-              'extern "C" __global__ void negate(unsigned short* x) { x[threadIdx.x] ^= 0x8000u; }\n')
-    x = torch.ones(4, dtype=torch.float16)
-    st.emulate_cuda(source, "negate", 1, 4, x)
-    assert x.tolist() == [-1.0] * 4

@@ -1,8 +1,8 @@
-// CUDA's cooperative groups (cooperative_groups.h, cooperative_groups/reduce.h
-// and scan.h) for hand-written kernels under the SIMT emulator, pasted after
+// CUDA's cooperative groups (cooperative_groups.h, cooperative_groups/reduce.h,
+// scan.h and memcpy_async.h) for hand-written kernels under the SIMT emulator, pasted after
 // the emulator header into a source that includes them: the thread block,
-// tiles of 1 to 32 threads, coalesced groups, their collectives, reduce and
-// the scans.
+// tiles of 1 to 32 threads, coalesced groups, their collectives, reduce,
+// the scans and memcpy_async.
 //
 // Everything is built on the emulator's barriers and warp operations: a
 // tile's operations are the warp operations with the tile's mask, which meet
@@ -148,6 +148,22 @@ class coalesced_group {
 __attribute__((noinline)) static coalesced_group coalesced_threads() {
   return coalesced_group(sparsetir_simt->converge_warp(sparsetir_simt->ctx, (uint64_t)__builtin_return_address(0)));
 }
+
+// memcpy_async (cooperative_groups/memcpy_async.h): each thread of the
+// group copies its own slice of the bytes at once; wait() is the group's
+// barrier after which every slice is there. Reading the destination before
+// it races with the other threads' copies, as on the GPU (the race check
+// reports it).
+template <typename Group, typename T, typename Count>
+static inline void memcpy_async(const Group& group, T* __restrict__ dst, const T* __restrict__ src,
+                                const Count& bytes) {
+  const size_t n = (size_t)bytes, threads = (size_t)group.num_threads(), slice = (n + threads - 1) / threads;
+  const size_t first = (size_t)group.thread_rank() * slice, begin = first < n ? first : n;
+  const size_t end = begin + slice < n ? begin + slice : n;
+  memcpy((char*)dst + begin, (const char*)src + begin, end - begin);
+}
+template <typename Group> static inline void wait(const Group& group) { group.sync(); }
+template <unsigned int Stage, typename Group> static inline void wait_prior(const Group& group) { group.sync(); }
 
 // The operators of reduce and the scans (cooperative_groups/functional.h).
 template <typename T> struct plus { T operator()(T a, T b) const { return a + b; } };

@@ -285,7 +285,7 @@ static inline void sparsetir_emulate_blocks(const SparsetirSimt* simt, sparsetir
 // compile error names the author's line): an #include of a CUDA runtime
 // header (cuda_runtime.h, vector_types.h, cuda_fp16.h, ...) or of assert.h is
 // dropped, as the emulator header (or EmulatorLibrariesFor) declares what it
-// would; one of a header the emulator does not provide (cuda_pipeline.h,
+// would; one of a header the emulator does not provide (cuda/barrier,
 // cuda_fp8.h, ...) becomes an
 // #error naming it; `extern __shared__ T name[];` becomes a thread-local
 // reference to the block's dynamic shared memory.
@@ -295,8 +295,9 @@ std::string EmulatorSourceFromCuda(const std::string& source);
 // header, pasted after it (`text`): the 16-bit float types for cuda_fp16.h,
 // cuda_bf16.h and mma.h (simt_float16_library.h; `float16_types`), the warp
 // matrix functions for mma.h (simt_wmma.h), cooperative groups for
-// cooperative_groups.h and its reduce.h and scan.h
-// (simt_cooperative_groups.h).
+// cooperative_groups.h and its reduce.h, scan.h and memcpy_async.h
+// (simt_cooperative_groups.h), the asynchronous copies of
+// cuda_pipeline_primitives.h and cuda_pipeline.h (simt_async_copy.h).
 struct EmulatorLibraries {
   std::string text;
   bool float16_types = false;
