@@ -70,9 +70,11 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
   std::vector<std::string> types;
   for (size_t i = 0; i < args.size(); ++i) {
     const EmulatedArg& arg = args[i];
-    types.push_back(arg.kind == EmulatedArg::Kind::kTensor  ? PointerType(arg.tensor.scalar_type(), i, libraries.float16_types)
-                    : arg.kind == EmulatedArg::Kind::kFloat ? "double"
-                                                            : "long long");
+    if (arg.kind == EmulatedArg::Kind::kTensor) {
+      types.push_back(PointerType(arg.tensor.scalar_type(), i, libraries.float16_types));
+    } else {
+      types.push_back(arg.kind == EmulatedArg::Kind::kFloat ? "double" : "long long");
+    }
   }
   const std::string emulated = kSimtEmulatorHeader + libraries.text + "\n#line 1 \"kernel.cu\"\n" +
                                EmulatorSourceFromCuda(source) + "\n" + SimtEmulatorEntry(kernel, types);
@@ -81,8 +83,8 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
     return std::array<int64_t, 6>{a[params].i64,     a[params + 1].i64, a[params + 2].i64,
                                   a[params + 3].i64, a[params + 4].i64, a[params + 5].i64};
   };
-  // A session that edits its kernel over and over makes a module per
-  // version; the oldest are dropped all at once rather than kept forever.
+  // Editing a kernel over and over makes a module per version; they are
+  // dropped all at once now and then rather than kept forever.
   if (modules.size() >= 256) modules.clear();
   auto module = std::make_shared<const EmulatedCudaModule>(emulated, kernel, KernelSynchronizes(source), params, dims,
                                                            shared_bytes);

@@ -105,7 +105,8 @@ static inline void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, 
 // d = a b + c (d may be c).
 template <int M, int N, int K, typename Tab, typename La, typename Lb, typename Tc>
 static inline void mma_sync(fragment<accumulator, M, N, K, Tc>& d, const fragment<matrix_a, M, N, K, Tab, La>& a,
-                            const fragment<matrix_b, M, N, K, Tab, Lb>& b, const fragment<accumulator, M, N, K, Tc>& c) {
+                            const fragment<matrix_b, M, N, K, Tab, Lb>& b,
+                            const fragment<accumulator, M, N, K, Tc>& c) {
   typedef typename std::conditional<std::is_integral<Tc>::value, int,
                                     typename std::conditional<std::is_same<Tc, double>::value, double,
                                                               float>::type>::type Sum;

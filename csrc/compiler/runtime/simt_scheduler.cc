@@ -315,9 +315,8 @@ class SimtBlock {
       uint32_t group = 0;
       for (int64_t u = first; u < end; ++u) {
         const Thread& other = threads_[u];
-        if (other.where == Where::kWarpBarrier && other.exchange == Exchange::kConverge && other.value == thread.value) {
-          group |= 1u << (u - first);
-        }
+        const bool converging = other.where == Where::kWarpBarrier && other.exchange == Exchange::kConverge;
+        if (converging && other.value == thread.value) group |= 1u << (u - first);
       }
       thread.lanes = group;
       released |= 1u << (t - first);
