@@ -415,6 +415,67 @@ TEST(SimtEmulator, VotesCountTheLiveLanes) {
   }
 }
 
+// __syncthreads_count / _and / _or over the threads that have not returned.
+const EmulatedKernel kBlockVotes{"block_votes", R"(
+extern "C" __global__ void block_votes(const int* x, int* out) {
+  const int t = threadIdx.x;
+  if (x[t] < 0) return;
+  out[3 * t] = __syncthreads_count(x[t] > 1);
+  out[3 * t + 1] = __syncthreads_and(x[t] > 0);
+  out[3 * t + 2] = __syncthreads_or(x[t] > 2);
+}
+)",
+                                   {"int*", "int*"}};
+
+TEST(SimtEmulator, BlockVotesCountTheThreadsThatHaveNotReturned) {
+  ForEachOrder([] {
+    std::vector<int> x(70, 1);
+    x[3] = x[40] = -1;  // they return
+    x[10] = x[50] = x[69] = 2;
+    std::vector<int> out(3 * 70, 7);
+    kBlockVotes.Run({Ptr(x.data()), Ptr(out.data())}, {1, 1, 1, 70, 1, 1});
+    for (int t = 0; t < 70; ++t) {
+      const std::vector<int> want = x[t] < 0 ? std::vector<int>{7, 7, 7} : std::vector<int>{3, 1, 0};
+      EXPECT_EQ(std::vector<int>(out.begin() + 3 * t, out.begin() + 3 * t + 3), want) << t;
+    }
+  });
+}
+
+// coalesced_threads(): the lanes at one call site once nothing else of the
+// warp can run; the even lanes wait at a __syncwarp of their own first.
+const std::string kCoalescedSource = R"(
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void coalesced(const int* x, int* out) {
+  const int t = threadIdx.x;
+  if (x[t] % 2) {
+    cg::coalesced_group g = cg::coalesced_threads();
+    out[2 * t] = g.num_threads();
+    out[2 * t + 1] = g.thread_rank();
+  } else {
+    __syncwarp(0x55555555u);
+    out[2 * t] = -1;
+    out[2 * t + 1] = -1;
+  }
+}
+)";
+const EmulatedKernel kCoalesced{"coalesced",
+                                EmulatorLibrariesFor(kCoalescedSource).text + EmulatorSourceFromCuda(kCoalescedSource),
+                                {"int*", "int*"}};
+
+TEST(SimtEmulator, CoalescedGroupsAreTheLanesAtOneCallSite) {
+  ForEachOrder([] {
+    std::vector<int> x(32);
+    std::iota(x.begin(), x.end(), 0);  // odd lanes take the first branch
+    std::vector<int> out(64, 7);
+    kCoalesced.Run({Ptr(x.data()), Ptr(out.data())}, {1, 1, 1, 32, 1, 1});
+    for (int t = 0; t < 32; ++t) {
+      EXPECT_EQ(out[2 * t], t % 2 ? 16 : -1) << t;
+      EXPECT_EQ(out[2 * t + 1], t % 2 ? t / 2 : -1) << t;
+    }
+  });
+}
+
 // Dynamic shared memory: a block reverses its slice of x through it.
 const EmulatedKernel kReverse{"reverse_block", R"(
 extern "C" __global__ void reverse_block(const double* x, double* y) {
