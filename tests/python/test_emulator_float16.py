@@ -231,7 +231,7 @@ def _pairs_source(fmt):
 extern "C" __global__ void pairs(const {t2}* a, const {t2}* b, {t2}* out, float* floats, unsigned* flags) {{
   const int i = threadIdx.x;
   const {t2} x = a[i], y = b[i];
-  {t2}* o = out + 8 * i;
+  {t2}* o = out + 9 * i;
   o[0] = x + y;
   o[1] = __hmul2(x, y);
   o[2] = __hfma2(x, y, __{n}2{n2}(__float2{n}(0.25f)));
@@ -240,6 +240,9 @@ extern "C" __global__ void pairs(const {t2}* a, const {t2}* b, {t2}* out, float*
   o[5] = __hlt2(x, y);
   o[6] = __hmax2(x, -y);
   o[7] = make_{n2}({t}(2.0f), {t}(-3)) * __floats2{n2}_rn(0.5f, 1.0f / 3.0f);
+  {t2} counted = x;
+  o[8] = counted++;
+  o[8] -= ++counted;  // x - (x + 2), rounded at each step
   const float2 f = __{n2}2float2(x);
   floats[2 * i] = f.x;
   floats[2 * i + 1] = __high2float(y);
@@ -255,7 +258,7 @@ def test_pairs_operate_on_each_half(fmt):
     a, b = _values(fmt, 51, 5)[:64].view(32, 2), _values(fmt, 51, 6)[:64].view(32, 2)
     a[3], b[3] = torch.tensor([1.5, 2.0]), torch.tensor([1.5, 2.0])  # equal pairs
     b[4, 1] = -math.inf
-    out = torch.zeros(32, 8, 2, dtype=dtype)
+    out = torch.zeros(32, 9, 2, dtype=dtype)
     floats = torch.zeros(32, 2)
     flags = torch.zeros(32, dtype=torch.int32)
     st.emulate_cuda(_pairs_source(fmt), "pairs", 1, 32, a, b, out, floats, flags)
@@ -270,13 +273,17 @@ def test_pairs_operate_on_each_half(fmt):
         def mul(x, y):
             return _round(_exact(x) * _exact(y), fmt) if math.isfinite(x) and math.isfinite(y) else x * y
 
+        def sub(x, y):
+            return _round(_exact(x) - _exact(y), fmt) if math.isfinite(x) and math.isfinite(y) else x - y
+
         def hmax(x, y):
             return y if math.isnan(x) else x if math.isnan(y) else max(x, y)
         with np.errstate(all="ignore"):
             want.append([[add(x0, y0), add(x1, y1)], [mul(x0, y0), mul(x1, y1)],
                          [fma(x0, y0), fma(x1, y1)], [x1, x0], [x1, y0],
                          [float(x0 < y0), float(x1 < y1)], [hmax(x0, -y0), hmax(x1, -y1)],
-                         [1.0, _round(-3 * Fraction(_round(Fraction(float(np.float32(1 / 3))), fmt)), fmt)]])
+                         [1.0, _round(-3 * Fraction(_round(Fraction(float(np.float32(1 / 3))), fmt)), fmt)],
+                         [sub(x0, add(add(x0, 1.0), 1.0)), sub(x1, add(add(x1, 1.0), 1.0))]])
     _same(out.double().numpy(), want)
     _same(floats.double().numpy(), [[x0, y1] for (x0, _), (_, y1) in zip(a.double().tolist(), b.double().tolist())])
     for i, ((x0, x1), (y0, y1)) in enumerate(zip(a.double().tolist(), b.double().tolist())):

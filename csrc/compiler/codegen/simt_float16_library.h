@@ -347,42 +347,33 @@ SPARSETIR_DEVICE @T2@ __hisnan2(@T2@ a) {
 
 // Operators: CUDA's, with its overloads (an operand of another type converts
 // to @T@ or the @T@ to float, as on the GPU: `h + 1.0f` is ambiguous there too).
-SPARSETIR_DEVICE @T@ operator+(const @T@& a, const @T@& b) { return __hadd(a, b); }
-SPARSETIR_DEVICE @T@ operator-(const @T@& a, const @T@& b) { return __hsub(a, b); }
-SPARSETIR_DEVICE @T@ operator*(const @T@& a, const @T@& b) { return __hmul(a, b); }
-SPARSETIR_DEVICE @T@ operator/(const @T@& a, const @T@& b) { return __hdiv(a, b); }
-SPARSETIR_DEVICE @T@& operator+=(@T@& a, const @T@& b) { return a = __hadd(a, b); }
-SPARSETIR_DEVICE @T@& operator-=(@T@& a, const @T@& b) { return a = __hsub(a, b); }
-SPARSETIR_DEVICE @T@& operator*=(@T@& a, const @T@& b) { return a = __hmul(a, b); }
-SPARSETIR_DEVICE @T@& operator/=(@T@& a, const @T@& b) { return a = __hdiv(a, b); }
-SPARSETIR_DEVICE @T@& operator++(@T@& a) { return a = __hadd(a, @T@(1.0f)); }
-SPARSETIR_DEVICE @T@& operator--(@T@& a) { return a = __hsub(a, @T@(1.0f)); }
-SPARSETIR_DEVICE @T@ operator++(@T@& a, int) { const @T@ old = a; ++a; return old; }
-SPARSETIR_DEVICE @T@ operator--(@T@& a, int) { const @T@ old = a; --a; return old; }
-SPARSETIR_DEVICE @T@ operator+(const @T@& a) { return a; }
-SPARSETIR_DEVICE @T@ operator-(const @T@& a) { return __hneg(a); }
-SPARSETIR_DEVICE bool operator==(const @T@& a, const @T@& b) { return __heq(a, b); }
-SPARSETIR_DEVICE bool operator!=(const @T@& a, const @T@& b) { return __hneu(a, b); }
-SPARSETIR_DEVICE bool operator<(const @T@& a, const @T@& b) { return __hlt(a, b); }
-SPARSETIR_DEVICE bool operator<=(const @T@& a, const @T@& b) { return __hle(a, b); }
-SPARSETIR_DEVICE bool operator>(const @T@& a, const @T@& b) { return __hgt(a, b); }
-SPARSETIR_DEVICE bool operator>=(const @T@& a, const @T@& b) { return __hge(a, b); }
-SPARSETIR_DEVICE @T2@ operator+(const @T2@& a, const @T2@& b) { return __hadd2(a, b); }
-SPARSETIR_DEVICE @T2@ operator-(const @T2@& a, const @T2@& b) { return __hsub2(a, b); }
-SPARSETIR_DEVICE @T2@ operator*(const @T2@& a, const @T2@& b) { return __hmul2(a, b); }
-SPARSETIR_DEVICE @T2@ operator/(const @T2@& a, const @T2@& b) { return __h2div(a, b); }
-SPARSETIR_DEVICE @T2@& operator+=(@T2@& a, const @T2@& b) { return a = __hadd2(a, b); }
-SPARSETIR_DEVICE @T2@& operator-=(@T2@& a, const @T2@& b) { return a = __hsub2(a, b); }
-SPARSETIR_DEVICE @T2@& operator*=(@T2@& a, const @T2@& b) { return a = __hmul2(a, b); }
-SPARSETIR_DEVICE @T2@& operator/=(@T2@& a, const @T2@& b) { return a = __h2div(a, b); }
-SPARSETIR_DEVICE @T2@ operator+(const @T2@& a) { return a; }
-SPARSETIR_DEVICE @T2@ operator-(const @T2@& a) { return __hneg2(a); }
-SPARSETIR_DEVICE bool operator==(const @T2@& a, const @T2@& b) { return __hbeq2(a, b); }
-SPARSETIR_DEVICE bool operator!=(const @T2@& a, const @T2@& b) { return __hbneu2(a, b); }
-SPARSETIR_DEVICE bool operator<(const @T2@& a, const @T2@& b) { return __hblt2(a, b); }
-SPARSETIR_DEVICE bool operator<=(const @T2@& a, const @T2@& b) { return __hble2(a, b); }
-SPARSETIR_DEVICE bool operator>(const @T2@& a, const @T2@& b) { return __hbgt2(a, b); }
-SPARSETIR_DEVICE bool operator>=(const @T2@& a, const @T2@& b) { return __hbge2(a, b); }
+// A pair compares true where both halves do.
+#define SPARSETIR_OPERATORS(T, add, sub, mul, div, neg, eq, ne, lt, le, gt, ge, one)  \
+  SPARSETIR_DEVICE T operator+(const T& a, const T& b) { return add(a, b); }          \
+  SPARSETIR_DEVICE T operator-(const T& a, const T& b) { return sub(a, b); }          \
+  SPARSETIR_DEVICE T operator*(const T& a, const T& b) { return mul(a, b); }          \
+  SPARSETIR_DEVICE T operator/(const T& a, const T& b) { return div(a, b); }          \
+  SPARSETIR_DEVICE T& operator+=(T& a, const T& b) { return a = add(a, b); }          \
+  SPARSETIR_DEVICE T& operator-=(T& a, const T& b) { return a = sub(a, b); }          \
+  SPARSETIR_DEVICE T& operator*=(T& a, const T& b) { return a = mul(a, b); }          \
+  SPARSETIR_DEVICE T& operator/=(T& a, const T& b) { return a = div(a, b); }          \
+  SPARSETIR_DEVICE T& operator++(T& a) { return a = add(a, one); }                    \
+  SPARSETIR_DEVICE T& operator--(T& a) { return a = sub(a, one); }                    \
+  SPARSETIR_DEVICE T operator++(T& a, int) { const T old = a; ++a; return old; }      \
+  SPARSETIR_DEVICE T operator--(T& a, int) { const T old = a; --a; return old; }      \
+  SPARSETIR_DEVICE T operator+(const T& a) { return a; }                              \
+  SPARSETIR_DEVICE T operator-(const T& a) { return neg(a); }                         \
+  SPARSETIR_DEVICE bool operator==(const T& a, const T& b) { return eq(a, b); }       \
+  SPARSETIR_DEVICE bool operator!=(const T& a, const T& b) { return ne(a, b); }       \
+  SPARSETIR_DEVICE bool operator<(const T& a, const T& b) { return lt(a, b); }        \
+  SPARSETIR_DEVICE bool operator<=(const T& a, const T& b) { return le(a, b); }       \
+  SPARSETIR_DEVICE bool operator>(const T& a, const T& b) { return gt(a, b); }        \
+  SPARSETIR_DEVICE bool operator>=(const T& a, const T& b) { return ge(a, b); }
+SPARSETIR_OPERATORS(@T@, __hadd, __hsub, __hmul, __hdiv, __hneg, __heq, __hneu, __hlt, __hle, __hgt, __hge,
+                    @T@(1.0f))
+SPARSETIR_OPERATORS(@T2@, __hadd2, __hsub2, __hmul2, __h2div, __hneg2, __hbeq2, __hbneu2, __hblt2, __hble2, __hbgt2,
+                    __hbge2, __@N@2@N2@(@T@(1.0f)))
+#undef SPARSETIR_OPERATORS
 
 // Atomics: a compare-and-swap loop on the bits (a pair as one 32-bit word).
 SPARSETIR_DEVICE @T@ atomicAdd(@T@* p, @T@ v) {
