@@ -251,26 +251,27 @@ SPARSETIR_DEVICE bool __hisnan(@T@ a) { return (float)a != (float)a; }
 // -1 for -infinity, 1 for +infinity, else 0.
 SPARSETIR_DEVICE int __hisinf(@T@ a) { return isinf((float)a) ? ((float)a < 0.0f ? -1 : 1) : 0; }
 
-// Math functions.
-#define SPARSETIR_MATH(name, expr) \
-  SPARSETIR_DEVICE @T@ name(@T@ a) { const float x = a; return expr; }
-SPARSETIR_MATH(hexp, expf(x))
-SPARSETIR_MATH(hexp2, exp2f(x))
-SPARSETIR_MATH(hexp10, exp10f(x))
-SPARSETIR_MATH(hlog, logf(x))
-SPARSETIR_MATH(hlog2, log2f(x))
-SPARSETIR_MATH(hlog10, log10f(x))
-SPARSETIR_MATH(hsqrt, sqrtf(x))
-SPARSETIR_MATH(hrsqrt, 1.0f / sqrtf(x))
-SPARSETIR_MATH(hrcp, 1.0f / x)
-SPARSETIR_MATH(hsin, sinf(x))
-SPARSETIR_MATH(hcos, cosf(x))
-SPARSETIR_MATH(htanh, tanhf(x))
-SPARSETIR_MATH(htanh_approx, tanhf(x))
-SPARSETIR_MATH(hfloor, floorf(x))
-SPARSETIR_MATH(hceil, ceilf(x))
-SPARSETIR_MATH(htrunc, truncf(x))
-SPARSETIR_MATH(hrint, nearbyintf(x))
+// Math functions, and their pair forms.
+#define SPARSETIR_MATH(name, pair, expr)                                    \
+  SPARSETIR_DEVICE @T@ name(@T@ a) { const float x = a; return expr; } \
+  SPARSETIR_DEVICE @T2@ pair(@T2@ a) { return @T2@(name(a.x), name(a.y)); }
+SPARSETIR_MATH(hexp, h2exp, expf(x))
+SPARSETIR_MATH(hexp2, h2exp2, exp2f(x))
+SPARSETIR_MATH(hexp10, h2exp10, exp10f(x))
+SPARSETIR_MATH(hlog, h2log, logf(x))
+SPARSETIR_MATH(hlog2, h2log2, log2f(x))
+SPARSETIR_MATH(hlog10, h2log10, log10f(x))
+SPARSETIR_MATH(hsqrt, h2sqrt, sqrtf(x))
+SPARSETIR_MATH(hrsqrt, h2rsqrt, 1.0f / sqrtf(x))
+SPARSETIR_MATH(hrcp, h2rcp, 1.0f / x)
+SPARSETIR_MATH(hsin, h2sin, sinf(x))
+SPARSETIR_MATH(hcos, h2cos, cosf(x))
+SPARSETIR_MATH(htanh, h2tanh, tanhf(x))
+SPARSETIR_MATH(htanh_approx, h2tanh_approx, tanhf(x))
+SPARSETIR_MATH(hfloor, h2floor, floorf(x))
+SPARSETIR_MATH(hceil, h2ceil, ceilf(x))
+SPARSETIR_MATH(htrunc, h2trunc, truncf(x))
+SPARSETIR_MATH(hrint, h2rint, nearbyintf(x))
 #undef SPARSETIR_MATH
 
 // The pair forms: each half on its own.
@@ -299,22 +300,6 @@ SPARSETIR_PAIR2(__hmax2_nan, __hmax_nan)
 SPARSETIR_PAIR2(__hmin2_nan, __hmin_nan)
 SPARSETIR_PAIR1(__hneg2, __hneg)
 SPARSETIR_PAIR1(__habs2, __habs)
-SPARSETIR_PAIR1(h2exp, hexp)
-SPARSETIR_PAIR1(h2exp2, hexp2)
-SPARSETIR_PAIR1(h2exp10, hexp10)
-SPARSETIR_PAIR1(h2log, hlog)
-SPARSETIR_PAIR1(h2log2, hlog2)
-SPARSETIR_PAIR1(h2log10, hlog10)
-SPARSETIR_PAIR1(h2sqrt, hsqrt)
-SPARSETIR_PAIR1(h2rsqrt, hrsqrt)
-SPARSETIR_PAIR1(h2rcp, hrcp)
-SPARSETIR_PAIR1(h2sin, hsin)
-SPARSETIR_PAIR1(h2cos, hcos)
-SPARSETIR_PAIR1(h2tanh, htanh)
-SPARSETIR_PAIR1(h2floor, hfloor)
-SPARSETIR_PAIR1(h2ceil, hceil)
-SPARSETIR_PAIR1(h2trunc, htrunc)
-SPARSETIR_PAIR1(h2rint, hrint)
 SPARSETIR_PAIR_COMPARE(eq)
 SPARSETIR_PAIR_COMPARE(ne)
 SPARSETIR_PAIR_COMPARE(lt)
