@@ -1,13 +1,13 @@
 #include "codegen/simt_emulator.h"
 
+#include <regex>
+#include <set>
+#include <sstream>
+
 #include "codegen/simt_async_copy.h"
 #include "codegen/simt_cooperative_groups.h"
 #include "codegen/simt_float16_library.h"
 #include "codegen/simt_wmma.h"
-
-#include <regex>
-#include <set>
-#include <sstream>
 
 namespace sparsetir {
 
