@@ -57,6 +57,18 @@ void EmulatedCudaModule::Launch(const SparsetirArg* args, const SparsetirLaunche
   module_->Launch(packed.data(), launcher);
   const std::string error = launch.error();
   if (!error.empty()) throw std::runtime_error(error);
+  // Every thread of the grid ran, or the module misreads its thread-local
+  // launch state (threadIdx, blockDim, ...). Seen with code built for TLS
+  // descriptors (-mtls-dialect=gnu2) on glibc before 2.39, whose resolver
+  // clobbers vector registers the compiler keeps live across it: the blocks
+  // ran no thread, and the launch would have returned as if it had.
+  const int64_t threads = dims[0] * dims[1] * dims[2] * dims[3] * dims[4] * dims[5];
+  if (launch.threads_run() != threads) {
+    throw std::runtime_error("SIMT emulator: kernel '" + kernel_ + "' ran " + std::to_string(launch.threads_run()) +
+                             " of its launch's " + std::to_string(threads) +
+                             " threads: the emulated module misreads its thread-local launch state (as code built "
+                             "with -mtls-dialect=gnu2 does on glibc before 2.39)");
+  }
 }
 
 std::atomic<int64_t>& EmulatedRuns() {

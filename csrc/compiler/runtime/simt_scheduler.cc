@@ -439,6 +439,7 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
       return 1;
     }
     const uint32_t index[3] = {x, y, z};
+    launch->threads_run_.fetch_add(threads, std::memory_order_relaxed);
     if (!launch->abi_.cooperative) {
       // No thread waits for another: one after another, on this stack.
       for (int64_t i = 0; i < threads; ++i) {

@@ -64,6 +64,8 @@ class SimtLaunch {
   const SparsetirSimt* abi() const { return &abi_; }
   // The first failure of any block; empty if none.
   std::string error() const;
+  // How many threads the blocks run so far had, all blocks together.
+  int64_t threads_run() const { return threads_run_.load(std::memory_order_relaxed); }
 
  private:
   friend class SimtBlock;
@@ -74,6 +76,7 @@ class SimtLaunch {
   size_t dynamic_shared_bytes_;
   SparsetirSimt abi_;
   std::atomic<bool> failed_{false};
+  std::atomic<int64_t> threads_run_{0};
   mutable std::mutex mu_;
   std::string error_;
 };

@@ -624,6 +624,32 @@ TEST(SimtEmulator, DifferentWarpOperationsDoNotMeet) {
   EXPECT_EQ(out[0], -1);
 }
 
+// A module that runs fewer threads than its launch asked (as one that
+// misreads its thread-local blockDim would) fails the launch.
+TEST(SimtEmulator, ALaunchThatRanFewerThreadsIsAnError) {
+  const std::string source = R"(
+extern "C" __global__ void fill(int* out) { out[blockIdx.x * blockDim.x + threadIdx.x] = 1; }
+)";
+  std::string entry = SimtEmulatorEntry("fill", {"int*"});
+  const std::string call = "sparsetir_emulate_blocks(simt, grid, block,";
+  ASSERT_NE(entry.find(call), std::string::npos);
+  entry.replace(entry.find(call), call.size(),
+                "sparsetir_emulate_blocks(simt, grid, sparsetir_uint3{block.x - 1, block.y, block.z},");
+  std::vector<int> out(64, 0);
+  const std::array<int64_t, 6> dims = {2, 1, 1, 32, 1, 1};
+  EmulatedCudaModule module(kSimtEmulatorHeader + source + entry, "fill", false, 1,
+                            [dims](const SparsetirArg*) { return dims; });
+  testing::ThreadLauncher launcher(2);
+  std::vector<SparsetirArg> args = {Ptr(out.data())};
+  try {
+    module.Launch(args.data(), launcher.get());
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel 'fill' ran 62 of its launch's 64 threads"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(SimtEmulator, OversizedBlockIsRefused) {
   int out = 0;
   try {
