@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, cuda_include_options, needs_nvrtc
 
 EXAMPLES = os.path.join(REPO_ROOT, "examples")
 
@@ -79,3 +79,31 @@ def test_gnn_node_classification_under_torch_compile():
     losses = [float(v) for v in re.findall(r"loss (\d+\.\d+)", out)]
     assert len(losses) >= 2 and losses[-1] < losses[0], out
     assert re.search(r"st\.nn: test accuracy 0\.\d+", out), out
+
+
+def test_custom_cuda_kernel_runs_under_the_emulator_and_its_planted_race_is_reported():
+    out = run_example("custom_cuda_kernel.py", "--graph", "email-Enron", "--max-nodes", "300", "--features", "16")
+    assert "emulated csr_spmm_half: max |error|" in out and "race check: the same bytes in every order" in out, out
+    out = run_example("custom_cuda_kernel.py", "--graph", "email-Enron", "--max-nodes", "300", "--features", "16",
+                      "--plant-race")
+    race = "race check: SIMT emulator race check: kernel 'csr_spmm_half' wrote different values to 'argument 4'"
+    assert race in out, out
+
+
+@needs_nvrtc
+def test_custom_cuda_kernel_is_valid_cuda():
+    import importlib.util
+    from sparsetir_torch import _C
+    options = cuda_include_options("cuda_fp16.h", "cooperative_groups.h", "nv/target", "cuda/std/type_traits")
+    if options is None:
+        pytest.skip("no CUDA headers here (neither the nvidia-cuda-runtime wheel nor a CUDA toolkit)")
+    sys.path.insert(0, EXAMPLES)
+    try:
+        path = os.path.join(EXAMPLES, "custom_cuda_kernel.py")
+        spec = importlib.util.spec_from_file_location("custom_cuda_kernel", path)
+        example = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(example)
+    finally:
+        sys.path.remove(EXAMPLES)
+    ptx = _C.nvrtc_compile(example.SOURCE, "custom_cuda_kernel.cu", 80, False, options)["ptx"].decode()
+    assert ".entry csr_spmm_half" in ptx
