@@ -4,7 +4,8 @@ non-zeros staged in shared memory) run on CPU tensors under the SIMT
 emulator, checked against torch.sparse, then run again in the race-check
 mode. With --plant-race the warp skips the barrier between staging and
 reading, and the race check names the kernel and the buffer that came out
-different.
+different. Where there is a GPU, st.launch_cuda runs the same source there
+with the same arguments on CUDA tensors.
 
     python3 examples/custom_cuda_kernel.py --graph email-Enron --max-nodes 2000
 """
@@ -66,11 +67,14 @@ def csr(edge_index: torch.Tensor, values: torch.Tensor, n: int):
 
 
 def run(matrix, x: torch.Tensor, plant_race: bool) -> torch.Tensor:
+    """The kernel on x's device: under the emulator for CPU tensors, on the
+    GPU for CUDA tensors (the same source and arguments)."""
     indptr, indices, values = matrix
     rows, features = indptr.numel() - 1, x.shape[1]
-    y = torch.zeros(rows, features, dtype=torch.float16)
-    st.emulate_cuda(SOURCE, "csr_spmm_half", (rows + WARPS - 1) // WARPS, 32 * WARPS, indptr, indices, values, x, y,
-                    rows, features // 2, int(plant_race))
+    y = torch.zeros(rows, features, dtype=torch.float16, device=x.device)
+    launch = st.launch_cuda if x.is_cuda else st.emulate_cuda
+    launch(SOURCE, "csr_spmm_half", (rows + WARPS - 1) // WARPS, 32 * WARPS, indptr, indices, values, x, y, rows,
+           features // 2, int(plant_race))
     return y
 
 
@@ -100,6 +104,18 @@ def main() -> None:
           f"float16 keeps 11 bits)")
     if error > 2.0 ** -9 * max(scale, 1.0):
         raise SystemExit("the kernel's result is wrong")
+
+    no_gpu = st.cuda_unavailable_reason()
+    if no_gpu:
+        print(f"no GPU here ({no_gpu}): st.launch_cuda runs the same source on CUDA tensors")
+    else:
+        on_gpu = run([t.cuda() for t in matrix], x.cuda(), plant_race=False).cpu()
+        gpu_error = (on_gpu.double() - reference).abs().max().item()
+        apart = (on_gpu.double() - y.double()).abs().max().item()
+        print(f"csr_spmm_half on {torch.cuda.get_device_name()}: max |error| {gpu_error:.3g} against torch.sparse, "
+              f"{apart:.3g} from the emulated result")
+        if gpu_error > 2.0 ** -9 * max(scale, 1.0):
+            raise SystemExit("the kernel's result on the GPU is wrong")
 
     os.environ["SPARSETIR_EMULATE_ORDER"] = "check"  # every launch in order, reversed and shuffled
     try:

@@ -22,6 +22,7 @@ from .tuning import explain
 from . import nn
 from .cuda_runtime import cuda_unavailable_reason, point_at_nvrtc
 from .emulator import emulate_cuda
+from .launch import launch_cuda
 
 point_at_nvrtc()  # before any CUDA kernel is compiled (nothing is loaded here)
 
@@ -55,6 +56,7 @@ __all__ = [
     "compile",
     "cuda_unavailable_reason",
     "emulate_cuda",
+    "launch_cuda",
     "compute_part",
     "format_decompose",
     "explain",

@@ -29,6 +29,35 @@ def nvrtc_dirs() -> List[str]:
     return dirs
 
 
+def cuda_include_dirs(*headers: str) -> List[str]:
+    """NVRTC's include folders for CUDA's headers (cuda_fp16.h, mma.h,
+    cooperative_groups.h, ...): the include folder of the CUDA toolkit
+    ($CUDA_HOME, /usr/local/cuda), then of the nvidia-cuda-runtime wheel
+    beside torch, each with its cccl folder where it has one. NVRTC ships none of these headers.
+    With `headers` (paths as #include names them), the folders that hold
+    them, or [] where one of them is in none."""
+    # A toolkit first: the wheel's headers are a subset (its mma.h includes a
+    # crt/mma.h it lacks).
+    roots = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include"), "/usr/local/cuda/include"]
+    try:
+        import nvidia
+
+        roots += [os.path.join(base, sub, "include") for base in nvidia.__path__ for sub in ("cu13", "cu12")]
+    except ImportError:
+        pass
+    dirs = [d for root in roots for d in (root, os.path.join(root, "cccl")) if os.path.isdir(d)]
+    dirs = list(dict.fromkeys(os.path.realpath(d) for d in dirs))
+    if not headers:
+        return dirs
+    found = []
+    for header in headers:
+        where = next((d for d in dirs if os.path.exists(os.path.join(d, header))), None)
+        if where is None:
+            return []
+        found.append(where)
+    return list(dict.fromkeys(found))
+
+
 def point_at_nvrtc() -> None:
     """Tells the C++ loader where the wheels' NVRTC is (unless the user did)."""
     if "SPARSETIR_NVRTC_DIRS" not in os.environ:

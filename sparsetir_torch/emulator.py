@@ -27,11 +27,19 @@ from . import _C
 Dims = Union[int, Sequence[int]]
 
 
-def _dims(name: str, value: Dims) -> Tuple[int, int, int]:
+def launch_dims(op: str, name: str, value: Dims) -> Tuple[int, int, int]:
+    """A grid or block given as an int or 1 to 3 ints, as CUDA's dim3."""
     dims = [value] if isinstance(value, int) else list(value)
     if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
-        raise ValueError(f"st.emulate_cuda: '{name}' must be an int or 1 to 3 ints, got {value!r}")
+        raise ValueError(f"{op}: '{name}' must be an int or 1 to 3 ints, got {value!r}")
     return tuple(dims + [1] * (3 - len(dims)))
+
+
+def check_no_leaf_requires_grad(op: str, args) -> None:
+    """A kernel writes its tensors in place, which autograd cannot follow."""
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf:
+            raise ValueError(f"{op}: argument {i} requires grad; pass it detached")
 
 
 def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, shared_bytes: int = 0) -> None:
@@ -48,7 +56,7 @@ def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, share
     parameter types convert them). The kernel writes the tensors in place."""
     if not isinstance(source, str) or not isinstance(kernel, str):
         raise TypeError("st.emulate_cuda: 'source' and 'kernel' must be strings")
-    for i, a in enumerate(args):
-        if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf:
-            raise ValueError(f"st.emulate_cuda: argument {i} requires grad; pass it detached")
-    _C.emulate_cuda(source, kernel, _dims("grid", grid), _dims("block", block), list(args), int(shared_bytes))
+    op = "st.emulate_cuda"
+    check_no_leaf_requires_grad(op, args)
+    _C.emulate_cuda(source, kernel, launch_dims(op, "grid", grid), launch_dims(op, "block", block), list(args),
+                    int(shared_bytes))

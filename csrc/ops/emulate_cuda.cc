@@ -53,11 +53,11 @@ void CheckDims(const char* what, const std::array<int64_t, 3>& dims) {
 // the emulated source again (some 30 kilobytes, 80 with the 16-bit float
 // library). The launch dimensions are read after the kernel's arguments.
 std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, const std::string& kernel,
-                                                    const std::vector<EmulatedArg>& args, size_t shared_bytes) {
+                                                    const std::vector<HandWrittenArg>& args, size_t shared_bytes) {
   std::string key = kernel + '\n' + std::to_string(shared_bytes) + '\n';
-  for (const EmulatedArg& arg : args) {
-    key += arg.kind == EmulatedArg::Kind::kTensor ? std::string(c10::toString(arg.tensor.scalar_type()))
-                                                    : arg.kind == EmulatedArg::Kind::kFloat ? "double" : "int";
+  for (const HandWrittenArg& arg : args) {
+    key += arg.kind == HandWrittenArg::Kind::kTensor ? std::string(c10::toString(arg.tensor.scalar_type()))
+                                                    : arg.kind == HandWrittenArg::Kind::kFloat ? "double" : "int";
     key += ',';
   }
   key += '\n' + source;
@@ -68,11 +68,11 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
   const EmulatorLibraries libraries = EmulatorLibrariesFor(source);
   std::vector<std::string> types;
   for (size_t i = 0; i < args.size(); ++i) {
-    const EmulatedArg& arg = args[i];
-    if (arg.kind == EmulatedArg::Kind::kTensor) {
+    const HandWrittenArg& arg = args[i];
+    if (arg.kind == HandWrittenArg::Kind::kTensor) {
       types.push_back(PointerType(arg.tensor.scalar_type(), i, libraries.float16_types));
     } else {
-      types.push_back(arg.kind == EmulatedArg::Kind::kFloat ? "double" : "long long");
+      types.push_back(arg.kind == HandWrittenArg::Kind::kFloat ? "double" : "long long");
     }
   }
   const std::string emulated = kSimtEmulatorHeader + libraries.text + "\n#line 1 \"kernel.cu\"\n" +
@@ -94,7 +94,7 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
 }  // namespace
 
 void EmulateCuda(const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
-                 const std::array<int64_t, 3>& block, const std::vector<EmulatedArg>& args,
+                 const std::array<int64_t, 3>& block, const std::vector<HandWrittenArg>& args,
                  int64_t dynamic_shared_bytes) {
   CheckDims("grid", grid);
   CheckDims("block", block);
@@ -110,15 +110,15 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
   for (size_t i = 0; i < args.size(); ++i) {
     names.push_back("argument " + std::to_string(i));
     SparsetirArg a;
-    const EmulatedArg& arg = args[i];
-    if (arg.kind == EmulatedArg::Kind::kTensor) {
+    const HandWrittenArg& arg = args[i];
+    if (arg.kind == HandWrittenArg::Kind::kTensor) {
       const at::Tensor& t = arg.tensor;
       TORCH_CHECK_VALUE(t.device().is_cpu(), kOp, ": argument ", i, " is on ", t.device(),
                         "; the emulator runs on CPU tensors");
       TORCH_CHECK_VALUE(t.is_contiguous(), kOp, ": argument ", i, " must be contiguous");
       a.ptr = t.data_ptr();
       tensors[i] = t;
-    } else if (arg.kind == EmulatedArg::Kind::kFloat) {
+    } else if (arg.kind == HandWrittenArg::Kind::kFloat) {
       a.f64 = arg.float_value;
     } else {
       a.i64 = arg.int_value;

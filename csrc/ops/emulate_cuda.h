@@ -5,30 +5,20 @@
 // as fibers that meet at __syncthreads and the warp operations.
 #pragma once
 
-#include <torch/types.h>
-
 #include <array>
 #include <string>
 #include <vector>
 
-namespace sparsetir::ops {
+#include "hand_written_args.h"
 
-// One kernel argument: a CPU tensor (passed as a pointer to its element
-// type), an integer (long long) or a floating-point value (double).
-struct EmulatedArg {
-  enum class Kind { kTensor, kInt, kFloat };
-  Kind kind = Kind::kInt;
-  at::Tensor tensor;
-  int64_t int_value = 0;
-  double float_value = 0;
-};
+namespace sparsetir::ops {
 
 // Runs `kernel` of `source` on a grid of `grid` blocks of `block` threads,
 // with `dynamic_shared_bytes` of dynamic shared memory per block. Arguments
 // are checked first (CPU, contiguous, a dtype with a C type; dimensions of
 // at least 1; at most 1024 threads a block), each error naming the argument.
 void EmulateCuda(const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
-                 const std::array<int64_t, 3>& block, const std::vector<EmulatedArg>& args,
+                 const std::array<int64_t, 3>& block, const std::vector<HandWrittenArg>& args,
                  int64_t dynamic_shared_bytes);
 
 }  // namespace sparsetir::ops

@@ -19,6 +19,9 @@
 #include "csr_kernels.h"
 #include "ops.h"
 #include "emulate_cuda.h"
+#include "launch_cuda.h"
+#include "cuda_param_values.h"
+#include "codegen/cuda_kernel_params.h"
 #include "race_checked_tensors.h"
 #include "runtime/simt_scheduler.h"
 #include "ir/printer.h"
@@ -196,6 +199,29 @@ KernelRequest OpRequest(const std::string& script, const std::string& recipe, co
 // (or $SPARSETIR_CPU_ISA's) when it is empty.
 Target CpuTargetNamed(const std::string& isa) { return isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa); }
 
+// A hand-written kernel's arguments as Python passed them to `op`.
+std::vector<HandWrittenArg> HandWrittenArgsFrom(const py::list& values, const std::string& op) {
+  std::vector<HandWrittenArg> args;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const py::handle v = values[i];
+    HandWrittenArg arg;
+    if (THPVariable_Check(v.ptr())) {
+      arg.kind = HandWrittenArg::Kind::kTensor;
+      arg.tensor = THPVariable_Unpack(v.ptr());
+    } else if (py::isinstance<py::int_>(v)) {  // bool too
+      arg.int_value = v.cast<int64_t>();
+    } else if (py::isinstance<py::float_>(v)) {
+      arg.kind = HandWrittenArg::Kind::kFloat;
+      arg.float_value = v.cast<double>();
+    } else {
+      throw py::type_error(op + ": argument " + std::to_string(i) + " must be a tensor, an int or a float, got " +
+                           std::string(py::str(py::type::handle_of(v).attr("__name__"))));
+    }
+    args.push_back(std::move(arg));
+  }
+  return args;
+}
+
 }  // namespace
 }  // namespace sparsetir::ops
 
@@ -369,30 +395,48 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "emulate_cuda",
       [](const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
          const std::array<int64_t, 3>& block, const py::list& values, int64_t shared_bytes) {
-        std::vector<ops::EmulatedArg> args;
-        for (size_t i = 0; i < values.size(); ++i) {
-          const py::handle v = values[i];
-          ops::EmulatedArg arg;
-          if (THPVariable_Check(v.ptr())) {
-            arg.kind = ops::EmulatedArg::Kind::kTensor;
-            arg.tensor = THPVariable_Unpack(v.ptr());
-          } else if (py::isinstance<py::int_>(v)) {  // bool too
-            arg.int_value = v.cast<int64_t>();
-          } else if (py::isinstance<py::float_>(v)) {
-            arg.kind = ops::EmulatedArg::Kind::kFloat;
-            arg.float_value = v.cast<double>();
-          } else {
-            throw py::type_error("st.emulate_cuda: argument " + std::to_string(i) +
-                                 " must be a tensor, an int or a float, got " +
-                                 std::string(py::str(v.get_type().attr("__name__"))));
-          }
-          args.push_back(std::move(arg));
-        }
+        const std::vector<HandWrittenArg> args = HandWrittenArgsFrom(values, "st.emulate_cuda");
         py::gil_scoped_release release;
         ops::EmulateCuda(source, kernel, grid, block, args, shared_bytes);
       },
       py::arg("source"), py::arg("kernel"), py::arg("grid"), py::arg("block"), py::arg("args"),
       py::arg("shared_bytes"), "A hand-written CUDA kernel run on CPU tensors under the SIMT emulator.");
+  m.def(
+      "launch_cuda",
+      [](const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
+         const std::array<int64_t, 3>& block, const py::list& values, int64_t shared_bytes,
+         const std::vector<std::string>& options) {
+        const std::vector<HandWrittenArg> args = HandWrittenArgsFrom(values, "st.launch_cuda");
+        py::gil_scoped_release release;
+        LaunchCuda(source, kernel, grid, block, args, shared_bytes, options);
+      },
+      py::arg("source"), py::arg("kernel"), py::arg("grid"), py::arg("block"), py::arg("args"),
+      py::arg("shared_bytes"), py::arg("options"), "A hand-written CUDA kernel run on CUDA tensors.");
+  m.def(
+      "cuda_kernel_params",
+      [](const std::string& source, const std::string& kernel) {
+        py::list out;
+        for (const CudaKernelParam& p : CudaKernelParams(source, kernel)) {
+          out.append(py::make_tuple(p.type, p.name, p.bytes, p.declaration));
+        }
+        return out;
+      },
+      py::arg("source"), py::arg("kernel"),
+      "The parameters of `kernel` as st.launch_cuda reads them: (type, name, bytes, declaration) each.");
+  m.def(
+      "cuda_param_values",
+      [](const std::string& source, const std::string& kernel, const py::list& values) {
+        const std::vector<CudaKernelParam> params = CudaKernelParams(source, kernel);
+        const std::vector<CudaParamValue> packed =
+            CudaParamValues("st.launch_cuda", kernel, params, HandWrittenArgsFrom(values, "st.launch_cuda"));
+        py::list out;
+        for (size_t i = 0; i < packed.size(); ++i) {
+          out.append(py::bytes(reinterpret_cast<const char*>(packed[i].bytes), params[i].bytes));
+        }
+        return out;
+      },
+      py::arg("source"), py::arg("kernel"), py::arg("args"),
+      "The bytes st.launch_cuda hands cuLaunchKernel for each argument, checked and converted.");
   m.def("has_cuda_recipe", &HasCudaRecipe, py::arg("recipe"),
         "Whether the built-in kernel recipe `recipe` has a cuda schedule.");
   m.def("cuda_unavailable_reason", &CudaUnavailableReason,

@@ -7,6 +7,7 @@ pollute) ~/.cache.
 """
 import atexit
 import os
+import re
 import shutil
 import tempfile
 
@@ -85,20 +86,21 @@ def cuda_include_options(*headers):
     """NVRTC's -I options under which each of `headers` (paths as #include
     names them) is found: in a CUDA toolkit or the nvidia-cuda-runtime
     wheel, or a cccl directory of either; None where one is missing."""
-    roots = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include"), "/usr/local/cuda/include"]
-    try:
-        import nvidia
-        roots += [os.path.join(base, sub, "include") for base in nvidia.__path__ for sub in ("cu13", "cu12")]
-    except ImportError:
-        pass
-    options = []
-    for header in headers:
-        found = next((d for root in roots for d in (root, os.path.join(root, "cccl"))
-                      if os.path.exists(os.path.join(d, header))), None)
-        if found is None:
-            return None
-        options.append("-I" + found)
-    return list(dict.fromkeys(options))
+    from sparsetir_torch.cuda_runtime import cuda_include_dirs
+
+    dirs = cuda_include_dirs(*headers)
+    return ["-I" + d for d in dirs] if dirs else None
+
+
+def ptx_param_sizes(ptx: str, kernel: str):
+    """The byte size of each parameter of `kernel`'s .entry in `ptx`: what
+    cuLaunchKernel copies for each argument."""
+    entry = re.search(r"\.entry\s+" + kernel + r"\s*\((.*?)\)", ptx, re.S).group(1)
+    sizes = []
+    for decl in entry.split(","):
+        array = re.search(r"\.b8\s+\w+\[(\d+)\]", decl)  # .param .align 2 .b8 k_param_3[2]
+        sizes.append(int(array.group(1)) if array else int(re.search(r"\.[usbf](8|16|32|64)\b", decl).group(1)) // 8)
+    return sizes
 
 
 def run_emulated_cuda_benchmark(ops: str, out_dir) -> str:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT, cuda_include_options, needs_nvrtc
+from conftest import REPO_ROOT, cuda_include_options, needs_nvrtc, ptx_param_sizes
 
 EXAMPLES = os.path.join(REPO_ROOT, "examples")
 
@@ -84,6 +84,7 @@ def test_gnn_node_classification_under_torch_compile():
 def test_custom_cuda_kernel_runs_under_the_emulator_and_its_planted_race_is_reported():
     out = run_example("custom_cuda_kernel.py", "--graph", "email-Enron", "--max-nodes", "300", "--features", "16")
     assert "emulated csr_spmm_half: max |error|" in out and "race check: the same bytes in every order" in out, out
+    assert "no GPU here" in out or "from the emulated result" in out, out
     out = run_example("custom_cuda_kernel.py", "--graph", "email-Enron", "--max-nodes", "300", "--features", "16",
                       "--plant-race")
     race = "race check: SIMT emulator race check: kernel 'csr_spmm_half' wrote different values to 'argument 4'"
@@ -107,3 +108,6 @@ def test_custom_cuda_kernel_is_valid_cuda():
         sys.path.remove(EXAMPLES)
     ptx = _C.nvrtc_compile(example.SOURCE, "custom_cuda_kernel.cu", 80, False, options)["ptx"].decode()
     assert ".entry csr_spmm_half" in ptx
+    # What st.launch_cuda would pass is what NVRTC compiled: five pointers, three ints.
+    sizes = [p[2] for p in _C.cuda_kernel_params(example.SOURCE, "csr_spmm_half")]
+    assert sizes == ptx_param_sizes(ptx, "csr_spmm_half") == [8] * 5 + [4] * 3

@@ -111,6 +111,8 @@ class coalesced_group {
   unsigned int thread_rank() const { return (unsigned int)__popc(mask_ & ((1u << sparsetir_lane()) - 1u)); }
   unsigned int meta_group_rank() const { return 0; }
   unsigned int meta_group_size() const { return 1; }
+  // The group's lanes as a warp mask (not CUDA's: the emulator's collectives use it).
+  unsigned int sparsetir_lanes() const { return mask_; }
   template <typename T> T shfl(T v, unsigned int rank) const { return __shfl_sync(mask_, v, LaneOf(rank)); }
   template <typename T> T shfl_down(T v, unsigned int delta) const {
     const unsigned int rank = thread_rank() + delta;
@@ -205,11 +207,9 @@ static inline T exclusive_scan(const thread_block_tile<Size, Parent>& tile, T v)
 
 // A coalesced group's lanes need not be consecutive: every thread reads each
 // rank's value in turn (in the same order in every thread, so that all get
-// the same bits).
+// the same bits). Lanes in order are ranks in order, as __reduce_*_sync reads them.
 template <typename T, typename Op> static inline T reduce(const coalesced_group& group, T v, Op op) {
-  T r = group.shfl(v, 0);
-  for (unsigned int rank = 1; rank < group.num_threads(); ++rank) r = op(r, group.shfl(v, rank));
-  return r;
+  return sparsetir_reduce_lanes(group.sparsetir_lanes(), v, op);
 }
 template <typename T, typename Op> static inline T inclusive_scan(const coalesced_group& group, T v, Op op) {
   T r = group.shfl(v, 0), mine = r;

@@ -70,6 +70,10 @@ static inline void fill_fragment(fragment<Use, M, N, K, T, Layout>& f, const typ
 }
 
 // Element (r, c) of a tile at p: row-major at p[r ldm + c], column-major at p[c ldm + r].
+template <typename T> static inline T& sparsetir_tile_element(T* p, unsigned ldm, bool row_major, int r, int c) {
+  return row_major ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
+}
+
 template <typename Use, int M, int N, int K, typename T, typename Layout>
 static inline void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const T* p, unsigned ldm) {
   static_assert(!std::is_same<Layout, void>::value, "an accumulator's load_matrix_sync takes a layout_t");
@@ -77,17 +81,16 @@ static inline void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const 
   sparsetir_check_tile("load_matrix_sync", p, ldm);
   const bool rows = std::is_same<Layout, row_major>::value;
   for (int r = 0; r < f.rows; ++r) {
-    for (int c = 0; c < f.cols; ++c) f.x[r * f.cols + c] = rows ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
+    for (int c = 0; c < f.cols; ++c) f.x[r * f.cols + c] = sparsetir_tile_element(p, ldm, rows, r, c);
   }
 }
 template <int M, int N, int K, typename T>
 static inline void load_matrix_sync(fragment<accumulator, M, N, K, T>& f, const T* p, unsigned ldm, layout_t layout) {
   __syncwarp();
   sparsetir_check_tile("load_matrix_sync", p, ldm);
+  const bool rows = layout == mem_row_major;
   for (int r = 0; r < f.rows; ++r) {
-    for (int c = 0; c < f.cols; ++c) {
-      f.x[r * f.cols + c] = layout == mem_row_major ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
-    }
+    for (int c = 0; c < f.cols; ++c) f.x[r * f.cols + c] = sparsetir_tile_element(p, ldm, rows, r, c);
   }
 }
 template <int M, int N, int K, typename T>
@@ -95,10 +98,9 @@ static inline void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, 
                                      layout_t layout) {
   __syncwarp();
   sparsetir_check_tile("store_matrix_sync", p, ldm);
+  const bool rows = layout == mem_row_major;
   for (int r = 0; r < f.rows; ++r) {
-    for (int c = 0; c < f.cols; ++c) {
-      (layout == mem_row_major ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r]) = f.x[r * f.cols + c];
-    }
+    for (int c = 0; c < f.cols; ++c) sparsetir_tile_element(p, ldm, rows, r, c) = f.x[r * f.cols + c];
   }
 }
 

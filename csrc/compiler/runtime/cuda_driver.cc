@@ -20,6 +20,7 @@ constexpr int kMultiprocessorCount = 16;           // CU_DEVICE_ATTRIBUTE_MULTIP
 constexpr int kMaxThreadsPerMultiprocessor = 39;   // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR
 constexpr int kFuncMaxThreadsPerBlock = 0;
 constexpr int kFuncNumRegs = 4;
+constexpr int kFuncMaxDynamicSharedBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 struct CudaDriver::Api {
   CUresult (*Init)(unsigned);
@@ -37,6 +38,9 @@ struct CudaDriver::Api {
   CUresult (*ModuleUnload)(CUmodule);
   CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*);
   CUresult (*FuncGetAttribute)(int*, int, CUfunction);
+  CUresult (*FuncSetAttribute)(CUfunction, int, int);
+  // Drivers of CUDA 12.4 and later; nullptr before.
+  CUresult (*FuncGetParamInfo)(CUfunction, size_t, size_t*, size_t*);
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                            void**, void**);
   // The _v2 entry points: the unsuffixed names are the 32-bit-pointer ABI.
@@ -85,6 +89,7 @@ const CudaDriver::Api* LoadApi(std::string* why) {
               Bind(*lib, "cuModuleUnload", &a->ModuleUnload, &failure) &&
               Bind(*lib, "cuModuleGetFunction", &a->ModuleGetFunction, &failure) &&
               Bind(*lib, "cuFuncGetAttribute", &a->FuncGetAttribute, &failure) &&
+              Bind(*lib, "cuFuncSetAttribute", &a->FuncSetAttribute, &failure) &&
               Bind(*lib, "cuLaunchKernel", &a->LaunchKernel, &failure) &&
               Bind(*lib, "cuMemAlloc_v2", &a->MemAlloc, &failure) &&
               Bind(*lib, "cuMemFree_v2", &a->MemFree, &failure) &&
@@ -92,6 +97,7 @@ const CudaDriver::Api* LoadApi(std::string* why) {
               Bind(*lib, "cuMemcpyDtoH_v2", &a->MemcpyDtoH, &failure) &&
               Bind(*lib, "cuStreamSynchronize", &a->StreamSynchronize, &failure);
     if (!ok) return;
+    a->FuncGetParamInfo = reinterpret_cast<decltype(a->FuncGetParamInfo)>(lib->Symbol("cuFuncGetParamInfo"));
     if (CUresult r = a->Init(0); r != 0) {
       const char* name = nullptr;
       a->GetErrorName(r, &name);  // e.g. CUDA_ERROR_NO_DEVICE
@@ -198,6 +204,20 @@ int CudaDriver::registers(CUfunction f) const {
   int value = 0;
   Check(api_->FuncGetAttribute(&value, kFuncNumRegs, f), "cuFuncGetAttribute");
   return value;
+}
+
+void CudaDriver::set_max_dynamic_shared_bytes(CUfunction f, int bytes) const {
+  Check(api_->FuncSetAttribute(f, kFuncMaxDynamicSharedBytes, bytes), "cuFuncSetAttribute");
+}
+
+std::optional<std::vector<size_t>> CudaDriver::param_sizes(CUfunction f) const {
+  if (!api_->FuncGetParamInfo) return std::nullopt;
+  std::vector<size_t> sizes;
+  // CUDA_ERROR_INVALID_VALUE past the last parameter.
+  for (size_t offset = 0, size = 0; api_->FuncGetParamInfo(f, sizes.size(), &offset, &size) == 0;) {
+    sizes.push_back(size);
+  }
+  return sizes;
 }
 
 int CudaDriver::max_threads_per_block(CUfunction f) const {

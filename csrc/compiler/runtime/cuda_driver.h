@@ -11,8 +11,10 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace sparsetir {
 
@@ -45,6 +47,12 @@ class CudaDriver {
   // Registers per thread, and the most threads a block of `f` may have.
   int registers(CUfunction f) const;
   int max_threads_per_block(CUfunction f) const;
+  // Lets a launch of `f` have up to `bytes` of dynamic shared memory (past
+  // the 48 KiB every kernel may have without asking).
+  void set_max_dynamic_shared_bytes(CUfunction f, int bytes) const;
+  // The size of each of `f`'s parameters as compiled (cuFuncGetParamInfo);
+  // nullopt with a driver older than CUDA 12.4, which cannot tell.
+  std::optional<std::vector<size_t>> param_sizes(CUfunction f) const;
 
   // Plain device memory in the current context, for tests and tools: torch
   // owns the memory of real operands.

@@ -43,7 +43,8 @@ void EmulatedCudaModule::Launch(const SparsetirArg* args, const SparsetirLaunche
   // The emulator runs on this CPU, built for its level.
   std::call_once(built_, [this] { module_ = GetOrBuildCpuModule(source_, Target::HostCpu()); });
   const std::array<int64_t, 6> dims = dims_(args);
-  if (dims[0] * dims[1] * dims[2] * dims[3] * dims[4] * dims[5] == 0) return;
+  const int64_t threads = dims[0] * dims[1] * dims[2] * dims[3] * dims[4] * dims[5];
+  if (threads == 0) return;
   std::vector<SparsetirArg> packed(args, args + params_);
   for (int64_t d : dims) {
     SparsetirArg dim;
@@ -59,15 +60,15 @@ void EmulatedCudaModule::Launch(const SparsetirArg* args, const SparsetirLaunche
   if (!error.empty()) throw std::runtime_error(error);
   // Every thread of the grid ran, or the module misreads its thread-local
   // launch state (threadIdx, blockDim, ...). Seen with code built for TLS
-  // descriptors (-mtls-dialect=gnu2) on glibc before 2.39, whose resolver
-  // clobbers vector registers the compiler keeps live across it: the blocks
-  // ran no thread, and the launch would have returned as if it had.
-  const int64_t threads = dims[0] * dims[1] * dims[2] * dims[3] * dims[4] * dims[5];
+  // descriptors (-mtls-dialect=gnu2) on glibc 2.36: the compiler keeps
+  // vector registers live across the descriptor call, they came back
+  // changed, the blocks ran no thread, and the launch would have returned as
+  // if it had.
   if (launch.threads_run() != threads) {
     throw std::runtime_error("SIMT emulator: kernel '" + kernel_ + "' ran " + std::to_string(launch.threads_run()) +
                              " of its launch's " + std::to_string(threads) +
                              " threads: the emulated module misreads its thread-local launch state (as code built "
-                             "with -mtls-dialect=gnu2 does on glibc before 2.39)");
+                             "with -mtls-dialect=gnu2 did on glibc 2.36)");
   }
 }
 

@@ -241,13 +241,15 @@ std::shared_ptr<CpuModule> GetOrBuildCpuModule(const std::string& source, const 
   return module;
 }
 
-std::string GetOrBuildCudaImage(const std::string& source, int arch) {
+std::string GetOrBuildCudaImage(const std::string& source, int arch, const std::vector<std::string>& options) {
   const Nvrtc& nvrtc = Nvrtc::Get();
   const auto version = nvrtc.version();
-  const std::string key = Sha256Hex(source + "\n// nvrtc " + std::to_string(version.first) + "." +
-                                    std::to_string(version.second) + "\n// arch: sm_" + std::to_string(arch) +
-                                    "\n// sparsetir " SPARSETIR_VERSION "\n// target: cuda")
-                              .substr(0, 32);
+  std::string described = source + "\n// nvrtc " + std::to_string(version.first) + "." +
+                          std::to_string(version.second) + "\n// arch: sm_" + std::to_string(arch) +
+                          "\n// sparsetir " SPARSETIR_VERSION "\n// target: cuda";
+  // One option a line (st.launch_cuda refuses an option with a newline).
+  for (const std::string& option : options) described += "\n// option: " + option;
+  const std::string key = Sha256Hex(described).substr(0, 32);
   static std::mutex mutex;
   static std::map<std::string, std::string> table;
   std::lock_guard<std::mutex> guard(mutex);
@@ -268,7 +270,7 @@ std::string GetOrBuildCudaImage(const std::string& source, int arch) {
       WritePrivateFile(source_path.string(), source);
       NvrtcResult result;
       try {
-        result = nvrtc.Compile(source, key + ".cu", arch, /*want_cubin=*/true, {});
+        result = nvrtc.Compile(source, key + ".cu", arch, /*want_cubin=*/true, options);
       } catch (const UserError& e) {
         throw UserError(UserErrorKind::kCompile, std::string(e.what()) + "\n(the CUDA source is " + source_path.string() + ")");
       }

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/module.h"
 #include "target.h"
@@ -43,9 +44,10 @@ std::shared_ptr<CpuModule> GetOrBuildCpuModule(const std::string& source, const 
 // The device image of the CUDA source `source` for sm_<arch>: a CUBIN from
 // NVRTC (PTX where NVRTC does not list the architecture), cached beside the
 // CPU kernels with the same discipline (<key>.cubin, <key>.cu, the key hashing
-// the source, NVRTC's version, the architecture and the library version). A
+// the source, NVRTC's version, the architecture, the options and the library
+// version). `options` are NVRTC's, after the architecture (-I, -D, ...). A
 // compile error carries NVRTC's log and the path of the saved source.
-std::string GetOrBuildCudaImage(const std::string& source, int arch);
+std::string GetOrBuildCudaImage(const std::string& source, int arch, const std::vector<std::string>& options = {});
 
 // The directory in use (resolving the fallback on first call).
 std::string CacheDirectory();

@@ -1,0 +1,39 @@
+// The parameters of a hand-written CUDA kernel, read from its source.
+//
+// cuLaunchKernel takes the address of each argument and copies as many bytes
+// as the kernel's parameter has, whatever the caller stored there: an `int n`
+// handed a 64-bit integer reads its low half, a `float a` handed a double
+// reads garbage. So before a launch each argument is converted to its
+// parameter's own type, which only the source tells.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace sparsetir {
+
+struct CudaKernelParam {
+  enum class Kind { kPointer, kSigned, kUnsigned, kBool, kFloat, kHalf, kBFloat16 };
+  std::string declaration;  // as written, e.g. "const float* __restrict__ x"
+  std::string type;         // without qualifiers or name, e.g. "float*", "unsigned int", "__half"
+  std::string name;         // "" where the parameter is unnamed
+  Kind kind = Kind::kSigned;
+  size_t bytes = 0;         // its size on the device (pointers: 8)
+  // A pointer's element where it is an arithmetic type, __half or
+  // __nv_bfloat16 (element_bytes 0 for any other: float4, void, a struct,
+  // a pointer).
+  Kind element_kind = Kind::kSigned;
+  size_t element_bytes = 0;
+};
+
+// The parameters, in order, of the first `__global__` function named
+// `kernel` in `source` (comments, string literals and preprocessor lines are
+// skipped). A parameter is a pointer (or an array, which is one), one of C's
+// arithmetic types or their fixed-width names (int32_t, size_t, ...),
+// `__half` or `__nv_bfloat16`. Throws a UserError naming the kernel and the
+// parameter where the source has no such kernel or a parameter is of another
+// type (a struct, a vector type, a template parameter, a reference).
+std::vector<CudaKernelParam> CudaKernelParams(const std::string& source, const std::string& kernel);
+
+}  // namespace sparsetir

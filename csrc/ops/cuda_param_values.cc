@@ -1,0 +1,134 @@
+#include "cuda_param_values.h"
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
+#include <c10/util/Half.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "tensor_args.h"
+
+namespace sparsetir::ops {
+namespace {
+
+using Kind = CudaKernelParam::Kind;
+
+std::string Describe(const CudaKernelParam& param, size_t i) {
+  return "parameter " + std::to_string(i) + " ('" + param.declaration + "')";
+}
+
+std::string ArgumentName(const HandWrittenArg& arg) {
+  switch (arg.kind) {
+    case HandWrittenArg::Kind::kTensor: return TorchDtypeName(arg.tensor.scalar_type());
+    case HandWrittenArg::Kind::kFloat: return c10::str("the float ", arg.float_value);
+    case HandWrittenArg::Kind::kInt: return "the int " + std::to_string(arg.int_value);
+  }
+  return "";
+}
+
+template <typename T> CudaParamValue ValueOf(T v) {
+  static_assert(sizeof(T) <= sizeof(CudaParamValue::bytes));
+  CudaParamValue value;
+  std::memcpy(value.bytes, &v, sizeof(T));
+  return value;
+}
+
+// `d` rounded to odd at float's precision: toward zero, then the last bit
+// set where that was inexact. Rounding this float to a 16-bit format (2 + 11
+// or 2 + 8 bits below float's 24) gives what rounding `d` there directly
+// would: no double rounding.
+float RoundedToOddFloat(double d) {
+  float f = static_cast<float>(d);
+  if (!std::isfinite(f) || static_cast<double>(f) == d) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits |= 1u;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+CudaParamValue FloatingValue(const CudaKernelParam& param, double d) {
+  switch (param.kind) {
+    case Kind::kHalf: return ValueOf(c10::Half(RoundedToOddFloat(d)).x);
+    case Kind::kBFloat16: return ValueOf(c10::BFloat16(RoundedToOddFloat(d)).x);
+    default: return param.bytes == 4 ? ValueOf(static_cast<float>(d)) : ValueOf(d);
+  }
+}
+
+CudaParamValue IntegerValue(const std::string& op, const std::string& kernel, const CudaKernelParam& param,
+                            size_t i, int64_t v) {
+  const int bits = static_cast<int>(param.bytes * 8);
+  bool fits;
+  if (param.kind == Kind::kBool) {
+    fits = v == 0 || v == 1;
+  } else if (param.kind == Kind::kUnsigned) {
+    fits = v >= 0 && (bits == 64 || v < (int64_t{1} << bits));
+  } else {
+    fits = bits == 64 || (v >= -(int64_t{1} << (bits - 1)) && v < (int64_t{1} << (bits - 1)));
+  }
+  TORCH_CHECK_VALUE(fits, op, ": kernel '", kernel, "' ", Describe(param, i), " cannot hold the int ", v);
+  switch (param.bytes) {
+    case 1: return ValueOf(static_cast<uint8_t>(v));
+    case 2: return ValueOf(static_cast<uint16_t>(v));
+    case 4: return ValueOf(static_cast<uint32_t>(v));
+    default: return ValueOf(static_cast<uint64_t>(v));
+  }
+}
+
+// Whether a pointer to `param`'s element may point into a tensor of `dtype`.
+bool ElementMatches(const CudaKernelParam& param, at::ScalarType dtype) {
+  if (param.element_bytes == 0) return true;  // float4*, __half2*, void*, a struct: the kernel's business
+  const bool bits16 = param.element_bytes == 2 && param.element_kind == Kind::kUnsigned;
+  switch (dtype) {
+    case at::kFloat: return param.element_kind == Kind::kFloat && param.element_bytes == 4;
+    case at::kDouble: return param.element_kind == Kind::kFloat && param.element_bytes == 8;
+    case at::kHalf: return param.element_kind == Kind::kHalf || bits16;
+    case at::kBFloat16: return param.element_kind == Kind::kBFloat16 || bits16;
+    case at::kBool:
+      return param.element_kind == Kind::kBool ||
+             (param.element_bytes == 1 && param.element_kind != Kind::kFloat);
+    default:
+      // Integers: either signedness of their width.
+      return (param.element_kind == Kind::kSigned || param.element_kind == Kind::kUnsigned) &&
+             static_cast<size_t>(c10::elementSize(dtype)) == param.element_bytes && at::isIntegralType(dtype, false);
+  }
+}
+
+CudaParamValue ValueFor(const std::string& op, const std::string& kernel, const CudaKernelParam& param, size_t i,
+                        const HandWrittenArg& arg) {
+  const std::string prefix = op + ": kernel '" + kernel + "' " + Describe(param, i);
+  if (param.kind == Kind::kPointer) {
+    TORCH_CHECK_VALUE(arg.kind == HandWrittenArg::Kind::kTensor, prefix, " is a pointer: pass a tensor, got ",
+                      ArgumentName(arg));
+    TORCH_CHECK_VALUE(ElementMatches(param, arg.tensor.scalar_type()), prefix, " points to ",
+                      param.type.substr(0, param.type.size() - 1), ", but got ", ArgumentName(arg));
+    return ValueOf(arg.tensor.data_ptr());
+  }
+  TORCH_CHECK_VALUE(arg.kind != HandWrittenArg::Kind::kTensor, prefix, " is a value, not a pointer: got ",
+                    ArgumentName(arg), " (pass a Python int or float)");
+  const bool floating = param.kind == Kind::kFloat || param.kind == Kind::kHalf || param.kind == Kind::kBFloat16;
+  if (arg.kind == HandWrittenArg::Kind::kFloat) {
+    TORCH_CHECK_VALUE(floating, prefix, " takes an integer: got ", ArgumentName(arg));
+    return FloatingValue(param, arg.float_value);
+  }
+  return floating ? FloatingValue(param, static_cast<double>(arg.int_value))
+                  : IntegerValue(op, kernel, param, i, arg.int_value);
+}
+
+}  // namespace
+
+std::vector<CudaParamValue> CudaParamValues(const std::string& op, const std::string& kernel,
+                                            const std::vector<CudaKernelParam>& params,
+                                            const std::vector<HandWrittenArg>& args) {
+  TORCH_CHECK_VALUE(params.size() == args.size(), op, ": kernel '", kernel, "' takes ", params.size(),
+                    " parameters, got ", args.size(), " arguments");
+  std::vector<CudaParamValue> values;
+  values.reserve(params.size());
+  for (size_t i = 0; i < params.size(); ++i) values.push_back(ValueFor(op, kernel, params[i], i, args[i]));
+  return values;
+}
+
+}  // namespace sparsetir::ops

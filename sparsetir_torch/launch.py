@@ -1,0 +1,46 @@
+"""st.launch_cuda: a CUDA kernel written by hand, run on CUDA tensors.
+
+The call is st.emulate_cuda's, so a kernel debugged on CPU tensors under the
+SIMT emulator runs unchanged on a GPU:
+
+    st.emulate_cuda(source, "scale", grid, block, x_cpu, 2.0, n)   # any machine
+    st.launch_cuda(source, "scale", grid, block, x_gpu, 2.0, n)    # a GPU
+
+NVRTC compiles the source for the device's architecture at its first launch
+there (the image cached on disk beside the operators' kernels), with CUDA's
+headers found in the nvidia wheel beside torch or a CUDA toolkit. The kernel
+runs on torch's current stream of the tensors' device, asynchronously like
+any CUDA work torch queues.
+"""
+from typing import Sequence
+
+from . import _C
+from .cuda_runtime import cuda_include_dirs, point_at_nvrtc
+from .emulator import Dims, check_no_leaf_requires_grad, launch_dims
+
+
+def launch_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, shared_bytes: int = 0,
+                options: Sequence[str] = ()) -> None:
+    """Runs `kernel` (an ``extern "C" __global__`` function of `source`) on
+    `grid` blocks of `block` threads (ints or up to three dimensions), as
+    ``kernel<<<grid, block, shared_bytes>>>(*args)`` would.
+
+    Arguments: contiguous CUDA tensors of one device, passed as pointers
+    (a parameter ``float*`` takes a float32 tensor, ``int*`` or
+    ``unsigned*`` an int32 one, ``__half*`` or ``unsigned short*`` a float16
+    one, ...; ``float4*``, ``__half2*`` or ``void*`` any), and Python ints and
+    floats, converted to the type the kernel's declaration gives the
+    parameter (``int``, ``unsigned long long``, ``float``, ``__half``, ...):
+    an int that the type cannot hold, or a float for an integer, is an error.
+    `options` are NVRTC's (``-DTILE=32``, ``-I...``); the folders of CUDA's
+    headers come first. The kernel writes the tensors in place."""
+    op = "st.launch_cuda"
+    if not isinstance(source, str) or not isinstance(kernel, str):
+        raise TypeError(f"{op}: 'source' and 'kernel' must be strings")
+    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+        raise TypeError(f"{op}: 'options' must be a sequence of strings, got {options!r}")
+    check_no_leaf_requires_grad(op, args)
+    point_at_nvrtc()
+    include = ["-I" + d for d in cuda_include_dirs()]
+    _C.launch_cuda(source, kernel, launch_dims(op, "grid", grid), launch_dims(op, "block", block), list(args),
+                   int(shared_bytes), include + list(options))
