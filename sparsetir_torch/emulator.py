@@ -18,7 +18,7 @@ raises one naming the block and the thread. SPARSETIR_EMULATE_ORDER=check
 runs the kernel in order, reversed and shuffled and raises where what it
 wrote differs (a race).
 """
-from typing import Sequence, Tuple, Union
+from typing import List, Sequence, Tuple, Union
 
 import torch
 
@@ -35,6 +35,13 @@ def launch_dims(op: str, name: str, value: Dims) -> Tuple[int, int, int]:
     return tuple(dims + [1] * (3 - len(dims)))
 
 
+def checked_options(op: str, options) -> List[str]:
+    """NVRTC-style options as a list of strings."""
+    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+        raise TypeError(f"{op}: 'options' must be a sequence of strings, got {options!r}")
+    return list(options)
+
+
 def check_no_leaf_requires_grad(op: str, args) -> None:
     """A kernel writes its tensors in place, which autograd cannot follow."""
     for i, a in enumerate(args):
@@ -42,7 +49,8 @@ def check_no_leaf_requires_grad(op: str, args) -> None:
             raise ValueError(f"{op}: argument {i} requires grad; pass it detached")
 
 
-def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, shared_bytes: int = 0) -> None:
+def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, shared_bytes: int = 0,
+                 options: Sequence[str] = ()) -> None:
     """Runs `kernel` (an ``extern "C" __global__`` function of `source`) on
     `grid` blocks of `block` threads (ints or up to three dimensions), as
     ``kernel<<<grid, block, shared_bytes>>>(*args)`` would on a GPU.
@@ -53,10 +61,15 @@ def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, share
     or ``__nv_bfloat16*`` for float16 / bfloat16 where the source includes
     their header, else ``unsigned short*`` holding their bits; ...); Python
     ints as ``long long`` and floats as ``double`` (the kernel's own
-    parameter types convert them). The kernel writes the tensors in place."""
+    parameter types convert them). The kernel writes the tensors in place.
+
+    `options` are st.launch_cuda's NVRTC options, so that both take the same
+    call: macros (``-DTILE=32``, ``-DFAST``, ``-UFAST``) are defined before
+    the source; ``-lineinfo`` and ``-std=c++17`` change nothing here; any
+    other option is refused by name."""
     if not isinstance(source, str) or not isinstance(kernel, str):
         raise TypeError("st.emulate_cuda: 'source' and 'kernel' must be strings")
     op = "st.emulate_cuda"
     check_no_leaf_requires_grad(op, args)
     _C.emulate_cuda(source, kernel, launch_dims(op, "grid", grid), launch_dims(op, "block", block), list(args),
-                    int(shared_bytes))
+                    int(shared_bytes), checked_options(op, options))

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from . import _C
 from .cuda_runtime import cuda_include_dirs, point_at_nvrtc
-from .emulator import Dims, check_no_leaf_requires_grad, launch_dims
+from .emulator import Dims, check_no_leaf_requires_grad, checked_options, launch_dims
 
 
 def launch_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, shared_bytes: int = 0,
@@ -32,15 +32,15 @@ def launch_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, shared
     floats, converted to the type the kernel's declaration gives the
     parameter (``int``, ``unsigned long long``, ``float``, ``__half``, ...):
     an int that the type cannot hold, or a float for an integer, is an error.
-    `options` are NVRTC's (``-DTILE=32``, ``-I...``); the folders of CUDA's
-    headers come first. The kernel writes the tensors in place."""
+    `options` are NVRTC's (``-DTILE=32``, ``-I...``), after the folders of
+    CUDA's headers; st.emulate_cuda takes the same list (its macros). The
+    kernel writes the tensors in place."""
     op = "st.launch_cuda"
     if not isinstance(source, str) or not isinstance(kernel, str):
         raise TypeError(f"{op}: 'source' and 'kernel' must be strings")
-    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
-        raise TypeError(f"{op}: 'options' must be a sequence of strings, got {options!r}")
+    options = checked_options(op, options)
     check_no_leaf_requires_grad(op, args)
     point_at_nvrtc()
     include = ["-I" + d for d in cuda_include_dirs()]
     _C.launch_cuda(source, kernel, launch_dims(op, "grid", grid), launch_dims(op, "block", block), list(args),
-                   int(shared_bytes), include + list(options))
+                   int(shared_bytes), include + options)

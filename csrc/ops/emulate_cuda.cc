@@ -3,7 +3,9 @@
 #include <c10/util/Exception.h>
 
 #include <memory>
+#include <cstring>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "codegen/simt_emulator.h"
@@ -48,13 +50,63 @@ void CheckDims(const char* what, const std::array<int64_t, 3>& dims) {
   }
 }
 
+bool IsIdentifier(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+// Whether `option` starts with one of `prefixes`; `*rest` is what follows it.
+bool AfterPrefix(const std::string& option, std::initializer_list<const char*> prefixes, std::string* rest) {
+  for (const char* prefix : prefixes) {
+    if (option.rfind(prefix, 0) == 0) {
+      *rest = option.substr(strlen(prefix));
+      return true;
+    }
+  }
+  return false;
+}
+
+// NVRTC's macro options as the lines that define them before the source:
+// -DNAME (as 1), -DNAME=VALUE, -UNAME and their long forms. Options that
+// change nothing the emulator computes (line info, the language standard,
+// which NVRTC and the host compiler both take as C++17) are accepted, so that
+// st.launch_cuda's option list runs here unchanged; any other is refused by
+// name rather than silently ignored.
+std::string MacroLines(const std::vector<std::string>& options) {
+  static const std::set<std::string> harmless = {"-lineinfo", "--generate-line-info", "-std=c++17", "--std=c++17",
+                                                 "-default-device", "--device-as-default-execution-space"};
+  std::string lines;
+  for (const std::string& option : options) {
+    if (harmless.count(option)) continue;
+    std::string body;
+    const bool define = AfterPrefix(option, {"--define-macro=", "-D"}, &body);
+    TORCH_CHECK_VALUE(define || AfterPrefix(option, {"--undefine-macro=", "-U"}, &body), kOp, ": the option '",
+                      option, "' has no meaning under the emulator (it takes -D, -U, -lineinfo and -std=c++17)");
+    const size_t equals = body.find('=');
+    const std::string name = body.substr(0, equals);
+    TORCH_CHECK_VALUE(IsIdentifier(name) && body.find('\n') == std::string::npos, kOp, ": the option '", option,
+                      "' does not name a macro");
+    if (!define) {
+      TORCH_CHECK_VALUE(equals == std::string::npos, kOp, ": the option '", option, "' gives -U a value");
+      lines += "#undef " + name + "\n";
+    } else {
+      lines += "#define " + name + " " + (equals == std::string::npos ? "1" : body.substr(equals + 1)) + "\n";
+    }
+  }
+  return lines;
+}
+
 // The module of `kernel` in `source` for arguments of these kinds and
 // dtypes: made once per process, so that a call neither rewrites nor hashes
 // the emulated source again (some 30 kilobytes, 80 with the 16-bit float
 // library). The launch dimensions are read after the kernel's arguments.
 std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, const std::string& kernel,
-                                                    const std::vector<HandWrittenArg>& args, size_t shared_bytes) {
-  std::string key = kernel + '\n' + std::to_string(shared_bytes) + '\n';
+                                                    const std::vector<HandWrittenArg>& args, size_t shared_bytes,
+                                                    const std::string& macros) {
+  std::string key = kernel + '\n' + std::to_string(shared_bytes) + '\n' + macros;
   for (const HandWrittenArg& arg : args) {
     key += arg.kind == HandWrittenArg::Kind::kTensor ? std::string(c10::toString(arg.tensor.scalar_type()))
                                                     : arg.kind == HandWrittenArg::Kind::kFloat ? "double" : "int";
@@ -75,7 +127,7 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
       types.push_back(arg.kind == HandWrittenArg::Kind::kFloat ? "double" : "long long");
     }
   }
-  const std::string emulated = kSimtEmulatorHeader + libraries.text + "\n#line 1 \"kernel.cu\"\n" +
+  const std::string emulated = kSimtEmulatorHeader + libraries.text + macros + "\n#line 1 \"kernel.cu\"\n" +
                                EmulatorSourceFromCuda(source) + "\n" + SimtEmulatorEntry(kernel, types);
   const size_t params = args.size();
   auto dims = [params](const SparsetirArg* a) {
@@ -95,7 +147,7 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
 
 void EmulateCuda(const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
                  const std::array<int64_t, 3>& block, const std::vector<HandWrittenArg>& args,
-                 int64_t dynamic_shared_bytes) {
+                 int64_t dynamic_shared_bytes, const std::vector<std::string>& options) {
   CheckDims("grid", grid);
   CheckDims("block", block);
   TORCH_CHECK_VALUE(block[0] * block[1] * block[2] <= 1024, kOp, ": a block has at most 1024 threads, got ",
@@ -126,7 +178,7 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
     packed.push_back(a);
   }
   const std::shared_ptr<const EmulatedCudaModule> module =
-      ModuleFor(source, kernel, args, static_cast<size_t>(dynamic_shared_bytes));
+      ModuleFor(source, kernel, args, static_cast<size_t>(dynamic_shared_bytes), MacroLines(options));
   // The launch dimensions follow the kernel's arguments (ModuleFor's LaunchDims).
   for (int64_t d : {grid[0], grid[1], grid[2], block[0], block[1], block[2]}) {
     SparsetirArg dim;

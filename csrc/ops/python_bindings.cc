@@ -394,13 +394,14 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "emulate_cuda",
       [](const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
-         const std::array<int64_t, 3>& block, const py::list& values, int64_t shared_bytes) {
+         const std::array<int64_t, 3>& block, const py::list& values, int64_t shared_bytes,
+         const std::vector<std::string>& options) {
         const std::vector<HandWrittenArg> args = HandWrittenArgsFrom(values, "st.emulate_cuda");
         py::gil_scoped_release release;
-        ops::EmulateCuda(source, kernel, grid, block, args, shared_bytes);
+        ops::EmulateCuda(source, kernel, grid, block, args, shared_bytes, options);
       },
       py::arg("source"), py::arg("kernel"), py::arg("grid"), py::arg("block"), py::arg("args"),
-      py::arg("shared_bytes"), "A hand-written CUDA kernel run on CPU tensors under the SIMT emulator.");
+      py::arg("shared_bytes"), py::arg("options"), "A hand-written CUDA kernel run on CPU tensors under the SIMT emulator.");
   m.def(
       "launch_cuda",
       [](const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,

@@ -188,6 +188,55 @@ def test_launch_cuda_checks_its_own_arguments():
         st.launch_cuda(SCALE, "scale", 1, 32, torch.ones(8), 2.0, 8, options=["-DX=1\n-DY"])
 
 
+# A kernel shaped by macros, as NVRTC options give them.
+TILED = r"""
+#ifndef TILE
+#error "TILE is not defined"
+#endif
+extern "C" __global__ void tiled(float* x) {
+  __shared__ float tile[TILE];
+  tile[threadIdx.x] = x[blockIdx.x * TILE + threadIdx.x] * SCALE;
+  __syncthreads();
+#ifdef REVERSE
+  x[blockIdx.x * TILE + threadIdx.x] = tile[TILE - 1 - threadIdx.x];
+#else
+  x[blockIdx.x * TILE + threadIdx.x] = tile[threadIdx.x];
+#endif
+}
+"""
+
+
+@pytest.mark.parametrize("tile", [4, 8])
+def test_the_emulator_takes_launch_cudas_macro_options(tile):
+    x = torch.arange(2.0 * tile)
+    st.emulate_cuda(TILED, "tiled", 2, tile, x, options=[f"-DTILE={tile}", "--define-macro=SCALE=3", "-lineinfo"])
+    assert torch.equal(x, torch.arange(2.0 * tile) * 3)
+    x = torch.arange(2.0 * tile)
+    st.emulate_cuda(TILED, "tiled", 2, tile, x, options=[f"-DTILE={tile}", "-DSCALE=2", "-DREVERSE", "-UREVERSE",
+                                                         "-DREVERSE"])
+    assert torch.equal(x, (torch.arange(2.0 * tile) * 2).view(2, tile).flip(1).flatten())
+
+
+@pytest.mark.parametrize("option,message", [
+    ("--use_fast_math", "the option '--use_fast_math' has no meaning under the emulator"),
+    ("-I/tmp", "the option '-I/tmp' has no meaning under the emulator"),
+    ("-D1X=2", "the option '-D1X=2' does not name a macro"),
+    ("-D", "the option '-D' does not name a macro"),
+    ("-UFOO=1", "the option '-UFOO=1' gives -U a value"),
+])
+def test_the_emulator_refuses_an_option_it_cannot_honour(option, message):
+    with pytest.raises(ValueError, match=re.escape("st.emulate_cuda: " + message)):
+        st.emulate_cuda(TILED, "tiled", 1, 4, torch.zeros(4), options=["-DTILE=4", "-DSCALE=1", option])
+    with pytest.raises(TypeError, match="'options' must be a sequence of strings"):
+        st.emulate_cuda(TILED, "tiled", 1, 4, torch.zeros(4), options="-DTILE=4")
+
+
+@needs_nvrtc
+def test_nvrtc_compiles_the_macro_kernel_with_the_same_options():
+    ptx = _C.nvrtc_compile(TILED, "tiled.cu", 80, False, ["-DTILE=8", "--define-macro=SCALE=3", "-lineinfo"])["ptx"]
+    assert b".entry tiled" in ptx
+
+
 # --------------------------------------------------------------------------- on a GPU
 
 GPU_REASON = st.cuda_unavailable_reason()
@@ -296,3 +345,13 @@ def test_gpu_the_examples_float16_spmm_matches_torch_sparse():
     y = example.run(matrix, x.cuda(), plant_race=False).cpu()
     reference = dense.double() @ x.double()
     assert (y.double() - reference).abs().max().item() <= 2.0**-9 * max(reference.abs().max().item(), 1.0)
+
+
+@gpu
+def test_gpu_the_macro_kernel_matches_the_emulator():
+    options = ["-DTILE=32", "-DSCALE=3", "-DREVERSE"]
+    x = torch.randn(64, generator=torch.Generator().manual_seed(2))
+    on_gpu, emulated = x.cuda(), x.clone()
+    st.launch_cuda(TILED, "tiled", 2, 32, on_gpu, options=options)
+    st.emulate_cuda(TILED, "tiled", 2, 32, emulated, options=options)
+    assert torch.equal(on_gpu.cpu(), emulated)
