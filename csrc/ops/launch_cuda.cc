@@ -80,7 +80,7 @@ Loaded& LoadedFor(const std::string& source, const std::string& kernel, const st
   std::lock_guard<std::mutex> lock(mutex);
   Loaded& loaded = table[key];
   if (loaded.module) return loaded;
-  std::vector<CudaKernelParam> params = CudaKernelParams(source, kernel);
+  std::vector<CudaKernelParam> params = CudaKernelParams(source, kernel, options);
   CudaDriver& driver = CudaDriver::Get();
   driver.MakeCurrent(device);
   const auto capability = driver.compute_capability(device);

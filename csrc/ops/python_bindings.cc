@@ -415,19 +415,20 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       py::arg("shared_bytes"), py::arg("options"), "A hand-written CUDA kernel run on CUDA tensors.");
   m.def(
       "cuda_kernel_params",
-      [](const std::string& source, const std::string& kernel) {
+      [](const std::string& source, const std::string& kernel, const std::vector<std::string>& options) {
         py::list out;
-        for (const CudaKernelParam& p : CudaKernelParams(source, kernel)) {
+        for (const CudaKernelParam& p : CudaKernelParams(source, kernel, options)) {
           out.append(py::make_tuple(p.type, p.name, p.bytes, p.declaration));
         }
         return out;
       },
-      py::arg("source"), py::arg("kernel"),
+      py::arg("source"), py::arg("kernel"), py::arg("options") = std::vector<std::string>(),
       "The parameters of `kernel` as st.launch_cuda reads them: (type, name, bytes, declaration) each.");
   m.def(
       "cuda_param_values",
-      [](const std::string& source, const std::string& kernel, const py::list& values) {
-        const std::vector<CudaKernelParam> params = CudaKernelParams(source, kernel);
+      [](const std::string& source, const std::string& kernel, const py::list& values,
+         const std::vector<std::string>& options) {
+        const std::vector<CudaKernelParam> params = CudaKernelParams(source, kernel, options);
         const std::vector<CudaParamValue> packed =
             CudaParamValues("st.launch_cuda", kernel, params, HandWrittenArgsFrom(values, "st.launch_cuda"));
         py::list out;
@@ -436,7 +437,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         }
         return out;
       },
-      py::arg("source"), py::arg("kernel"), py::arg("args"),
+      py::arg("source"), py::arg("kernel"), py::arg("args"), py::arg("options") = std::vector<std::string>(),
       "The bytes st.launch_cuda hands cuLaunchKernel for each argument, checked and converted.");
   m.def("has_cuda_recipe", &HasCudaRecipe, py::arg("recipe"),
         "Whether the built-in kernel recipe `recipe` has a cuda schedule.");

@@ -231,6 +231,29 @@ def test_the_emulator_refuses_an_option_it_cannot_honour(option, message):
         st.emulate_cuda(TILED, "tiled", 1, 4, torch.zeros(4), options="-DTILE=4")
 
 
+# Parameter types through a macro of the source, a typedef and an option.
+ALIASED = r"""
+#define real float
+typedef unsigned int index_t;
+extern "C" __global__ void aliased(real* x, real a, index_t n, acc_t b) {
+  if (threadIdx.x < n) x[threadIdx.x] = a * x[threadIdx.x] + (real)b;
+}
+"""
+
+
+@needs_nvrtc
+def test_nvrtc_compiles_the_sizes_read_through_macros_typedefs_and_options():
+    options = ["-Dacc_t=double"]
+    ptx = _C.nvrtc_compile(ALIASED, "aliased.cu", 80, False, options)["ptx"].decode()
+    params = _C.cuda_kernel_params(ALIASED, "aliased", options)
+    assert [p[2] for p in params] == ptx_param_sizes(ptx, "aliased") == [8, 4, 4, 8]
+    assert [p[0] for p in params] == ["float*", "float", "unsigned int", "double"]
+    assert _C.cuda_param_values(ALIASED, "aliased", [torch.zeros(1), 2, 3, 0.5], options)[1:] == [
+        struct.pack("<f", 2.0), struct.pack("<I", 3), struct.pack("<d", 0.5)]
+    with pytest.raises(ValueError, match=r"parameter 3 \('acc_t b'\) has type 'acc_t'"):
+        _C.cuda_kernel_params(ALIASED, "aliased")
+
+
 @needs_nvrtc
 def test_nvrtc_compiles_the_macro_kernel_with_the_same_options():
     ptx = _C.nvrtc_compile(TILED, "tiled.cu", 80, False, ["-DTILE=8", "--define-macro=SCALE=3", "-lineinfo"])["ptx"]

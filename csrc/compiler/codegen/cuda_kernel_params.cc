@@ -1,7 +1,9 @@
 #include "codegen/cuda_kernel_params.h"
 
 #include <cctype>
+#include <algorithm>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "support/error.h"
@@ -191,7 +193,55 @@ std::string Trimmed(const std::string& text) {
   return out;
 }
 
-CudaKernelParam ReadParameter(const std::string& kernel, size_t position, const std::string& text) {
+// Names that stand for types: object-like macros (`#define real float`, and
+// -DNAME=VALUE among `options`, which win), typedefs and using-declarations
+// (`typedef unsigned int index_t;`, `using real = float;`), each to its text.
+using Aliases = std::map<std::string, std::string>;
+
+Aliases AliasesOf(const std::string& source, const std::string& code, const std::vector<std::string>& options) {
+  static const std::regex define(R"(^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+([^\n]*))", std::regex::multiline);
+  static const std::regex typedef_(R"(\btypedef\s+([\w\s:*]+?)\s*\b(\w+)\s*;)");
+  static const std::regex using_(R"(\busing\s+(\w+)\s*=\s*([\w\s:*]+?)\s*;)");
+  Aliases aliases;
+  for (std::sregex_iterator it(code.begin(), code.end(), typedef_), end; it != end; ++it) {
+    aliases[(*it)[2]] = (*it)[1];
+  }
+  for (std::sregex_iterator it(code.begin(), code.end(), using_), end; it != end; ++it) {
+    aliases[(*it)[1]] = (*it)[2];
+  }
+  for (std::sregex_iterator it(source.begin(), source.end(), define), end; it != end; ++it) {
+    std::string value = (*it)[2];
+    value = value.substr(0, std::min(value.find("//"), value.find("/*")));
+    aliases[(*it)[1]] = value;
+  }
+  for (const std::string& option : options) {
+    for (const char* prefix : {"-D", "--define-macro="}) {
+      if (option.rfind(prefix, 0) != 0) continue;
+      const std::string body = option.substr(std::string(prefix).size());
+      const size_t equals = body.find('=');
+      aliases[body.substr(0, equals)] = equals == std::string::npos ? "1" : body.substr(equals + 1);
+    }
+  }
+  return aliases;
+}
+
+// `tokens` with every alias replaced by its own tokens, again and again (a
+// few levels: `#define real scalar_t` of a typedef).
+std::vector<std::string> Expanded(const std::vector<std::string>& tokens, const Aliases& aliases, int depth = 0) {
+  std::vector<std::string> out;
+  for (const std::string& token : tokens) {
+    const auto alias = aliases.find(token);
+    if (alias == aliases.end() || depth >= 8) {
+      out.push_back(token);
+      continue;
+    }
+    for (const std::string& t : Expanded(Tokens(alias->second), aliases, depth + 1)) out.push_back(t);
+  }
+  return out;
+}
+
+CudaKernelParam ReadParameter(const std::string& kernel, size_t position, const std::string& text,
+                              const Aliases& aliases) {
   static const std::set<std::string> qualifiers = {"const", "volatile", "__restrict__", "__restrict", "restrict",
                                                    "__grid_constant__", "register"};
   CudaKernelParam param;
@@ -200,7 +250,7 @@ CudaKernelParam ReadParameter(const std::string& kernel, size_t position, const 
   std::vector<std::string> words;
   int stars = 0;
   bool array = false;
-  for (const std::string& token : Tokens(text)) {
+  for (const std::string& token : Expanded(Tokens(text), aliases)) {
     if (qualifiers.count(token)) continue;
     if (token == "*") {
       ++stars;
@@ -246,13 +296,16 @@ CudaKernelParam ReadParameter(const std::string& kernel, size_t position, const 
 
 }  // namespace
 
-std::vector<CudaKernelParam> CudaKernelParams(const std::string& source, const std::string& kernel) {
-  const std::string list = ParameterList(CodeOnly(source), kernel);
+std::vector<CudaKernelParam> CudaKernelParams(const std::string& source, const std::string& kernel,
+                                              const std::vector<std::string>& options) {
+  const std::string code = CodeOnly(source);
+  const std::string list = ParameterList(code, kernel);
+  const Aliases aliases = AliasesOf(source, code, options);
   std::vector<CudaKernelParam> params;
   const std::string trimmed = Trimmed(list);
   if (trimmed.empty() || trimmed == "void") return params;
   const std::vector<std::string> pieces = SplitParameters(list);
-  for (size_t i = 0; i < pieces.size(); ++i) params.push_back(ReadParameter(kernel, i, pieces[i]));
+  for (size_t i = 0; i < pieces.size(); ++i) params.push_back(ReadParameter(kernel, i, pieces[i], aliases));
   return params;
 }
 

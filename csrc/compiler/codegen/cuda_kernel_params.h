@@ -31,9 +31,13 @@ struct CudaKernelParam {
 // `kernel` in `source` (comments, string literals and preprocessor lines are
 // skipped). A parameter is a pointer (or an array, which is one), one of C's
 // arithmetic types or their fixed-width names (int32_t, size_t, ...),
-// `__half` or `__nv_bfloat16`. Throws a UserError naming the kernel and the
+// `__half` or `__nv_bfloat16`, or a name for one of them: an object-like
+// macro of the source or of `options` (NVRTC's -DNAME=VALUE), a typedef or a
+// using-declaration. Conditional compilation is not followed (the last
+// definition of a name counts). Throws a UserError naming the kernel and the
 // parameter where the source has no such kernel or a parameter is of another
 // type (a struct, a vector type, a template parameter, a reference).
-std::vector<CudaKernelParam> CudaKernelParams(const std::string& source, const std::string& kernel);
+std::vector<CudaKernelParam> CudaKernelParams(const std::string& source, const std::string& kernel,
+                                              const std::vector<std::string>& options = {});
 
 }  // namespace sparsetir

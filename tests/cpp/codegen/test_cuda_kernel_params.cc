@@ -117,6 +117,33 @@ TEST(CudaKernelParams, LoneTypeWordsAreTypesNotNames) {
   for (const auto& p : params) EXPECT_EQ(p.name, "");
 }
 
+TEST(CudaKernelParams, NamesForTypesAreFollowed) {
+  const std::string source = R"(
+    #define real float   // the precision
+    #define RESTRICT __restrict__
+    #define index_t idx
+    typedef unsigned int idx;
+    using count_t = long long;
+    typedef float* floatp;
+    extern "C" __global__ void k(const real* RESTRICT x, real a, index_t i, count_t n, floatp y, acc_t s) {}
+  )";
+  const auto params = CudaKernelParams(source, "k", {"-DTILE=32", "--define-macro=acc_t=double"});
+  ASSERT_EQ(params.size(), 6u);
+  EXPECT_EQ(params[0].type, "float*");
+  EXPECT_EQ(params[0].element_kind, Kind::kFloat);
+  EXPECT_EQ(params[1].type, "float");
+  EXPECT_EQ(params[1].name, "a");
+  EXPECT_EQ(params[2].type, "unsigned int");
+  EXPECT_EQ(params[2].bytes, 4u);
+  EXPECT_EQ(params[3].type, "long long");
+  EXPECT_EQ(params[4].type, "float*");
+  EXPECT_EQ(params[5].type, "double");
+  EXPECT_EQ(params[5].bytes, 8u);
+  EXPECT_EQ(params[1].declaration, "real a");  // as written
+  // Without the option, acc_t is a name the reader cannot follow.
+  EXPECT_NE(ErrorOf(source, "k").find("has type 'acc_t'"), std::string::npos);
+}
+
 TEST(CudaKernelParams, RefusesWhatItCannotPassNamingTheParameter) {
   EXPECT_NE(ErrorOf("__global__ void k(float* x) {}", "missing").find("declares no __global__ function"),
             std::string::npos);
