@@ -213,8 +213,10 @@ void CudaDriver::set_max_dynamic_shared_bytes(CUfunction f, int bytes) const {
 std::optional<std::vector<size_t>> CudaDriver::param_sizes(CUfunction f) const {
   if (!api_->FuncGetParamInfo) return std::nullopt;
   std::vector<size_t> sizes;
-  // CUDA_ERROR_INVALID_VALUE past the last parameter.
+  // CUDA_ERROR_INVALID_VALUE past the last parameter; a kernel's parameters
+  // fit in 32,764 bytes, so a longer answer is not believed.
   for (size_t offset = 0, size = 0; api_->FuncGetParamInfo(f, sizes.size(), &offset, &size) == 0;) {
+    if (sizes.size() >= 32764) return std::nullopt;
     sizes.push_back(size);
   }
   return sizes;
