@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "codegen/simt_emulator.h"
+#include "launch_shape.h"
 #include "launcher.h"
 #include "runtime/emulated_cuda_module.h"
 #include "race_checked_tensors.h"
@@ -41,13 +42,6 @@ std::string PointerType(at::ScalarType dtype, size_t position, bool float16_type
   }
   TORCH_CHECK_VALUE(false, kOp, ": argument ", position, " has dtype ", dtype, ", which has no C type here");
   return "";
-}
-
-void CheckDims(const char* what, const std::array<int64_t, 3>& dims) {
-  for (int64_t d : dims) {
-    TORCH_CHECK_VALUE(d >= 1 && d <= INT32_MAX, kOp, ": every dimension of '", what, "' must be from 1 to 2^31 - 1, got (",
-                      dims[0], ", ", dims[1], ", ", dims[2], ")");
-  }
 }
 
 bool IsIdentifier(const std::string& name) {
@@ -148,10 +142,7 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
 void EmulateCuda(const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
                  const std::array<int64_t, 3>& block, const std::vector<HandWrittenArg>& args,
                  int64_t dynamic_shared_bytes, const std::vector<std::string>& options) {
-  CheckDims("grid", grid);
-  CheckDims("block", block);
-  TORCH_CHECK_VALUE(block[0] * block[1] * block[2] <= 1024, kOp, ": a block has at most 1024 threads, got ",
-                    block[0] * block[1] * block[2]);
+  CheckLaunchShape(kOp, grid, block);
   TORCH_CHECK_VALUE(dynamic_shared_bytes >= 0, kOp, ": argument 'shared_bytes' must be non-negative, got ",
                     dynamic_shared_bytes);
   TORCH_CHECK_VALUE(!kernel.empty() && source.find(kernel) != std::string::npos, kOp, ": the source defines no '",

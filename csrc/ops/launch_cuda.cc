@@ -13,6 +13,7 @@
 #include "codegen/cuda_kernel_params.h"
 #include "cuda_launch.h"
 #include "cuda_param_values.h"
+#include "launch_shape.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_cache.h"
 #include "support/error.h"
@@ -22,19 +23,6 @@ namespace {
 
 constexpr const char* kOp = "st.launch_cuda";
 constexpr int64_t kSharedWithoutAsking = 48 * 1024;
-
-// CUDA's limits on a launch's shape (the same on every architecture since sm_30).
-void CheckShape(const std::array<int64_t, 3>& grid, const std::array<int64_t, 3>& block) {
-  const std::array<int64_t, 3> grid_max = {2147483647LL, 65535, 65535}, block_max = {1024, 1024, 64};
-  for (int d = 0; d < 3; ++d) {
-    TORCH_CHECK_VALUE(grid[d] >= 1 && grid[d] <= grid_max[d], kOp, ": grid dimension ", d, " must be from 1 to ",
-                      grid_max[d], ", got ", grid[d]);
-    TORCH_CHECK_VALUE(block[d] >= 1 && block[d] <= block_max[d], kOp, ": block dimension ", d,
-                      " must be from 1 to ", block_max[d], ", got ", block[d]);
-  }
-  TORCH_CHECK_VALUE(block[0] * block[1] * block[2] <= 1024, kOp, ": a block has at most 1024 threads, got ",
-                    block[0] * block[1] * block[2]);
-}
 
 // The device every tensor argument is on: at least one, all CUDA, all the
 // same, all contiguous.
@@ -119,7 +107,7 @@ Loaded& LoadedFor(const std::string& source, const std::string& kernel, const st
 void LaunchCuda(const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
                 const std::array<int64_t, 3>& block, const std::vector<HandWrittenArg>& args,
                 int64_t dynamic_shared_bytes, const std::vector<std::string>& options) {
-  CheckShape(grid, block);
+  CheckLaunchShape(kOp, grid, block);
   TORCH_CHECK_VALUE(dynamic_shared_bytes >= 0 && dynamic_shared_bytes <= INT32_MAX, kOp,
                     ": argument 'shared_bytes' must be from 0 to 2^31 - 1, got ", dynamic_shared_bytes);
   for (const std::string& option : options) {

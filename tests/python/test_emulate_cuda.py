@@ -130,10 +130,17 @@ def test_bad_arguments_are_named():
     x = torch.zeros(4)
     with pytest.raises(ValueError, match="'block' must be an int or 1 to 3 ints"):
         st.emulate_cuda(WARP_MAX, "warp_max", 1, (1, 2, 3, 4), x, x, 4)
-    with pytest.raises(ValueError, match="every dimension of 'grid' must be from 1"):
+    # CUDA's own limits, as st.launch_cuda checks them: what a GPU refuses, the emulator refuses.
+    with pytest.raises(ValueError, match="grid dimension 0 must be from 1 to 2147483647, got 0"):
         st.emulate_cuda(WARP_MAX, "warp_max", 0, 32, x, x, 4)
-    with pytest.raises(ValueError, match="a block has at most 1024 threads, got 2048"):
+    with pytest.raises(ValueError, match="grid dimension 2 must be from 1 to 65535, got 65536"):
+        st.emulate_cuda(WARP_MAX, "warp_max", (1, 1, 65536), 32, x, x, 4)
+    with pytest.raises(ValueError, match="block dimension 0 must be from 1 to 1024, got 2048"):
         st.emulate_cuda(WARP_MAX, "warp_max", 1, 2048, x, x, 4)
+    with pytest.raises(ValueError, match="block dimension 2 must be from 1 to 64, got 65"):
+        st.emulate_cuda(WARP_MAX, "warp_max", 1, (1, 1, 65), x, x, 4)
+    with pytest.raises(ValueError, match="a block has at most 1024 threads, got 2048"):
+        st.emulate_cuda(WARP_MAX, "warp_max", 1, (64, 32), x, x, 4)
     with pytest.raises(ValueError, match="argument 0 must be contiguous"):
         st.emulate_cuda(WARP_MAX, "warp_max", 1, 32, torch.zeros(4, 2).t(), x, 4)
     with pytest.raises(TypeError, match="argument 2 must be a tensor, an int or a float, got str"):
