@@ -8,7 +8,8 @@ __activemask, __shared__, __constant__ and `extern __shared__ T name[]` for
 dynamic shared memory, and CUDA's device library: vector types, dim3, min /
 max, the integer and float intrinsics, __ldg, the atomics, clock64, assert
 and __trap) and, where the source includes them, cuda_fp16.h / cuda_bf16.h
-(__half, __nv_bfloat16 and their pairs, rounded as on the GPU),
+(__half, __nv_bfloat16 and their pairs, rounded as on the GPU), cuda_fp8.h
+(E4M3 and E5M2, their conversions in both saturation modes),
 cooperative_groups.h (the block, tiles, coalesced groups, reduce, scans,
 memcpy_async), mma.h (nvcuda::wmma's fragments, loads, stores and mma_sync)
 and cuda_pipeline.h (__pipeline_memcpy_async & co.); a block's threads run as
@@ -59,7 +60,9 @@ def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, share
     type (``float*`` or ``float4*`` for float32, ``double*``, ``int*`` or
     ``unsigned*``, ``int64_t*`` or ``long long*``; ``__half*``, ``__half2*``
     or ``__nv_bfloat16*`` for float16 / bfloat16 where the source includes
-    their header, else ``unsigned short*`` holding their bits; ...); Python
+    their header, else ``unsigned short*`` holding their bits;
+    ``__nv_fp8_e4m3*`` / ``__nv_fp8_e5m2*`` (or their pairs and quads) for
+    torch's float8 dtypes with cuda_fp8.h, else ``unsigned char*``; ...); Python
     ints as ``long long`` and floats as ``double`` (the kernel's own
     parameter types convert them). The kernel writes the tensors in place.
 

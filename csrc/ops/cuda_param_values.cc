@@ -87,6 +87,10 @@ bool ElementMatches(const CudaKernelParam& param, at::ScalarType dtype) {
     case at::kDouble: return param.element_kind == Kind::kFloat && param.element_bytes == 8;
     case at::kHalf: return param.element_kind == Kind::kHalf || bits16;
     case at::kBFloat16: return param.element_kind == Kind::kBFloat16 || bits16;
+    case at::kFloat8_e4m3fn:
+    case at::kFloat8_e5m2:  // their bits
+      return param.element_bytes == 1 &&
+             (param.element_kind == Kind::kSigned || param.element_kind == Kind::kUnsigned);
     case at::kBool:
       return param.element_kind == Kind::kBool ||
              (param.element_bytes == 1 && param.element_kind != Kind::kFloat);

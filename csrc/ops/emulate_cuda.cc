@@ -20,10 +20,12 @@ namespace {
 
 constexpr const char* kOp = "st.emulate_cuda";
 
-// The C type a kernel parameter takes a tensor of `dtype` as. 16-bit floats
-// are their CUDA types where the source includes cuda_fp16.h / cuda_bf16.h
-// (`float16_types`), else their bits; either accepts a parameter of the bits.
-std::string PointerType(at::ScalarType dtype, size_t position, bool float16_types) {
+// The C type a kernel parameter takes a tensor of `dtype` as. 16-bit (8-bit)
+// floats are their CUDA types where the source includes cuda_fp16.h /
+// cuda_bf16.h (cuda_fp8.h), else their bits; either accepts a parameter of
+// the bits.
+std::string PointerType(at::ScalarType dtype, size_t position, const EmulatorLibraries& libraries) {
+  const bool float16_types = libraries.float16_types, float8_types = libraries.float8_types;
   switch (dtype) {
     case at::kFloat: return "float*";
     case at::kDouble: return "double*";
@@ -38,6 +40,8 @@ std::string PointerType(at::ScalarType dtype, size_t position, bool float16_type
     case at::kBool: return "bool*";
     case at::kHalf: return float16_types ? "__half*" : "unsigned short*";
     case at::kBFloat16: return float16_types ? "__nv_bfloat16*" : "unsigned short*";
+    case at::kFloat8_e4m3fn: return float8_types ? "__nv_fp8_e4m3*" : "unsigned char*";
+    case at::kFloat8_e5m2: return float8_types ? "__nv_fp8_e5m2*" : "unsigned char*";
     default: break;
   }
   TORCH_CHECK_VALUE(false, kOp, ": argument ", position, " has dtype ", dtype, ", which has no C type here");
@@ -116,7 +120,7 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
   for (size_t i = 0; i < args.size(); ++i) {
     const HandWrittenArg& arg = args[i];
     if (arg.kind == HandWrittenArg::Kind::kTensor) {
-      types.push_back(PointerType(arg.tensor.scalar_type(), i, libraries.float16_types));
+      types.push_back(PointerType(arg.tensor.scalar_type(), i, libraries));
     } else {
       types.push_back(arg.kind == HandWrittenArg::Kind::kFloat ? "double" : "long long");
     }

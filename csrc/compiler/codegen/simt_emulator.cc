@@ -7,6 +7,7 @@
 #include "codegen/simt_async_copy.h"
 #include "codegen/simt_cooperative_groups.h"
 #include "codegen/simt_float16_library.h"
+#include "codegen/simt_float8_library.h"
 #include "codegen/simt_wmma.h"
 
 namespace sparsetir {
@@ -20,14 +21,15 @@ const std::set<std::string>& EmulatedHeaders() {
       "cuda_runtime.h", "cuda_runtime_api.h", "cuda.h",   "device_launch_parameters.h",
       "vector_types.h", "device_functions.h", "assert.h", "cassert", "cuda_fp16.h", "cuda_bf16.h",
       "cooperative_groups.h", "cooperative_groups/reduce.h", "cooperative_groups/scan.h",
-      "cooperative_groups/memcpy_async.h", "mma.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h"};
+      "cooperative_groups/memcpy_async.h", "mma.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
+      "cuda_fp8.h"};
   return headers;
 }
 
 // Headers of the CUDA toolkit the emulator has no emulation of.
 const std::set<std::string>& UnemulatedHeaders() {
   static const std::set<std::string> headers = {
-      "cuda_fp8.h", "cuda/barrier", "cuda/pipeline", "cub/cub.cuh", "cuda/std/atomic"};
+      "cuda/barrier", "cuda/pipeline", "cub/cub.cuh", "cuda/std/atomic"};
   return headers;
 }
 
@@ -69,12 +71,16 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
   EmulatorLibraries libraries;
   while (std::getline(lines, line)) {
     const std::string header = IncludedHeader(line);
-    wmma |= header == "mma.h";  // which includes cuda_fp16.h and cuda_bf16.h
-    libraries.float16_types |= header == "cuda_fp16.h" || header == "cuda_bf16.h" || header == "mma.h";
+    wmma |= header == "mma.h";
+    libraries.float8_types |= header == "cuda_fp8.h";
+    // mma.h and cuda_fp8.h include cuda_fp16.h and cuda_bf16.h.
+    libraries.float16_types |= header == "cuda_fp16.h" || header == "cuda_bf16.h" || header == "mma.h" ||
+                               header == "cuda_fp8.h";
     cooperative_groups |= header.rfind("cooperative_groups", 0) == 0;
     async_copy |= header == "cuda_pipeline.h" || header == "cuda_pipeline_primitives.h";
   }
   if (libraries.float16_types) libraries.text += SimtFloat16Library();
+  if (libraries.float8_types) libraries.text += SimtFloat8Library();
   if (wmma) libraries.text += kSimtWmma;
   if (cooperative_groups) libraries.text += kSimtCooperativeGroups;
   if (async_copy) libraries.text += kSimtAsyncCopy;

@@ -286,21 +286,24 @@ static inline void sparsetir_emulate_blocks(const SparsetirSimt* simt, sparsetir
 // header (cuda_runtime.h, vector_types.h, cuda_fp16.h, ...) or of assert.h is
 // dropped, as the emulator header (or EmulatorLibrariesFor) declares what it
 // would; one of a header the emulator does not provide (cuda/barrier,
-// cuda_fp8.h, ...) becomes an
-// #error naming it; `extern __shared__ T name[];` becomes a thread-local
-// reference to the block's dynamic shared memory.
+// cub/cub.cuh, ...) becomes an #error naming it; `extern __shared__ T
+// name[];` becomes a thread-local reference to the block's dynamic shared
+// memory.
 std::string EmulatorSourceFromCuda(const std::string& source);
 
 // What a hand-written source's CUDA headers declare beyond the emulator
 // header, pasted after it (`text`): the 16-bit float types for cuda_fp16.h,
-// cuda_bf16.h and mma.h (simt_float16_library.h; `float16_types`), the warp
-// matrix functions for mma.h (simt_wmma.h), cooperative groups for
-// cooperative_groups.h and its reduce.h, scan.h and memcpy_async.h
-// (simt_cooperative_groups.h), the asynchronous copies of
-// cuda_pipeline_primitives.h and cuda_pipeline.h (simt_async_copy.h).
+// cuda_bf16.h, mma.h and cuda_fp8.h (simt_float16_library.h;
+// `float16_types`), the 8-bit float types for cuda_fp8.h
+// (simt_float8_library.h; `float8_types`), the warp matrix functions for
+// mma.h (simt_wmma.h), cooperative groups for cooperative_groups.h and its
+// reduce.h, scan.h and memcpy_async.h (simt_cooperative_groups.h), the
+// asynchronous copies of cuda_pipeline_primitives.h and cuda_pipeline.h
+// (simt_async_copy.h).
 struct EmulatorLibraries {
   std::string text;
   bool float16_types = false;
+  bool float8_types = false;  // cuda_fp8.h (simt_float8_library.h)
 };
 EmulatorLibraries EmulatorLibrariesFor(const std::string& source);
 

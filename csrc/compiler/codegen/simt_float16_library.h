@@ -16,6 +16,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "codegen/prelude_float16.h"
 
@@ -405,5 +407,10 @@ typedef __nv_bfloat162 nv_bfloat162;
 
 // The library as pasted: the common part, both types, the names.
 const std::string& SimtFloat16Library();
+
+// `text_template` with each placeholder of `names` (in order: a placeholder
+// that contains another comes first) replaced by its name.
+std::string InstantiateLibrary(const char* text_template,
+                               const std::vector<std::pair<std::string, std::string>>& names);
 
 }  // namespace sparsetir

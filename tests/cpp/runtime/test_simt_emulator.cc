@@ -257,6 +257,20 @@ TEST(EmulatorSourceFromCuda, DeclaresTheFloat16TypesWhereTheSourceIncludesTheirH
   EXPECT_NE(wmma.text.find("namespace wmma {"), std::string::npos);
   EXPECT_NE(wmma.text.find("struct __attribute__((aligned(2))) __half {"), std::string::npos);
   EXPECT_TRUE(wmma.float16_types);
+  EXPECT_FALSE(wmma.float8_types);
+  // cuda_fp8.h too; its own types come after the 16-bit ones they convert from.
+  const std::string fp8_source = "#include <cuda_fp8.h>\n";
+  EXPECT_EQ(EmulatorSourceFromCuda(fp8_source).rfind("// (declared by the SIMT emulator)", 0), 0u);
+  const EmulatorLibraries fp8 = EmulatorLibrariesFor(fp8_source);
+  EXPECT_TRUE(fp8.float16_types);
+  EXPECT_TRUE(fp8.float8_types);
+  const size_t half = fp8.text.find("struct __attribute__((aligned(2))) __half {");
+  const size_t e4m3 = fp8.text.find("struct __attribute__((aligned(1))) __nv_fp8_e4m3 {");
+  ASSERT_NE(half, std::string::npos);
+  ASSERT_NE(e4m3, std::string::npos);
+  EXPECT_LT(half, e4m3);
+  EXPECT_NE(fp8.text.find("struct __attribute__((aligned(4))) __nv_fp8x4_e5m2 {"), std::string::npos);
+  EXPECT_EQ(fp8.text.find('@'), std::string::npos) << "a placeholder was left";
 }
 
 TEST(KernelSynchronizes, FindsBarriersAndWarpOperations) {
