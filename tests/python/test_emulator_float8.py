@@ -140,8 +140,8 @@ def test_a_nan_stays_nan_and_a_floats_nan_loses_its_sign():
 
 
 def test_every_code_decodes_to_torchs_value():
-    outs = [torch.zeros(256), torch.zeros(256), torch.zeros(256, dtype=torch.int16),
-            torch.zeros(256, dtype=torch.int16), torch.zeros(256, dtype=torch.int32), torch.zeros(256, dtype=torch.int32)]
+    outs = [torch.zeros(256, dtype=dtype) for dtype in (torch.float32, torch.float32, torch.int16, torch.int16,
+                                                         torch.int32, torch.int32)]
     st.emulate_cuda(CONVERT, "decode", 1, 256, *outs)
     f4, f5, h4, h5, i4, b4 = outs
     codes = torch.arange(256, dtype=torch.int32).to(torch.uint8)
