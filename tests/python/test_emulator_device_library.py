@@ -469,11 +469,102 @@ def test_more_dynamic_shared_memory_than_cuda_allows_is_refused():
         st.emulate_cuda(SHARED, "reverse_tile", 1, 32, torch.zeros(32), torch.zeros(32), shared_bytes=300000)
 
 
+MATH = r'''
+// CUDA's math API beyond C's: each function of x[i] (float, then double) in a row of out.
+extern "C" __global__ void math(const float* x, float* out, double* out64, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float v = x[i];
+  float* o = out + 10 * i;
+  o[0] = erfinvf(v), o[1] = erfcinvf(v), o[2] = normcdff(v), o[3] = normcdfinvf(v), o[4] = erfcxf(v);
+  o[5] = sinpif(v), o[6] = cospif(v), o[7] = rhypotf(v, 3.0f), o[8] = norm3df(v, 2.0f, -2.0f);
+  float s, c;
+  sincospif(v, &s, &c);
+  o[9] = s - o[5] + c - o[6];  // 0
+  double* d = out64 + 6 * i;
+  const double w = v;
+  d[0] = erfinv(w), d[1] = erfcinv(w), d[2] = normcdf(w), d[3] = normcdfinv(w), d[4] = sinpi(w), d[5] = cospi(w);
+}
+// __dp4a / __dp2a on packed bytes and halves.
+extern "C" __global__ void dots(const int* a, const int* b, const int* c, int* out, unsigned int* out_u, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  out[3 * i] = __dp4a(a[i], b[i], c[i]);
+  out[3 * i + 1] = __dp2a_lo(a[i], b[i], c[i]);
+  out[3 * i + 2] = __dp2a_hi(a[i], b[i], c[i]);
+  const unsigned int ua = a[i], ub = b[i], uc = c[i];
+  out_u[3 * i] = __dp4a(ua, ub, uc);
+  out_u[3 * i + 1] = __dp2a_lo(ua, ub, uc);
+  out_u[3 * i + 2] = __dp2a_hi(ua, ub, uc);
+}
+'''
+
+
+def test_cudas_math_functions_beyond_c():
+    from scipy import special
+
+    special_points = [-1.0, 1.0, 0.0, -0.0, 0.5, -0.5, 2.0, 1e-30, 1 - 2.0**-24, 1e-20, 1.9999999, 7.0, -7.0, 12.5,
+                      1e6 + 1, np.inf, np.nan]
+    x = np.concatenate([np.linspace(-3, 3, 61), special_points]).astype(np.float32)
+    n = x.size
+    out, out64 = torch.zeros(n, 10), torch.zeros(n, 6, dtype=torch.float64)
+    st.emulate_cuda(MATH, "math", (n + 63) // 64, 64, torch.from_numpy(x), out, out64, n)
+    got, got64, v = out.numpy().astype(np.float64), out64.numpy(), x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        # sin and cos of pi x, with the exact zeros at integers and half-integers.
+        r = v - 2 * np.round(v / 2)
+        sinpi = np.where(np.isin(r, [0.0, 1.0, -1.0]), np.copysign(0.0, v), np.sin(np.pi * r))
+        cospi = np.where(np.abs(r) == 0.5, 0.0, np.cos(np.pi * r))
+        want = np.stack([special.erfinv(v), special.erfcinv(v), special.ndtr(v), special.ndtri(v), special.erfcx(v),
+                         sinpi, cospi, 1 / np.hypot(v, 3), np.hypot(np.hypot(v, 2), 2),
+                         np.where(np.isfinite(v), 0.0, np.nan)], axis=1)
+        finite = np.isfinite(want)
+        # CUDA's bounds are a few ulp of float (erfcinvf 4, normcdfinvf 5): 8 ulp here.
+        tolerance = 8 * np.spacing(np.abs(want[finite]).astype(np.float32)).astype(np.float64)
+        assert np.all(np.abs(got[finite] - want[finite]) <= tolerance), np.argwhere(
+            np.abs(got - want) > 8 * np.spacing(np.abs(want).astype(np.float32)))
+        assert np.array_equal(got[~finite], want[~finite], equal_nan=True)
+        want64 = np.stack([special.erfinv(v), special.erfcinv(v), special.ndtr(v), special.ndtri(v), sinpi, cospi],
+                          axis=1)
+        np.testing.assert_allclose(got64, want64, rtol=1e-13, atol=1e-300, equal_nan=True)
+    # Exact where CUDA says: sinpi of an integer is a zero of its sign, cospi of a half-integer +0.
+    index = {float(value): k for k, value in enumerate(x)}
+    for value in (2.0, 7.0, -7.0):
+        assert got[index[value], 5] == 0 and np.signbit(got[index[value], 5]) == (value < 0)
+    for value in (0.5, -0.5, 12.5):
+        assert got[index[value], 6] == 0 and not np.signbit(got[index[value], 6])
+    assert got[index[1.0], 0] == np.inf and got[index[-1.0], 0] == -np.inf and got[index[0.0], 1] == np.inf
+
+
+def _dot_reference(a, b, c, signed):
+    """__dp4a, __dp2a_lo, __dp2a_hi of 32-bit words, in Python's integers."""
+    def piece(word, bits, k):
+        v = (word >> (bits * k)) & ((1 << bits) - 1)
+        return v - (1 << bits) if signed and v >> (bits - 1) else v
+    wrap = (lambda v: (v + 2**31) % 2**32 - 2**31) if signed else (lambda v: v % 2**32)
+    dp4a = c + sum(piece(a, 8, k) * piece(b, 8, k) for k in range(4))
+    lo = c + sum(piece(a, 16, k) * piece(b, 8, k) for k in range(2))
+    hi = c + sum(piece(a, 16, k) * piece(b, 8, 2 + k) for k in range(2))
+    return [wrap(dp4a), wrap(lo), wrap(hi)]
+
+
+def test_packed_byte_dot_products_match_python_integers():
+    g = torch.Generator().manual_seed(6)
+    a, b, c = (torch.randint(-2**31, 2**31, (200,), generator=g, dtype=torch.int64).int() for _ in range(3))
+    c[:4] = torch.tensor([2**31 - 1, -2**31, 0, -1], dtype=torch.int32)  # the sum wraps
+    out, out_u = torch.zeros(200, 3, dtype=torch.int32), torch.zeros(200, 3, dtype=torch.int32)
+    st.emulate_cuda(MATH, "dots", 4, 64, a, b, c, out, out_u, 200)
+    for i, (x, y, z) in enumerate(zip(a.tolist(), b.tolist(), c.tolist())):
+        ux, uy, uz = x % 2**32, y % 2**32, z % 2**32
+        assert out[i].tolist() == _dot_reference(ux, uy, z, True), i
+        assert [v % 2**32 for v in out_u[i].tolist()] == _dot_reference(ux, uy, uz, False), i
+
+
 # The NVRTC check drops the includes NVRTC has no search path for (the
 # emulator's own test of them is above).
 NVRTC_SOURCES = {"vectors": VECTORS, "integers": INTEGERS, "floats": FLOATS, "atomics": ATOMICS, "shared": SHARED,
                  "warp_extras": WARP_EXTRAS, "checked": re.sub(r"#include <[^>]+>\n", "", CHECKED),
-                 "late_return": LATE_RETURN, "block_votes": BLOCK_VOTES}
+                 "late_return": LATE_RETURN, "block_votes": BLOCK_VOTES, "math": MATH}
 
 
 @needs_nvrtc

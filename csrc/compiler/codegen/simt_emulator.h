@@ -24,6 +24,7 @@
 #include "codegen/abi.h"
 #include "codegen/simt_abi.h"
 #include "codegen/simt_device_library.h"
+#include "codegen/simt_device_math.h"
 
 namespace sparsetir {
 
@@ -34,7 +35,7 @@ inline const std::string kSimtEmulatorHeader = R"EMULATOR(
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
-)EMULATOR" + std::string(kSimtAbiText) + "\n" + std::string(kSimtDeviceLibrary) + R"EMULATOR(
+)EMULATOR" + std::string(kSimtAbiText) + "\n" + std::string(kSimtDeviceLibrary) + std::string(kSimtDeviceMath) + R"EMULATOR(
 typedef uint3 sparsetir_uint3;
 static thread_local uint3 threadIdx, blockIdx;
 static thread_local dim3 blockDim, gridDim;
