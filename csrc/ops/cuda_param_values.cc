@@ -39,10 +39,10 @@ template <typename T> CudaParamValue ValueOf(T v) {
 // set where that was inexact. Rounding this float to a 16-bit format (2 + 11
 // or 2 + 8 bits below float's 24) gives what rounding `d` there directly
 // would: no double rounding.
-float RoundedToOddFloat(double d) {
+float RoundedToOddFloat(long double d) {
   float f = static_cast<float>(d);
-  if (!std::isfinite(f) || static_cast<double>(f) == d) return f;
-  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+  if (!std::isfinite(f) || static_cast<long double>(f) == d) return f;
+  if (std::fabs(static_cast<long double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
   bits |= 1u;
@@ -50,11 +50,13 @@ float RoundedToOddFloat(double d) {
   return f;
 }
 
-CudaParamValue FloatingValue(const CudaKernelParam& param, double d) {
+// `d` (a Python float, or an int: long double holds every int64 exactly)
+// rounded once to the parameter's type.
+CudaParamValue FloatingValue(const CudaKernelParam& param, long double d) {
   switch (param.kind) {
     case Kind::kHalf: return ValueOf(c10::Half(RoundedToOddFloat(d)).x);
     case Kind::kBFloat16: return ValueOf(c10::BFloat16(RoundedToOddFloat(d)).x);
-    default: return param.bytes == 4 ? ValueOf(static_cast<float>(d)) : ValueOf(d);
+    default: return param.bytes == 4 ? ValueOf(static_cast<float>(d)) : ValueOf(static_cast<double>(d));
   }
 }
 
@@ -118,7 +120,7 @@ CudaParamValue ValueFor(const std::string& op, const std::string& kernel, const 
     TORCH_CHECK_VALUE(floating, prefix, " takes an integer: got ", ArgumentName(arg));
     return FloatingValue(param, arg.float_value);
   }
-  return floating ? FloatingValue(param, static_cast<double>(arg.int_value))
+  return floating ? FloatingValue(param, static_cast<long double>(arg.int_value))
                   : IntegerValue(op, kernel, param, i, arg.int_value);
 }
 

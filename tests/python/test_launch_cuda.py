@@ -62,12 +62,12 @@ def every_kind_args(x, y):
 def rounded(d: float, bits: int) -> Fraction:
     """`d` rounded to nearest (ties to even) with `bits` significant bits,
     exactly (a normal result)."""
-    exact = Fraction(d)
-    exponent = exact.numerator.bit_length() - exact.denominator.bit_length()
+    exact = abs(Fraction(d))
+    exponent = exact.numerator.bit_length() - exact.denominator.bit_length()  # floor(log2) or one more
     scale = Fraction(2) ** (bits - 1 - exponent)
-    if exact * scale >= 2**bits:
-        scale /= 2
-    return Fraction(round(exact * scale)) / scale
+    if exact * scale < 2 ** (bits - 1):
+        scale *= 2
+    return (1 if d >= 0 else -1) * Fraction(round(exact * scale)) / scale
 
 
 def test_each_argument_becomes_its_parameters_bytes():
@@ -99,9 +99,13 @@ def test_a_float_is_rounded_once_to_a_16_bit_parameter(fmt, bits, ctype):
         assert got == want, (d, got, want)
 
 
-def test_an_int_goes_to_a_floating_point_parameter_converted():
-    source = 'extern "C" __global__ void k(float a, double b) {}'
-    assert _C.cuda_param_values(source, "k", [3, -(2**40)]) == [struct.pack("<f", 3.0), struct.pack("<d", -(2.0**40))]
+def test_an_int_goes_to_a_floating_point_parameter_rounded_once():
+    source = 'extern "C" __global__ void k(float a, double b, float c, double d) {}'
+    # 2^60 + 2^36 + 1 lies above the midpoint between two floats; a double cannot tell it from the midpoint.
+    above_midpoint = 2**60 + 2**36 + 1
+    assert _C.cuda_param_values(source, "k", [3, -(2**40), above_midpoint, 2**62 + 1]) == [
+        struct.pack("<f", 3.0), struct.pack("<d", -(2.0**40)), struct.pack("<f", float(rounded(above_midpoint, 24))),
+        struct.pack("<d", 2.0**62)]
 
 
 @pytest.mark.parametrize("decl,arg,message", [
