@@ -12,9 +12,10 @@ clock64, assert and __trap) and, where the source includes them, cuda_fp16.h / c
 (__half, __nv_bfloat16 and their pairs, rounded as on the GPU), cuda_fp8.h
 (E4M3 and E5M2, their conversions in both saturation modes),
 cooperative_groups.h (the block, tiles, coalesced groups, reduce, scans,
-memcpy_async), mma.h (nvcuda::wmma's fragments, loads, stores and mma_sync)
-and cuda_pipeline.h (__pipeline_memcpy_async & co.); a block's threads run as
-fibers that meet at the barriers. A deadlock raises an error naming the
+memcpy_async), mma.h (nvcuda::wmma's fragments, loads, stores and mma_sync),
+cuda_pipeline.h (__pipeline_memcpy_async & co.) and CUB's warp and block
+collectives (WarpReduce, WarpScan, BlockReduce, BlockScan); a block's
+threads run as fibers that meet at the barriers. A deadlock raises an error naming the
 kernel, the block and where each thread waits; a failed assert or a __trap
 raises one naming the block and the thread. SPARSETIR_EMULATE_ORDER=check
 runs the kernel in order, reversed and shuffled and raises where what it

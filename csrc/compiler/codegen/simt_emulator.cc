@@ -6,6 +6,7 @@
 
 #include "codegen/simt_async_copy.h"
 #include "codegen/simt_cooperative_groups.h"
+#include "codegen/simt_cub.h"
 #include "codegen/simt_float16_library.h"
 #include "codegen/simt_float8_library.h"
 #include "codegen/simt_wmma.h"
@@ -22,14 +23,19 @@ const std::set<std::string>& EmulatedHeaders() {
       "vector_types.h", "device_functions.h", "assert.h", "cassert", "cuda_fp16.h", "cuda_bf16.h",
       "cooperative_groups.h", "cooperative_groups/reduce.h", "cooperative_groups/scan.h",
       "cooperative_groups/memcpy_async.h", "mma.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
-      "cuda_fp8.h"};
+      "cuda_fp8.h", "cub/cub.cuh", "cub/block/block_reduce.cuh", "cub/block/block_scan.cuh",
+      "cub/warp/warp_reduce.cuh", "cub/warp/warp_scan.cuh", "cuda/functional", "cuda/std/functional"};
   return headers;
+}
+
+// Whether a header is one of those simt_cub.h declares.
+bool IsCubHeader(const std::string& header) {
+  return header.rfind("cub/", 0) == 0 || header == "cuda/functional" || header == "cuda/std/functional";
 }
 
 // Headers of the CUDA toolkit the emulator has no emulation of.
 const std::set<std::string>& UnemulatedHeaders() {
-  static const std::set<std::string> headers = {
-      "cuda/barrier", "cuda/pipeline", "cub/cub.cuh", "cuda/std/atomic"};
+  static const std::set<std::string> headers = {"cuda/barrier", "cuda/pipeline", "cuda/std/atomic"};
   return headers;
 }
 
@@ -44,6 +50,11 @@ std::string RewriteInclude(const std::string& line) {
   const std::string header = IncludedHeader(line);
   if (EmulatedHeaders().count(header)) return std::string("// (declared by the SIMT emulator) ").append(line);
   if (UnemulatedHeaders().count(header)) return "#error \"the SIMT emulator has no " + header + "\"";
+  // The rest of CUB and Thrust (cub/block/block_load.cuh, ...): named, with what there is.
+  if (header.rfind("cub/", 0) == 0 || header.rfind("thrust/", 0) == 0) {
+    return "#error \"the SIMT emulator has no " + header +
+           " (of CUB it has WarpReduce, WarpScan, BlockReduce and BlockScan: include cub/cub.cuh)\"";
+  }
   return line;
 }
 
@@ -67,7 +78,7 @@ std::string EmulatorSourceFromCuda(const std::string& source) {
 EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
   std::istringstream lines(source);
   std::string line;
-  bool wmma = false, cooperative_groups = false, async_copy = false;
+  bool wmma = false, cooperative_groups = false, async_copy = false, cub = false;
   EmulatorLibraries libraries;
   while (std::getline(lines, line)) {
     const std::string header = IncludedHeader(line);
@@ -78,19 +89,22 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
                                header == "cuda_fp8.h";
     cooperative_groups |= header.rfind("cooperative_groups", 0) == 0;
     async_copy |= header == "cuda_pipeline.h" || header == "cuda_pipeline_primitives.h";
+    cub |= EmulatedHeaders().count(header) && IsCubHeader(header);
   }
   if (libraries.float16_types) libraries.text += SimtFloat16Library();
   if (libraries.float8_types) libraries.text += SimtFloat8Library();
   if (wmma) libraries.text += kSimtWmma;
   if (cooperative_groups) libraries.text += kSimtCooperativeGroups;
   if (async_copy) libraries.text += kSimtAsyncCopy;
+  if (cub) libraries.text += kSimtCub;
   return libraries;
 }
 
 bool KernelSynchronizes(const std::string& cuda_source) {
   // __shfl*_sync, __ballot_sync, __any_sync, __all_sync, __match*_sync; a
-  // group's sync() and collectives (cooperative_groups.h) are built on them.
-  for (const char* name : {"__syncthreads", "__syncwarp", "_sync(", "cooperative_groups"}) {
+  // group's sync() and collectives (cooperative_groups.h) and CUB's warp and
+  // block collectives (simt_cub.h) are built on them.
+  for (const char* name : {"__syncthreads", "__syncwarp", "_sync(", "cooperative_groups", "cub::"}) {
     if (cuda_source.find(name) != std::string::npos) return true;
   }
   return false;
@@ -100,18 +114,20 @@ std::string SimtEmulatorEntry(const std::string& kernel, const std::vector<std::
   // Built with std::string and std::to_string only (no stream formatting of
   // integers, which is locale-dependent and differs between the C++ runtimes
   // a host process may have loaded).
+  // Every name of the entry is reserved (sparsetir_*), so that a kernel may
+  // be called `grid`, `block` or `args`.
   const size_t n = param_types.size();
-  auto arg = [](size_t i) { return "args[" + std::to_string(i) + "]"; };
+  auto arg = [](size_t i) { return "sparsetir_args[" + std::to_string(i) + "]"; };
   std::string s = std::string(kAbiText) + "\n";
   s += "template <typename F> static void sparsetir_task(void* closure, int64_t begin, int64_t end) {\n";
   s += "  (*static_cast<F*>(closure))(begin, end);\n}\n";
   s += "extern \"C\" int32_t " + std::string(kEntrySymbol) +
-       "(const SparsetirArg* __restrict__ args, const SparsetirLauncher* launcher) {\n";
-  s += "  const sparsetir_uint3 grid = {(unsigned)" + arg(n) + ".i64, (unsigned)" + arg(n + 1) + ".i64, (unsigned)" +
-       arg(n + 2) + ".i64};\n";
-  s += "  const sparsetir_uint3 block = {(unsigned)" + arg(n + 3) + ".i64, (unsigned)" + arg(n + 4) +
+       "(const SparsetirArg* __restrict__ sparsetir_args, const SparsetirLauncher* sparsetir_launcher) {\n";
+  s += "  const sparsetir_uint3 sparsetir_grid = {(unsigned)" + arg(n) + ".i64, (unsigned)" + arg(n + 1) +
+       ".i64, (unsigned)" + arg(n + 2) + ".i64};\n";
+  s += "  const sparsetir_uint3 sparsetir_block = {(unsigned)" + arg(n + 3) + ".i64, (unsigned)" + arg(n + 4) +
        ".i64, (unsigned)" + arg(n + 5) + ".i64};\n";
-  s += "  const SparsetirSimt* simt = (const SparsetirSimt*)" + arg(n + 6) + ".ptr;\n";
+  s += "  const SparsetirSimt* sparsetir_launch = (const SparsetirSimt*)" + arg(n + 6) + ".ptr;\n";
   s += "  auto sparsetir_thread = [&] {\n    " + kernel + "(";
   for (size_t i = 0; i < n; ++i) {
     const std::string& type = param_types[i];
@@ -128,10 +144,11 @@ std::string SimtEmulatorEntry(const std::string& kernel, const std::vector<std::
   }
   s += ");\n  };\n";
   s += "  auto sparsetir_body = [&](int64_t sparsetir_begin, int64_t sparsetir_end) {\n";
-  s += "    sparsetir_emulate_blocks(simt, grid, block, sparsetir_begin, sparsetir_end, sparsetir_thread);\n  };\n";
-  s += "  const int64_t sparsetir_blocks = (int64_t)grid.x * grid.y * grid.z;\n";
-  s += "  launcher->parallel_for(launcher->ctx, 0, sparsetir_blocks, 1, sparsetir_task<decltype(sparsetir_body)>, "
-       "&sparsetir_body);\n";
+  s += "    sparsetir_emulate_blocks(sparsetir_launch, sparsetir_grid, sparsetir_block, sparsetir_begin, "
+       "sparsetir_end,\n                             sparsetir_thread);\n  };\n";
+  s += "  const int64_t sparsetir_blocks = (int64_t)sparsetir_grid.x * sparsetir_grid.y * sparsetir_grid.z;\n";
+  s += "  sparsetir_launcher->parallel_for(sparsetir_launcher->ctx, 0, sparsetir_blocks, 1, "
+       "sparsetir_task<decltype(sparsetir_body)>, &sparsetir_body);\n";
   s += "  return 0;\n}\n";
   return s;
 }

@@ -300,7 +300,8 @@ std::string EmulatorSourceFromCuda(const std::string& source);
 // mma.h (simt_wmma.h), cooperative groups for cooperative_groups.h and its
 // reduce.h, scan.h and memcpy_async.h (simt_cooperative_groups.h), the
 // asynchronous copies of cuda_pipeline_primitives.h and cuda_pipeline.h
-// (simt_async_copy.h).
+// (simt_async_copy.h), CUB's warp and block collectives for cub/cub.cuh and
+// their headers, with cuda/functional's operators (simt_cub.h).
 struct EmulatorLibraries {
   std::string text;
   bool float16_types = false;

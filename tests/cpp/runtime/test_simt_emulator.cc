@@ -271,6 +271,16 @@ TEST(EmulatorSourceFromCuda, DeclaresTheFloat16TypesWhereTheSourceIncludesTheirH
   EXPECT_LT(half, e4m3);
   EXPECT_NE(fp8.text.find("struct __attribute__((aligned(4))) __nv_fp8x4_e5m2 {"), std::string::npos);
   EXPECT_EQ(fp8.text.find('@'), std::string::npos) << "a placeholder was left";
+  // CUB's collectives for any of their headers; the rest of CUB is an #error naming what there is.
+  for (const char* header : {"cub/cub.cuh", "cub/warp/warp_scan.cuh", "cuda/functional"}) {
+    EXPECT_NE(EmulatorLibrariesFor(std::string("#include <") + header + ">\n").text.find("namespace cub {"),
+              std::string::npos)
+        << header;
+  }
+  EXPECT_EQ(EmulatorLibrariesFor("#include <cub/block/block_load.cuh>\n").text, "");
+  EXPECT_EQ(EmulatorSourceFromCuda("#include <cub/block/block_load.cuh>\n"),
+            "#error \"the SIMT emulator has no cub/block/block_load.cuh (of CUB it has WarpReduce, WarpScan, "
+            "BlockReduce and BlockScan: include cub/cub.cuh)\"\n");
 }
 
 TEST(KernelSynchronizes, FindsBarriersAndWarpOperations) {
@@ -280,6 +290,8 @@ TEST(KernelSynchronizes, FindsBarriersAndWarpOperations) {
   EXPECT_TRUE(KernelSynchronizes("v += __shfl_down_sync(0xffffffff, v, 1);"));
   EXPECT_TRUE(KernelSynchronizes("b = __ballot_sync(m, p);"));
   EXPECT_TRUE(KernelSynchronizes("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\ng.sync();"));
+  // CUB's collectives meet inside the library, unseen in the kernel's text.
+  EXPECT_TRUE(KernelSynchronizes("s = cub::BlockReduce<float, 128>(storage).Sum(x);"));
 }
 
 // A tree reduction over shared memory: every level reads what other threads
@@ -645,10 +657,11 @@ TEST(SimtEmulator, ALaunchThatRanFewerThreadsIsAnError) {
 extern "C" __global__ void fill(int* out) { out[blockIdx.x * blockDim.x + threadIdx.x] = 1; }
 )";
   std::string entry = SimtEmulatorEntry("fill", {"int*"});
-  const std::string call = "sparsetir_emulate_blocks(simt, grid, block,";
+  const std::string call = "sparsetir_emulate_blocks(sparsetir_launch, sparsetir_grid, sparsetir_block,";
   ASSERT_NE(entry.find(call), std::string::npos);
   entry.replace(entry.find(call), call.size(),
-                "sparsetir_emulate_blocks(simt, grid, sparsetir_uint3{block.x - 1, block.y, block.z},");
+                "sparsetir_emulate_blocks(sparsetir_launch, sparsetir_grid, "
+                "sparsetir_uint3{sparsetir_block.x - 1, sparsetir_block.y, sparsetir_block.z},");
   std::vector<int> out(64, 0);
   const std::array<int64_t, 6> dims = {2, 1, 1, 32, 1, 1};
   EmulatedCudaModule module(kSimtEmulatorHeader + source + entry, "fill", false, 1,
