@@ -114,18 +114,47 @@ template <typename T, int LOGICAL_WARP_THREADS = 32, int LEGACY_PTX_ARCH = 0> cl
   sparsetir_cub_warp<LOGICAL_WARP_THREADS> warp_;
 };
 
-template <typename T, int LOGICAL_WARP_THREADS = 32, int LEGACY_PTX_ARCH = 0> class WarpScan {
+// The forms WarpScan and BlockScan share, through the collective's own
+// InclusiveScan(input, output, op, aggregate) and
+// ExclusiveScan(input, output, initial, op, aggregate).
+template <typename Collective, typename T> class sparsetir_cub_scan_forms {
  public:
-  struct TempStorage {};
-  explicit WarpScan(TempStorage&) {}
-  void InclusiveSum(T input, T& output) { InclusiveScan(input, output, ::cub::Sum()); }
-  void InclusiveSum(T input, T& output, T& aggregate) { InclusiveScan(input, output, ::cub::Sum(), aggregate); }
-  void ExclusiveSum(T input, T& output) { ExclusiveScan(input, output, T(), ::cub::Sum()); }
-  void ExclusiveSum(T input, T& output, T& aggregate) { ExclusiveScan(input, output, T(), ::cub::Sum(), aggregate); }
+  void InclusiveSum(T input, T& output) {
+    T aggregate;
+    self().InclusiveScan(input, output, ::cub::Sum(), aggregate);
+  }
+  void InclusiveSum(T input, T& output, T& aggregate) { self().InclusiveScan(input, output, ::cub::Sum(), aggregate); }
+  void ExclusiveSum(T input, T& output) {
+    T aggregate;
+    self().ExclusiveScan(input, output, T(), ::cub::Sum(), aggregate);
+  }
+  void ExclusiveSum(T input, T& output, T& aggregate) {
+    self().ExclusiveScan(input, output, T(), ::cub::Sum(), aggregate);
+  }
   template <typename Op> void InclusiveScan(T input, T& output, Op op) {
     T aggregate;
-    InclusiveScan(input, output, op, aggregate);
+    self().InclusiveScan(input, output, op, aggregate);
   }
+  template <typename Op> void ExclusiveScan(T input, T& output, T initial, Op op) {
+    T aggregate;
+    self().ExclusiveScan(input, output, initial, op, aggregate);
+  }
+
+ private:
+  Collective& self() { return static_cast<Collective&>(*this); }
+};
+
+template <typename T, int LOGICAL_WARP_THREADS = 32, int LEGACY_PTX_ARCH = 0>
+class WarpScan : public sparsetir_cub_scan_forms<WarpScan<T, LOGICAL_WARP_THREADS, LEGACY_PTX_ARCH>, T> {
+  typedef sparsetir_cub_scan_forms<WarpScan, T> Forms;
+
+ public:
+  using Forms::ExclusiveScan;
+  using Forms::ExclusiveSum;
+  using Forms::InclusiveScan;
+  using Forms::InclusiveSum;
+  struct TempStorage {};
+  explicit WarpScan(TempStorage&) {}
   template <typename Op> void InclusiveScan(T input, T& output, Op op, T& aggregate) {
     T values[LOGICAL_WARP_THREADS];
     warp_.gather(input, values);
@@ -138,10 +167,6 @@ template <typename T, int LOGICAL_WARP_THREADS = 32, int LEGACY_PTX_ARCH = 0> cl
     InclusiveScan(input, inclusive, op, aggregate);
     const T before = Broadcast(inclusive, warp_.rank == 0 ? 0 : warp_.rank - 1);
     output = warp_.rank == 0 ? T() : before;
-  }
-  template <typename Op> void ExclusiveScan(T input, T& output, T initial, Op op) {
-    T aggregate;
-    ExclusiveScan(input, output, initial, op, aggregate);
   }
   template <typename Op> void ExclusiveScan(T input, T& output, T initial, Op op, T& aggregate) {
     T values[LOGICAL_WARP_THREADS];
@@ -207,21 +232,19 @@ class BlockReduce {
 
 template <typename T, int BLOCK_DIM_X, BlockScanAlgorithm ALGORITHM = BLOCK_SCAN_RAKING, int BLOCK_DIM_Y = 1,
           int BLOCK_DIM_Z = 1, int LEGACY_PTX_ARCH = 0>
-class BlockScan {
+class BlockScan : public sparsetir_cub_scan_forms<
+                      BlockScan<T, BLOCK_DIM_X, ALGORITHM, BLOCK_DIM_Y, BLOCK_DIM_Z, LEGACY_PTX_ARCH>, T> {
   static constexpr int kThreads = BLOCK_DIM_X * BLOCK_DIM_Y * BLOCK_DIM_Z;
+  typedef sparsetir_cub_scan_forms<BlockScan, T> Forms;
 
  public:
+  using Forms::ExclusiveScan;
+  using Forms::ExclusiveSum;
+  using Forms::InclusiveScan;
+  using Forms::InclusiveSum;
   typedef sparsetir_cub_block_storage<T, kThreads> TempStorage;
   explicit BlockScan(TempStorage& storage)
       : storage_(storage), rank_(sparsetir_cub_block_rank<BLOCK_DIM_X, BLOCK_DIM_Y, BLOCK_DIM_Z>("BlockScan")) {}
-  void InclusiveSum(T input, T& output) { InclusiveScan(input, output, ::cub::Sum()); }
-  void InclusiveSum(T input, T& output, T& aggregate) { InclusiveScan(input, output, ::cub::Sum(), aggregate); }
-  void ExclusiveSum(T input, T& output) { ExclusiveScan(input, output, T(), ::cub::Sum()); }
-  void ExclusiveSum(T input, T& output, T& aggregate) { ExclusiveScan(input, output, T(), ::cub::Sum(), aggregate); }
-  template <typename Op> void InclusiveScan(T input, T& output, Op op) {
-    T aggregate;
-    InclusiveScan(input, output, op, aggregate);
-  }
   template <typename Op> void InclusiveScan(T input, T& output, Op op, T& aggregate) {
     const T* values = Share(input);
     output = sparsetir_cub_fold(values, rank_ + 1, op);
@@ -231,10 +254,6 @@ class BlockScan {
   template <typename Op> void ExclusiveScan(T input, T& output, Op op) {
     const T* values = Share(input);
     output = rank_ == 0 ? T() : sparsetir_cub_fold(values, rank_, op);
-  }
-  template <typename Op> void ExclusiveScan(T input, T& output, T initial, Op op) {
-    T aggregate;
-    ExclusiveScan(input, output, initial, op, aggregate);
   }
   template <typename Op> void ExclusiveScan(T input, T& output, T initial, Op op, T& aggregate) {
     const T* values = Share(input);

@@ -116,27 +116,19 @@ static inline void sincospif(float x, float* s, float* c) { *s = sparsetir_sinpi
 
 // Euclidean norms, and their reciprocals; infinite where any operand is
 // (before a NaN), as C's hypot.
-static inline double sparsetir_norm(int n, const double* a) {
+template <typename T> static inline T sparsetir_norm(int n, const T* a) {
   long double sum = 0;
   bool infinite = false;
   for (int i = 0; i < n; ++i) {
     infinite |= isinf(a[i]);
     sum += (long double)a[i] * a[i];
   }
-  return infinite ? INFINITY : (double)sqrtl(sum);
+  return infinite ? (T)INFINITY : (T)sqrtl(sum);
 }
 static inline double norm(int n, const double* a) { return sparsetir_norm(n, a); }
 static inline double rnorm(int n, const double* a) { return 1 / sparsetir_norm(n, a); }
-static inline float normf(int n, const float* a) {
-  long double sum = 0;
-  bool infinite = false;
-  for (int i = 0; i < n; ++i) {
-    infinite |= isinf(a[i]);
-    sum += (long double)a[i] * a[i];
-  }
-  return infinite ? INFINITY : (float)sqrtl(sum);
-}
-static inline float rnormf(int n, const float* a) { return (float)(1 / (double)normf(n, a)); }
+static inline float normf(int n, const float* a) { return sparsetir_norm(n, a); }
+static inline float rnormf(int n, const float* a) { return (float)(1 / (double)sparsetir_norm(n, a)); }
 static inline double norm3d(double a, double b, double c) { const double v[3] = {a, b, c}; return norm(3, v); }
 static inline double norm4d(double a, double b, double c, double d) {
   const double v[4] = {a, b, c, d};

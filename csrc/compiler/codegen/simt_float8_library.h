@@ -60,15 +60,18 @@ static inline __nv_fp8_storage_t __nv_cvt_float_to_fp8(float x, __nv_saturation_
   // A NaN as CUDA makes it canonical first (0x7FFFFFFF: positive, every bit set).
   return __nv_cvt_double_to_fp8(x != x ? (double)__int_as_float(0x7FFFFFFF) : (double)x, saturate, format);
 }
+// Two values, the first (x) in the low byte.
+template <typename V, typename Convert>
+static inline __nv_fp8x2_storage_t sparsetir_fp8_pair(V x, V y, Convert convert) {
+  return (__nv_fp8x2_storage_t)(convert(y) << 8 | convert(x));
+}
 static inline __nv_fp8x2_storage_t __nv_cvt_double2_to_fp8x2(double2 x, __nv_saturation_t saturate,
                                                             __nv_fp8_interpretation_t format) {
-  return (__nv_fp8x2_storage_t)(__nv_cvt_double_to_fp8(x.y, saturate, format) << 8 |
-                                __nv_cvt_double_to_fp8(x.x, saturate, format));
+  return sparsetir_fp8_pair(x.x, x.y, [&](double v) { return __nv_cvt_double_to_fp8(v, saturate, format); });
 }
 static inline __nv_fp8x2_storage_t __nv_cvt_float2_to_fp8x2(float2 x, __nv_saturation_t saturate,
                                                            __nv_fp8_interpretation_t format) {
-  return (__nv_fp8x2_storage_t)(__nv_cvt_float_to_fp8(x.y, saturate, format) << 8 |
-                                __nv_cvt_float_to_fp8(x.x, saturate, format));
+  return sparsetir_fp8_pair(x.x, x.y, [&](float v) { return __nv_cvt_float_to_fp8(v, saturate, format); });
 }
 static inline __nv_fp8_storage_t __nv_cvt_halfraw_to_fp8(__half_raw x, __nv_saturation_t saturate,
                                                         __nv_fp8_interpretation_t format) {
@@ -76,8 +79,9 @@ static inline __nv_fp8_storage_t __nv_cvt_halfraw_to_fp8(__half_raw x, __nv_satu
 }
 static inline __nv_fp8x2_storage_t __nv_cvt_halfraw2_to_fp8x2(__half2_raw x, __nv_saturation_t saturate,
                                                              __nv_fp8_interpretation_t format) {
-  return (__nv_fp8x2_storage_t)(__nv_cvt_halfraw_to_fp8(__half_raw{x.y}, saturate, format) << 8 |
-                                __nv_cvt_halfraw_to_fp8(__half_raw{x.x}, saturate, format));
+  return sparsetir_fp8_pair(x.x, x.y, [&](unsigned short v) {
+    return __nv_cvt_halfraw_to_fp8(__half_raw{v}, saturate, format);
+  });
 }
 static inline __nv_fp8_storage_t __nv_cvt_bfloat16raw_to_fp8(__nv_bfloat16_raw x, __nv_saturation_t saturate,
                                                             __nv_fp8_interpretation_t format) {
@@ -85,8 +89,9 @@ static inline __nv_fp8_storage_t __nv_cvt_bfloat16raw_to_fp8(__nv_bfloat16_raw x
 }
 static inline __nv_fp8x2_storage_t __nv_cvt_bfloat16raw2_to_fp8x2(__nv_bfloat162_raw x, __nv_saturation_t saturate,
                                                                  __nv_fp8_interpretation_t format) {
-  return (__nv_fp8x2_storage_t)(__nv_cvt_bfloat16raw_to_fp8(__nv_bfloat16_raw{x.y}, saturate, format) << 8 |
-                                __nv_cvt_bfloat16raw_to_fp8(__nv_bfloat16_raw{x.x}, saturate, format));
+  return sparsetir_fp8_pair(x.x, x.y, [&](unsigned short v) {
+    return __nv_cvt_bfloat16raw_to_fp8(__nv_bfloat16_raw{v}, saturate, format);
+  });
 }
 
 // The value of an 8-bit code, exactly (a float holds every one).
