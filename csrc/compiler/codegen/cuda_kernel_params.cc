@@ -1,7 +1,7 @@
 #include "codegen/cuda_kernel_params.h"
 
-#include <cctype>
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <regex>
 #include <set>
@@ -76,8 +76,7 @@ std::string ParameterList(const std::string& code, const std::string& kernel) {
     if (open >= code.size() || code[open] != '(') continue;
     const size_t start = code.find_last_of(";{}", at);
     const std::string prefix = code.substr(start == std::string::npos ? 0 : start + 1, at - (start + 1));
-    const size_t global = prefix.find("__global__");
-    if (global == std::string::npos) continue;
+    if (prefix.find("__global__") == std::string::npos) continue;
     int depth = 0;
     for (size_t k = open; k < code.size(); ++k) {
       depth += code[k] == '(' ? 1 : code[k] == ')' ? -1 : 0;
