@@ -401,7 +401,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         ops::EmulateCuda(source, kernel, grid, block, args, shared_bytes, options);
       },
       py::arg("source"), py::arg("kernel"), py::arg("grid"), py::arg("block"), py::arg("args"),
-      py::arg("shared_bytes"), py::arg("options"), "A hand-written CUDA kernel run on CPU tensors under the SIMT emulator.");
+      py::arg("shared_bytes"), py::arg("options"),
+      "A hand-written CUDA kernel run on CPU tensors under the SIMT emulator.");
   m.def(
       "launch_cuda",
       [](const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,

@@ -35,7 +35,8 @@ inline const std::string kSimtEmulatorHeader = R"EMULATOR(
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
-)EMULATOR" + std::string(kSimtAbiText) + "\n" + std::string(kSimtDeviceLibrary) + std::string(kSimtDeviceMath) + R"EMULATOR(
+)EMULATOR" + std::string(kSimtAbiText) + "\n" + std::string(kSimtDeviceLibrary) +
+                                            std::string(kSimtDeviceMath) + R"EMULATOR(
 typedef uint3 sparsetir_uint3;
 static thread_local uint3 threadIdx, blockIdx;
 static thread_local dim3 blockDim, gridDim;
