@@ -8,9 +8,10 @@ import (a value the user set is kept).
 """
 from __future__ import annotations
 
+import functools
 import glob
 import os
-from typing import List
+from typing import List, Tuple
 
 from . import _C
 
@@ -33,9 +34,15 @@ def cuda_include_dirs(*headers: str) -> List[str]:
     """NVRTC's include folders for CUDA's headers (cuda_fp16.h, mma.h,
     cooperative_groups.h, ...): the include folder of the CUDA toolkit
     ($CUDA_HOME, /usr/local/cuda), then of the nvidia-cuda-runtime wheel
-    beside torch, each with its cccl folder where it has one. NVRTC ships none of these headers.
-    With `headers` (paths as #include names them), the folders that hold
-    them, or [] where one of them is in none."""
+    beside torch, each with its cccl folder where it has one. NVRTC ships
+    none of these headers. With `headers` (paths as #include names them),
+    the folders that hold them, or [] where one of them is in none."""
+    return list(_include_dirs(headers))
+
+
+# Searched once per process: st.launch_cuda asks at every launch.
+@functools.lru_cache(maxsize=None)
+def _include_dirs(headers: Tuple[str, ...]) -> Tuple[str, ...]:
     # A toolkit first: the wheel's headers are a subset (its mma.h includes a
     # crt/mma.h it lacks).
     roots = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include"), "/usr/local/cuda/include"]
@@ -48,14 +55,14 @@ def cuda_include_dirs(*headers: str) -> List[str]:
     dirs = [d for root in roots for d in (root, os.path.join(root, "cccl")) if os.path.isdir(d)]
     dirs = list(dict.fromkeys(os.path.realpath(d) for d in dirs))
     if not headers:
-        return dirs
+        return tuple(dirs)
     found = []
     for header in headers:
         where = next((d for d in dirs if os.path.exists(os.path.join(d, header))), None)
         if where is None:
-            return []
+            return ()
         found.append(where)
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))
 
 
 def point_at_nvrtc() -> None:
