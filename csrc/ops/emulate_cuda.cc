@@ -3,17 +3,19 @@
 #include <c10/util/Exception.h>
 
 #include <memory>
-#include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
+#include "codegen/nvrtc_macro_options.h"
 #include "codegen/simt_emulator.h"
 #include "launch_shape.h"
 #include "launcher.h"
 #include "runtime/emulated_cuda_module.h"
 #include "race_checked_tensors.h"
 #include "runtime/simt_scheduler.h"
+#include "support/error.h"
 
 namespace sparsetir::ops {
 namespace {
@@ -48,25 +50,6 @@ std::string PointerType(at::ScalarType dtype, size_t position, const EmulatorLib
   return "";
 }
 
-bool IsIdentifier(const std::string& name) {
-  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  }
-  return true;
-}
-
-// Whether `option` starts with one of `prefixes`; `*rest` is what follows it.
-bool AfterPrefix(const std::string& option, std::initializer_list<const char*> prefixes, std::string* rest) {
-  for (const char* prefix : prefixes) {
-    if (option.rfind(prefix, 0) == 0) {
-      *rest = option.substr(strlen(prefix));
-      return true;
-    }
-  }
-  return false;
-}
-
 // NVRTC's macro options as the lines that define them before the source:
 // -DNAME (as 1), -DNAME=VALUE, -UNAME and their long forms. Options that
 // change nothing the emulator computes (line info, the language standard,
@@ -79,20 +62,15 @@ std::string MacroLines(const std::vector<std::string>& options) {
   std::string lines;
   for (const std::string& option : options) {
     if (harmless.count(option)) continue;
-    std::string body;
-    const bool define = AfterPrefix(option, {"--define-macro=", "-D"}, &body);
-    TORCH_CHECK_VALUE(define || AfterPrefix(option, {"--undefine-macro=", "-U"}, &body), kOp, ": the option '",
-                      option, "' has no meaning under the emulator (it takes -D, -U, -lineinfo and -std=c++17)");
-    const size_t equals = body.find('=');
-    const std::string name = body.substr(0, equals);
-    TORCH_CHECK_VALUE(IsIdentifier(name) && body.find('\n') == std::string::npos, kOp, ": the option '", option,
-                      "' does not name a macro");
-    if (!define) {
-      TORCH_CHECK_VALUE(equals == std::string::npos, kOp, ": the option '", option, "' gives -U a value");
-      lines += "#undef " + name + "\n";
-    } else {
-      lines += "#define " + name + " " + (equals == std::string::npos ? "1" : body.substr(equals + 1)) + "\n";
+    std::optional<MacroOption> macro;
+    try {
+      macro = ParseMacroOption(option);
+    } catch (const UserError& e) {
+      TORCH_CHECK_VALUE(false, kOp, ": ", e.what());
     }
+    TORCH_CHECK_VALUE(macro.has_value(), kOp, ": the option '", option,
+                      "' has no meaning under the emulator (it takes -D, -U, -lineinfo and -std=c++17)");
+    lines += macro->define ? "#define " + macro->name + " " + macro->value + "\n" : "#undef " + macro->name + "\n";
   }
   return lines;
 }

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "codegen/cuda_kernel_params.h"
+#include "codegen/nvrtc_macro_options.h"
 #include "cuda_launch.h"
 #include "cuda_param_values.h"
 #include "launch_shape.h"
@@ -113,6 +114,11 @@ void LaunchCuda(const std::string& source, const std::string& kernel, const std:
   for (const std::string& option : options) {
     TORCH_CHECK_VALUE(option.find('\n') == std::string::npos, kOp, ": an NVRTC option holds a newline: '", option,
                       "'");
+    try {
+      ParseMacroOption(option);  // a malformed -D / -U, named before any device is asked for
+    } catch (const UserError& e) {
+      TORCH_CHECK_VALUE(false, kOp, ": ", e.what());
+    }
   }
   const int device = DeviceOf(args);
   const std::string unavailable = CudaUnavailableReason();

@@ -190,6 +190,11 @@ def test_launch_cuda_checks_its_own_arguments():
         st.launch_cuda(SCALE, "scale", 1, 32, torch.ones(8), 2.0, 8, shared_bytes=-1)
     with pytest.raises(ValueError, match="an NVRTC option holds a newline"):
         st.launch_cuda(SCALE, "scale", 1, 32, torch.ones(8), 2.0, 8, options=["-DX=1\n-DY"])
+    # A malformed macro option is named as the emulator names it, before any device is asked for.
+    for option, message in [("-D1X=2", "does not name a macro"), ("--define-macro=", "does not name a macro"),
+                            ("-UFOO=1", "gives -U a value")]:
+        with pytest.raises(ValueError, match=re.escape(f"st.launch_cuda: the option '{option}' {message}")):
+            st.launch_cuda(SCALE, "scale", 1, 32, torch.ones(8), 2.0, 8, options=[option])
 
 
 # A kernel shaped by macros, as NVRTC options give them.

@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "codegen/nvrtc_macro_options.h"
 #include "support/error.h"
 
 namespace sparsetir {
@@ -195,6 +196,7 @@ std::string Trimmed(const std::string& text) {
 // Names that stand for types: object-like macros (`#define real float`, and
 // -DNAME=VALUE among `options`, which win), typedefs and using-declarations
 // (`typedef unsigned int index_t;`, `using real = float;`), each to its text.
+// Conditional compilation is not followed, so -U only undoes a -D before it.
 using Aliases = std::map<std::string, std::string>;
 
 Aliases AliasesOf(const std::string& source, const std::string& code, const std::vector<std::string>& options) {
@@ -213,14 +215,9 @@ Aliases AliasesOf(const std::string& source, const std::string& code, const std:
     value = value.substr(0, std::min(value.find("//"), value.find("/*")));
     aliases[(*it)[1]] = value;
   }
-  for (const std::string& option : options) {
-    for (const char* prefix : {"-D", "--define-macro="}) {
-      if (option.rfind(prefix, 0) != 0) continue;
-      const std::string body = option.substr(std::string(prefix).size());
-      const size_t equals = body.find('=');
-      aliases[body.substr(0, equals)] = equals == std::string::npos ? "1" : body.substr(equals + 1);
-    }
-  }
+  // After the source's: a -D option is defined before the source, where a
+  // default under #ifndef would not replace it.
+  for (const MacroOption& macro : DefinedMacros(options)) aliases[macro.name] = macro.value;
   return aliases;
 }
 

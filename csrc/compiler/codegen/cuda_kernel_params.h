@@ -32,11 +32,13 @@ struct CudaKernelParam {
 // skipped). A parameter is a pointer (or an array, which is one), one of C's
 // arithmetic types or their fixed-width names (int32_t, size_t, ...),
 // `__half` or `__nv_bfloat16`, or a name for one of them: an object-like
-// macro of the source or of `options` (NVRTC's -DNAME=VALUE), a typedef or a
+// macro of the source or of `options` (NVRTC's -DNAME=VALUE, which wins over
+// the source's, and -UNAME, which undoes a -D before it), a typedef or a
 // using-declaration. Conditional compilation is not followed (the last
 // definition of a name counts). Throws a UserError naming the kernel and the
 // parameter where the source has no such kernel or a parameter is of another
-// type (a struct, a vector type, a template parameter, a reference).
+// type (a struct, a vector type, a template parameter, a reference), or
+// an option is a malformed -D / -U.
 std::vector<CudaKernelParam> CudaKernelParams(const std::string& source, const std::string& kernel,
                                               const std::vector<std::string>& options = {});
 

@@ -144,6 +144,29 @@ TEST(CudaKernelParams, NamesForTypesAreFollowed) {
   EXPECT_NE(ErrorOf(source, "k").find("has type 'acc_t'"), std::string::npos);
 }
 
+TEST(CudaKernelParams, OptionsWinOverTheSourceUntilUndefined) {
+  // The usual default under #ifndef: the option's definition is the one compiled.
+  const std::string source = R"(
+    #ifndef real
+    #define real float
+    #endif
+    extern "C" __global__ void k(real a, acc_t s) {}
+  )";
+  const auto doubled = CudaKernelParams(source, "k", {"-Dreal=double", "-Dacc_t=int"});
+  ASSERT_EQ(doubled.size(), 2u);
+  EXPECT_EQ(doubled[0].type, "double");
+  EXPECT_EQ(doubled[1].type, "int");
+  // -U undoes the -D before it: real is the source's again, acc_t unknown.
+  const auto undone = CudaKernelParams(source, "k", {"-Dreal=double", "-Dacc_t=int", "-Ureal"});
+  EXPECT_EQ(undone[0].type, "float");
+  try {
+    CudaKernelParams(source, "k", {"-Dacc_t=int", "--undefine-macro=acc_t"});
+    ADD_FAILURE() << "acc_t was undefined";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("has type 'acc_t'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CudaKernelParams, RefusesWhatItCannotPassNamingTheParameter) {
   EXPECT_NE(ErrorOf("__global__ void k(float* x) {}", "missing").find("declares no __global__ function"),
             std::string::npos);
