@@ -4,8 +4,8 @@ non-zeros staged in shared memory) run on CPU tensors under the SIMT
 emulator, checked against torch.sparse, then run again in the race-check
 mode. With --plant-race the warp skips the barrier between staging and
 reading, and the race check names the kernel and the buffer that came out
-different. Where there is a GPU, st.launch_cuda runs the same source there
-with the same arguments on CUDA tensors.
+different. The kernel is one st.CudaKernel: where there is a GPU, the same
+object runs the source there with the same arguments on CUDA tensors.
 
     python3 examples/custom_cuda_kernel.py --graph email-Enron --max-nodes 2000
 """
@@ -57,6 +57,10 @@ extern "C" __global__ void csr_spmm_half(const int* indptr, const int* indices, 
 '''
 WARPS = 4
 
+# Read once: its parameters' types, against which every call's arguments are
+# converted (an int a parameter cannot hold fails on either device).
+KERNEL = st.CudaKernel(SOURCE, "csr_spmm_half")
+
 
 def csr(edge_index: torch.Tensor, values: torch.Tensor, n: int):
     """(indptr, indices, values) of the n x n matrix, int32, rows sorted."""
@@ -72,9 +76,8 @@ def run(matrix, x: torch.Tensor, plant_race: bool) -> torch.Tensor:
     indptr, indices, values = matrix
     rows, features = indptr.numel() - 1, x.shape[1]
     y = torch.zeros(rows, features, dtype=torch.float16, device=x.device)
-    launch = st.launch_cuda if x.is_cuda else st.emulate_cuda
-    launch(SOURCE, "csr_spmm_half", (rows + WARPS - 1) // WARPS, 32 * WARPS, indptr, indices, values, x, y, rows,
-           features // 2, int(plant_race))
+    KERNEL((rows + WARPS - 1) // WARPS, 32 * WARPS, indptr, indices, values, x, y, rows, features // 2,
+           int(plant_race))
     return y
 
 
@@ -107,7 +110,7 @@ def main() -> None:
 
     no_gpu = st.cuda_unavailable_reason()
     if no_gpu:
-        print(f"no GPU here ({no_gpu}): st.launch_cuda runs the same source on CUDA tensors")
+        print(f"no GPU here ({no_gpu}): the same st.CudaKernel runs the source on CUDA tensors")
     else:
         on_gpu = run([t.cuda() for t in matrix], x.cuda(), plant_race=False).cpu()
         gpu_error = (on_gpu.double() - reference).abs().max().item()

@@ -23,6 +23,7 @@ from . import nn
 from .cuda_runtime import cuda_unavailable_reason, point_at_nvrtc
 from .emulator import emulate_cuda
 from .launch import launch_cuda
+from .cuda_kernel import CudaKernel, CudaKernelParam
 
 point_at_nvrtc()  # before any CUDA kernel is compiled (nothing is loaded here)
 
@@ -35,6 +36,8 @@ except PackageNotFoundError:  # imported from a source tree that was never insta
 
 __all__ = [
     "CompileError",
+    "CudaKernel",
+    "CudaKernelParam",
     "FormatRewriteRule",
     "Kernel",
     "PrimFunc",

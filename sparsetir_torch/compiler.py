@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import re
 import threading
 from collections import OrderedDict
 from typing import Any, Union
@@ -83,15 +82,9 @@ class Kernel:
         if not self.target.startswith("cuda"):
             raise ValueError(f"{self.name}.ptx(): the kernel was built for {self.target!r}; "
                              "st.compile(..., target=\"cuda\") builds a cuda kernel")
-        match = re.fullmatch(r"(?:sm_|compute_)?(\d+)", str(arch).strip())
-        if not match:
-            raise ValueError(f"{self.name}.ptx(): arch is an sm_XY value such as 'sm_90', got {arch!r}")
-        from .cuda_runtime import prepare_nvrtc
+        from .cuda_runtime import nvrtc_ptx
 
-        why = prepare_nvrtc()
-        if why:
-            raise RuntimeError(f"{self.name}.ptx(): NVRTC cannot be loaded: {why}")
-        return _C.nvrtc_compile(self.source, self.name + ".cu", int(match.group(1)), False)["ptx"].decode()
+        return nvrtc_ptx(f"{self.name}.ptx()", self.source, self.name + ".cu", arch)
 
     @property
     def lowered(self) -> PrimFunc:

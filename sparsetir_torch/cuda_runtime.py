@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import glob
 import os
-from typing import List, Tuple
+import re
+from typing import List, Sequence, Tuple
 
 from . import _C
 
@@ -90,3 +91,15 @@ def cuda_unavailable_reason() -> str:
         return "torch sees no CUDA device"
     why = _C.cuda_unavailable_reason()
     return why or prepare_nvrtc()
+
+
+def nvrtc_ptx(who: str, source: str, file_name: str, arch, options: Sequence[str] = ()) -> str:
+    """The PTX NVRTC compiles `source` to for `arch` ("sm_80", "sm_90", or
+    the number), which needs no GPU; errors name `who`."""
+    match = re.fullmatch(r"(?:sm_|compute_)?(\d+)", str(arch).strip())
+    if not match:
+        raise ValueError(f"{who}: arch is an sm_XY value such as 'sm_90', got {arch!r}")
+    why = prepare_nvrtc()
+    if why:
+        raise RuntimeError(f"{who}: NVRTC cannot be loaded: {why}")
+    return _C.nvrtc_compile(source, file_name, int(match.group(1)), False, list(options))["ptx"].decode()

@@ -200,6 +200,14 @@ KernelRequest OpRequest(const std::string& script, const std::string& recipe, co
 Target CpuTargetNamed(const std::string& isa) { return isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa); }
 
 // A hand-written kernel's arguments as Python passed them to `op`.
+// A hand-written kernel's parameters as CudaKernelParams read them, with the
+// op that errors name.
+struct CudaKernelSignature {
+  std::string op;
+  std::string kernel;
+  std::vector<CudaKernelParam> params;
+};
+
 std::vector<HandWrittenArg> HandWrittenArgsFrom(const py::list& values, const std::string& op) {
   std::vector<HandWrittenArg> args;
   for (size_t i = 0; i < values.size(); ++i) {
@@ -414,32 +422,35 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       },
       py::arg("source"), py::arg("kernel"), py::arg("grid"), py::arg("block"), py::arg("args"),
       py::arg("shared_bytes"), py::arg("options"), "A hand-written CUDA kernel run on CUDA tensors.");
-  m.def(
-      "cuda_kernel_params",
-      [](const std::string& source, const std::string& kernel, const std::vector<std::string>& options) {
-        py::list out;
-        for (const CudaKernelParam& p : CudaKernelParams(source, kernel, options)) {
-          out.append(py::make_tuple(p.type, p.name, p.bytes, p.declaration));
-        }
-        return out;
-      },
-      py::arg("source"), py::arg("kernel"), py::arg("options") = std::vector<std::string>(),
-      "The parameters of `kernel` as st.launch_cuda reads them: (type, name, bytes, declaration) each.");
-  m.def(
-      "cuda_param_values",
-      [](const std::string& source, const std::string& kernel, const py::list& values,
-         const std::vector<std::string>& options) {
-        const std::vector<CudaKernelParam> params = CudaKernelParams(source, kernel, options);
-        const std::vector<CudaParamValue> packed =
-            CudaParamValues("st.launch_cuda", kernel, params, HandWrittenArgsFrom(values, "st.launch_cuda"));
-        py::list out;
-        for (size_t i = 0; i < packed.size(); ++i) {
-          out.append(py::bytes(reinterpret_cast<const char*>(packed[i].bytes), params[i].bytes));
-        }
-        return out;
-      },
-      py::arg("source"), py::arg("kernel"), py::arg("args"), py::arg("options") = std::vector<std::string>(),
-      "The bytes st.launch_cuda hands cuLaunchKernel for each argument, checked and converted.");
+  // A kernel's parameters read once, then any number of argument lists
+  // checked and converted against them (st.CudaKernel holds one).
+  py::class_<CudaKernelSignature>(m, "CudaKernelSignature")
+      .def(py::init([](const std::string& source, const std::string& kernel, const std::vector<std::string>& options,
+                       const std::string& op) {
+             return CudaKernelSignature{op, kernel, CudaKernelParams(source, kernel, options)};
+           }),
+           py::arg("source"), py::arg("kernel"), py::arg("options") = std::vector<std::string>(),
+           py::arg("op") = "st.launch_cuda")
+      .def_property_readonly(
+          "params",
+          [](const CudaKernelSignature& s) {
+            py::list out;
+            for (const CudaKernelParam& p : s.params) out.append(py::make_tuple(p.type, p.name, p.bytes, p.declaration));
+            return out;
+          },
+          "(type, name, bytes, declaration) of each parameter, as st.launch_cuda reads them.")
+      .def(
+          "values",
+          [](const CudaKernelSignature& s, const py::list& values) {
+            const std::vector<CudaParamValue> packed =
+                CudaParamValues(s.op, s.kernel, s.params, HandWrittenArgsFrom(values, s.op));
+            py::list out;
+            for (size_t i = 0; i < packed.size(); ++i) {
+              out.append(py::bytes(reinterpret_cast<const char*>(packed[i].bytes), s.params[i].bytes));
+            }
+            return out;
+          },
+          py::arg("args"), "The bytes cuLaunchKernel is handed for each argument, checked and converted.");
   m.def("has_cuda_recipe", &HasCudaRecipe, py::arg("recipe"),
         "Whether the built-in kernel recipe `recipe` has a cuda schedule.");
   m.def("cuda_unavailable_reason", &CudaUnavailableReason,

@@ -94,9 +94,7 @@ def test_custom_cuda_kernel_runs_under_the_emulator_and_its_planted_race_is_repo
 @needs_nvrtc
 def test_custom_cuda_kernel_is_valid_cuda():
     import importlib.util
-    from sparsetir_torch import _C
-    options = cuda_include_options("cuda_fp16.h", "cooperative_groups.h", "nv/target", "cuda/std/type_traits")
-    if options is None:
+    if cuda_include_options("cuda_fp16.h", "cooperative_groups.h", "nv/target", "cuda/std/type_traits") is None:
         pytest.skip("no CUDA headers here (neither the nvidia-cuda-runtime wheel nor a CUDA toolkit)")
     sys.path.insert(0, EXAMPLES)
     try:
@@ -106,8 +104,8 @@ def test_custom_cuda_kernel_is_valid_cuda():
         spec.loader.exec_module(example)
     finally:
         sys.path.remove(EXAMPLES)
-    ptx = _C.nvrtc_compile(example.SOURCE, "custom_cuda_kernel.cu", 80, False, options)["ptx"].decode()
+    ptx = example.KERNEL.ptx("sm_80")
     assert ".entry csr_spmm_half" in ptx
-    # What st.launch_cuda would pass is what NVRTC compiled: five pointers, three ints.
-    sizes = [p[2] for p in _C.cuda_kernel_params(example.SOURCE, "csr_spmm_half")]
+    # What a launch would pass is what NVRTC compiled: five pointers, three ints.
+    sizes = [p.bytes for p in example.KERNEL.params]
     assert sizes == ptx_param_sizes(ptx, "csr_spmm_half") == [8] * 5 + [4] * 3

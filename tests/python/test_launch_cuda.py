@@ -17,6 +17,16 @@ from sparsetir_torch import _C
 
 from conftest import cuda_include_options, needs_nvrtc, ptx_param_sizes
 
+def params_of(source, kernel, options=()):
+    """(type, name, bytes, declaration) of each parameter, as a launch reads them."""
+    return _C.CudaKernelSignature(source, kernel, list(options)).params
+
+
+def values_of(source, kernel, args, options=()):
+    """The bytes a launch hands the driver for each argument."""
+    return _C.CudaKernelSignature(source, kernel, list(options)).values(args)
+
+
 # One parameter of every kind a launch converts to.
 EVERY_KIND = r"""
 #include <cuda_fp16.h>
@@ -35,7 +45,7 @@ EVERY_KIND_SIZES = [8, 8, 4, 4, 8, 8, 2, 1, 1, 4, 8, 2, 2, 8, 8, 4, 1, 2, 8, 8]
 
 
 def test_parameters_are_read_from_the_declaration():
-    params = _C.cuda_kernel_params(EVERY_KIND, "every_kind")
+    params = params_of(EVERY_KIND, "every_kind")
     assert [p[2] for p in params] == EVERY_KIND_SIZES
     assert params[0] == ("float*", "x", 8, "const float* __restrict__ x")
     assert params[11][:2] == ("__half", "h")
@@ -51,7 +61,7 @@ def test_nvrtc_compiles_the_parameter_sizes_the_reader_reads():
         pytest.skip("no cuda_fp16.h / cuda_bf16.h for NVRTC")
     ptx = _C.nvrtc_compile(EVERY_KIND, "every_kind.cu", 80, False, options)["ptx"].decode()
     assert ptx_param_sizes(ptx, "every_kind") == EVERY_KIND_SIZES
-    assert [p[2] for p in _C.cuda_kernel_params(EVERY_KIND, "every_kind")] == EVERY_KIND_SIZES
+    assert [p[2] for p in params_of(EVERY_KIND, "every_kind")] == EVERY_KIND_SIZES
 
 
 def every_kind_args(x, y):
@@ -73,7 +83,7 @@ def rounded(d: float, bits: int) -> Fraction:
 def test_each_argument_becomes_its_parameters_bytes():
     x = torch.arange(4, dtype=torch.float32)
     y = torch.zeros(4, dtype=torch.float64)
-    values = _C.cuda_param_values(EVERY_KIND, "every_kind", every_kind_args(x, y))
+    values = values_of(EVERY_KIND, "every_kind", every_kind_args(x, y))
     half = struct.pack("<e", 0.1)  # Python rounds a double to binary16 once, to nearest even
     bf16 = struct.pack("<f", float(rounded(0.1, 8)))[2:]
     expected = [struct.pack("<Q", x.data_ptr()), struct.pack("<Q", y.data_ptr()), struct.pack("<i", -7),
@@ -91,7 +101,7 @@ def test_a_float_is_rounded_once_to_a_16_bit_parameter(fmt, bits, ctype):
     source = f'extern "C" __global__ void k({ctype} v) {{}}'
     one_ulp = 2.0 ** (1 - bits)
     for d in [1 + one_ulp / 2 + 2.0**-40, 1 + one_ulp / 2 - 2.0**-40, 1 + 3 * one_ulp / 2 + 2.0**-40, -3.3, 65504.0]:
-        (got,) = _C.cuda_param_values(source, "k", [d])
+        (got,) = values_of(source, "k", [d])
         if fmt == "half":
             want = struct.pack("<e", d)
         else:
@@ -103,7 +113,7 @@ def test_an_int_goes_to_a_floating_point_parameter_rounded_once():
     source = 'extern "C" __global__ void k(float a, double b, float c, double d) {}'
     # 2^60 + 2^36 + 1 lies above the midpoint between two floats; a double cannot tell it from the midpoint.
     above_midpoint = 2**60 + 2**36 + 1
-    assert _C.cuda_param_values(source, "k", [3, -(2**40), above_midpoint, 2**62 + 1]) == [
+    assert values_of(source, "k", [3, -(2**40), above_midpoint, 2**62 + 1]) == [
         struct.pack("<f", 3.0), struct.pack("<d", -(2.0**40)), struct.pack("<f", float(rounded(above_midpoint, 24))),
         struct.pack("<d", 2.0**62)]
 
@@ -125,7 +135,7 @@ def test_an_int_goes_to_a_floating_point_parameter_rounded_once():
 def test_an_argument_its_parameter_cannot_take_is_named(decl, arg, message):
     source = f'extern "C" __global__ void k({decl}) {{}}'
     with pytest.raises(ValueError, match=r"st.launch_cuda: kernel 'k' .*" + message):
-        _C.cuda_param_values(source, "k", [arg])
+        values_of(source, "k", [arg])
 
 
 @pytest.mark.parametrize("decl,dtype", [("unsigned short* x", torch.float16), ("unsigned short* x", torch.bfloat16),
@@ -135,20 +145,20 @@ def test_an_argument_its_parameter_cannot_take_is_named(decl, arg, message):
                                         ("long long* x", torch.int64), ("__nv_bfloat16* x", torch.bfloat16)])
 def test_a_pointer_takes_the_tensors_its_element_type_can_read(decl, dtype):
     t = torch.zeros(4, dtype=dtype)
-    (value,) = _C.cuda_param_values(f'extern "C" __global__ void k({decl}) {{}}', "k", [t])
+    (value,) = values_of(f'extern "C" __global__ void k({decl}) {{}}', "k", [t])
     assert value == struct.pack("<Q", t.data_ptr())
 
 
 def test_the_argument_count_must_be_the_parameter_count():
     with pytest.raises(ValueError, match="kernel 'k' takes 2 parameters, got 1 arguments"):
-        _C.cuda_param_values('extern "C" __global__ void k(float* x, int n) {}', "k", [torch.zeros(1)])
+        values_of('extern "C" __global__ void k(float* x, int n) {}', "k", [torch.zeros(1)])
 
 
 def test_a_parameter_of_a_type_it_cannot_pass_is_named():
     with pytest.raises(ValueError, match=r"parameter 1 \('float2 v'\) has type 'float2'"):
-        _C.cuda_kernel_params('extern "C" __global__ void k(float* x, float2 v) {}', "k")
+        params_of('extern "C" __global__ void k(float* x, float2 v) {}', "k")
     with pytest.raises(ValueError, match="declares no __global__ function"):
-        _C.cuda_kernel_params('extern "C" __global__ void k(float* x) {}', "other")
+        params_of('extern "C" __global__ void k(float* x) {}', "other")
 
 
 SCALE = r"""
@@ -254,13 +264,13 @@ extern "C" __global__ void aliased(real* x, real a, index_t n, acc_t b) {
 def test_nvrtc_compiles_the_sizes_read_through_macros_typedefs_and_options():
     options = ["-Dacc_t=double"]
     ptx = _C.nvrtc_compile(ALIASED, "aliased.cu", 80, False, options)["ptx"].decode()
-    params = _C.cuda_kernel_params(ALIASED, "aliased", options)
+    params = params_of(ALIASED, "aliased", options)
     assert [p[2] for p in params] == ptx_param_sizes(ptx, "aliased") == [8, 4, 4, 8]
     assert [p[0] for p in params] == ["float*", "float", "unsigned int", "double"]
-    assert _C.cuda_param_values(ALIASED, "aliased", [torch.zeros(1), 2, 3, 0.5], options)[1:] == [
+    assert values_of(ALIASED, "aliased", [torch.zeros(1), 2, 3, 0.5], options)[1:] == [
         struct.pack("<f", 2.0), struct.pack("<I", 3), struct.pack("<d", 0.5)]
     with pytest.raises(ValueError, match=r"parameter 3 \('acc_t b'\) has type 'acc_t'"):
-        _C.cuda_kernel_params(ALIASED, "aliased")
+        params_of(ALIASED, "aliased")
 
 
 @needs_nvrtc

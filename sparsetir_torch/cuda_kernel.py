@@ -1,0 +1,89 @@
+"""st.CudaKernel: a hand-written CUDA kernel as one object that runs on the
+device of its tensors, under the SIMT emulator on CPU tensors and through
+NVRTC on CUDA tensors:
+
+    scale = st.CudaKernel(source, "scale", options=["-DTILE=32"])
+    scale(grid, block, x, 2.0, n)    # x on the CPU: emulated; on a GPU: launched
+    print(scale.params)              # the parameters as the launch reads them
+    print(scale.ptx("sm_90"))        # what NVRTC makes of it, without a GPU
+
+The declaration is read once, when the object is made, so a kernel whose
+parameters cannot be passed (a struct by value, a template) or a malformed
+option fails there rather than at its first launch; every call converts its
+arguments to the declared types as a launch does, on either device.
+"""
+from typing import NamedTuple, Sequence, Tuple
+
+import torch
+
+from . import _C
+from .cuda_runtime import cuda_include_dirs, nvrtc_ptx
+from .emulator import Dims, checked_options, emulate_cuda
+from .launch import launch_cuda
+
+
+class CudaKernelParam(NamedTuple):
+    """A parameter as st.launch_cuda converts an argument to it."""
+
+    type: str  # without qualifiers or name: "float*", "unsigned int", "__half"
+    name: str  # "" where the declaration names none
+    bytes: int  # its size on the device
+    declaration: str  # as written: "const float* __restrict__ x"
+
+
+class CudaKernel:
+    """`name` (an ``extern "C" __global__`` function of `source`) with
+    NVRTC's `options` (macros: ``-DTILE=32``; on a GPU any NVRTC option).
+    Calling it as ``kernel(grid, block, *args, shared_bytes=0)`` runs
+    ``name<<<grid, block, shared_bytes>>>(*args)``: through st.launch_cuda
+    where an argument is a CUDA tensor, else through st.emulate_cuda, which
+    takes the same arguments."""
+
+    def __init__(self, source: str, name: str, options: Sequence[str] = ()):
+        if not isinstance(source, str) or not isinstance(name, str):
+            raise TypeError("st.CudaKernel: 'source' and 'name' must be strings")
+        self._source = source
+        self._name = name
+        self._options = tuple(checked_options("st.CudaKernel", options))
+        self._signature = _C.CudaKernelSignature(source, name, list(self._options), "st.CudaKernel")
+        self._params = tuple(CudaKernelParam(*p) for p in self._signature.params)
+
+    @property
+    def source(self) -> str:
+        return self._source
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def options(self) -> Tuple[str, ...]:
+        return self._options
+
+    @property
+    def params(self) -> Tuple[CudaKernelParam, ...]:
+        """The parameters in order, as the declaration gives them."""
+        return self._params
+
+    def __call__(self, grid: Dims, block: Dims, *args, shared_bytes: int = 0) -> None:
+        if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+            launch_cuda(self._source, self._name, grid, block, *args, shared_bytes=shared_bytes,
+                        options=self._options)
+            return
+        # The checks a launch makes, on CPU tensors too: an int its parameter
+        # cannot hold, a float for an integer or a tensor of another element
+        # type fails here as it would on a GPU, not only there.
+        self._signature.values(list(args))
+        emulate_cuda(self._source, self._name, grid, block, *args, shared_bytes=shared_bytes, options=self._options)
+
+    def ptx(self, arch="sm_90") -> str:
+        """The kernel's PTX for `arch` ("sm_80", "sm_90", or the number),
+        compiled by NVRTC with CUDA's headers and the options, on any machine
+        where NVRTC loads (no GPU needed); ``ptxas -arch=sm_90 -v`` reports
+        its registers and spills."""
+        include = ["-I" + d for d in cuda_include_dirs()]
+        return nvrtc_ptx(f"st.CudaKernel {self._name}.ptx()", self._source, self._name + ".cu", arch,
+                         include + list(self._options))
+
+    def __repr__(self) -> str:
+        return f"<CudaKernel {self._name}({', '.join(p.declaration for p in self._params)})>"
