@@ -435,7 +435,9 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           "params",
           [](const CudaKernelSignature& s) {
             py::list out;
-            for (const CudaKernelParam& p : s.params) out.append(py::make_tuple(p.type, p.name, p.bytes, p.declaration));
+            for (const CudaKernelParam& p : s.params) {
+              out.append(py::make_tuple(p.type, p.name, p.bytes, p.declaration));
+            }
             return out;
           },
           "(type, name, bytes, declaration) of each parameter, as st.launch_cuda reads them.")
