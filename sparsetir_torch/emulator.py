@@ -7,7 +7,8 @@ votes, __syncwarp, the warp shuffles, votes, matches and reductions,
 __activemask, __shared__, __constant__ and `extern __shared__ T name[]` for
 dynamic shared memory, and CUDA's device library: vector types, dim3, min /
 max, the integer and float intrinsics, CUDA's math functions beyond C's
-(erfinvf, normcdff, sinpif, norm3df, ...), __dp4a, __ldg, the atomics,
+(erfinvf, normcdff, sinpif, norm3df, ...), __dp4a, arithmetic in each
+rounding direction (__fadd_rz, __dmul_ru, ...), __ldg, the atomics,
 clock64, assert and __trap) and, where the source includes them, cuda_fp16.h / cuda_bf16.h
 (__half, __nv_bfloat16 and their pairs, rounded as on the GPU), cuda_fp8.h
 (E4M3 and E5M2, their conversions in both saturation modes),

@@ -25,6 +25,7 @@
 #include "codegen/simt_abi.h"
 #include "codegen/simt_device_library.h"
 #include "codegen/simt_device_math.h"
+#include "codegen/simt_directed_rounding.h"
 
 namespace sparsetir {
 
@@ -36,7 +37,8 @@ inline const std::string kSimtEmulatorHeader = R"EMULATOR(
 #include <stdlib.h>
 #include <stdio.h>
 )EMULATOR" + std::string(kSimtAbiText) + "\n" + std::string(kSimtDeviceLibrary) +
-                                            std::string(kSimtDeviceMath) + R"EMULATOR(
+                                            std::string(kSimtDeviceMath) + std::string(kSimtDirectedRounding) +
+                                            R"EMULATOR(
 typedef uint3 sparsetir_uint3;
 static thread_local uint3 threadIdx, blockIdx;
 static thread_local dim3 blockDim, gridDim;
