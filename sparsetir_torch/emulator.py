@@ -14,8 +14,9 @@ clock64, assert and __trap) and, where the source includes them, cuda_fp16.h / c
 (E4M3 and E5M2, their conversions in both saturation modes),
 cooperative_groups.h (the block, tiles, coalesced groups, reduce, scans,
 memcpy_async), mma.h (nvcuda::wmma's fragments, loads, stores and mma_sync),
-cuda_pipeline.h (__pipeline_memcpy_async & co.) and CUB's warp and block
-collectives (WarpReduce, WarpScan, BlockReduce, BlockScan); a block's
+cuda_pipeline.h (__pipeline_memcpy_async & co.), cuda/barrier
+(cuda::barrier's arrive / wait and the copies bound to one) and CUB's warp
+and block collectives (WarpReduce, WarpScan, BlockReduce, BlockScan); a block's
 threads run as fibers that meet at the barriers. A deadlock raises an error naming the
 kernel, the block and where each thread waits; a failed assert or a __trap
 raises one naming the block and the thread. SPARSETIR_EMULATE_ORDER=check

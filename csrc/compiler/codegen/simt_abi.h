@@ -51,6 +51,9 @@
     /* The block's dynamic shared memory: the host thread's buffer, at the same      */       \
     /* address for every launch (at least the launch's dynamic shared bytes).        */       \
     void* (*dynamic_shared)(void* ctx);                                                       \
+    /* cuda::barrier's wait: returns once *phase (the barrier's phase, which the   */        \
+    /* arrival that completes it moves on) differs from `old`.                      */        \
+    void (*wait_phase)(void* ctx, const volatile uint32_t* phase, uint32_t old);              \
     /* Threads run as fibers that meet at barriers (1), or one after another (0): a  */       \
     /* kernel that never synchronizes needs no fibers.                              */        \
     int32_t cooperative;                                                                      \

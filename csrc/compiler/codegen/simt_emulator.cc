@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "codegen/simt_async_copy.h"
+#include "codegen/simt_barrier.h"
 #include "codegen/simt_cooperative_groups.h"
 #include "codegen/simt_cub.h"
 #include "codegen/simt_float16_library.h"
@@ -24,7 +25,8 @@ const std::set<std::string>& EmulatedHeaders() {
       "cooperative_groups.h", "cooperative_groups/reduce.h", "cooperative_groups/scan.h",
       "cooperative_groups/memcpy_async.h", "mma.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
       "cuda_fp8.h", "cub/cub.cuh", "cub/block/block_reduce.cuh", "cub/block/block_scan.cuh",
-      "cub/warp/warp_reduce.cuh", "cub/warp/warp_scan.cuh", "cuda/functional", "cuda/std/functional"};
+      "cub/warp/warp_reduce.cuh", "cub/warp/warp_scan.cuh", "cuda/functional", "cuda/std/functional",
+      "cuda/barrier"};
   return headers;
 }
 
@@ -35,7 +37,7 @@ bool IsCubHeader(const std::string& header) {
 
 // Headers of the CUDA toolkit the emulator has no emulation of.
 const std::set<std::string>& UnemulatedHeaders() {
-  static const std::set<std::string> headers = {"cuda/barrier", "cuda/pipeline", "cuda/std/atomic"};
+  static const std::set<std::string> headers = {"cuda/pipeline", "cuda/std/atomic", "cuda/std/barrier"};
   return headers;
 }
 
@@ -78,7 +80,7 @@ std::string EmulatorSourceFromCuda(const std::string& source) {
 EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
   std::istringstream lines(source);
   std::string line;
-  bool wmma = false, cooperative_groups = false, async_copy = false, cub = false;
+  bool wmma = false, cooperative_groups = false, async_copy = false, cub = false, barrier = false;
   EmulatorLibraries libraries;
   while (std::getline(lines, line)) {
     const std::string header = IncludedHeader(line);
@@ -90,6 +92,7 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
     cooperative_groups |= header.rfind("cooperative_groups", 0) == 0;
     async_copy |= header == "cuda_pipeline.h" || header == "cuda_pipeline_primitives.h";
     cub |= EmulatedHeaders().count(header) && IsCubHeader(header);
+    barrier |= header == "cuda/barrier";
   }
   if (libraries.float16_types) libraries.text += SimtFloat16Library();
   if (libraries.float8_types) libraries.text += SimtFloat8Library();
@@ -97,6 +100,7 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
   if (cooperative_groups) libraries.text += kSimtCooperativeGroups;
   if (async_copy) libraries.text += kSimtAsyncCopy;
   if (cub) libraries.text += kSimtCub;
+  if (barrier) libraries.text += kSimtBarrier;
   return libraries;
 }
 
@@ -104,7 +108,8 @@ bool KernelSynchronizes(const std::string& cuda_source) {
   // __shfl*_sync, __ballot_sync, __any_sync, __all_sync, __match*_sync; a
   // group's sync() and collectives (cooperative_groups.h) and CUB's warp and
   // block collectives (simt_cub.h) are built on them.
-  for (const char* name : {"__syncthreads", "__syncwarp", "_sync(", "cooperative_groups", "cub::"}) {
+  // cuda/barrier's waits yield to the runtime.
+  for (const char* name : {"__syncthreads", "__syncwarp", "_sync(", "cooperative_groups", "cub::", "cuda/barrier"}) {
     if (cuda_source.find(name) != std::string::npos) return true;
   }
   return false;

@@ -43,6 +43,10 @@ typedef uint3 sparsetir_uint3;
 static thread_local uint3 threadIdx, blockIdx;
 static thread_local dim3 blockDim, gridDim;
 static thread_local const SparsetirSimt* sparsetir_simt;  // the launch this host thread runs blocks of
+// Counts the blocks this host thread has started: shared state (a
+// cuda::barrier) that records the block that initialized it tells a stale
+// one, left by an earlier block in the same thread-local storage.
+static thread_local uint64_t sparsetir_block_serial;
 enum { warpSize = 32 };
 
 #define __global__
@@ -280,6 +284,7 @@ static inline void sparsetir_emulate_blocks(const SparsetirSimt* simt, sparsetir
     const int64_t linear_block = simt->order ? end - 1 - (b - begin) : b;
     blockIdx = {(unsigned)(linear_block % grid.x), (unsigned)(linear_block / grid.x % grid.y),
                 (unsigned)(linear_block / ((int64_t)grid.x * grid.y))};
+    ++sparsetir_block_serial;
     if (simt->run_block(simt->ctx, threads, blockIdx.x, blockIdx.y, blockIdx.z, enter, main, &body)) return;
   }
 }
@@ -289,8 +294,8 @@ static inline void sparsetir_emulate_blocks(const SparsetirSimt* simt, sparsetir
 // compile error names the author's line): an #include of a CUDA runtime
 // header (cuda_runtime.h, vector_types.h, cuda_fp16.h, ...) or of assert.h is
 // dropped, as the emulator header (or EmulatorLibrariesFor) declares what it
-// would; one of a header the emulator does not provide (cuda/barrier,
-// cub/cub.cuh, ...) becomes an #error naming it; `extern __shared__ T
+// would; one of a header the emulator does not provide (cuda/pipeline,
+// cub/block/block_load.cuh, ...) becomes an #error naming it; `extern __shared__ T
 // name[];` becomes a thread-local reference to the block's dynamic shared
 // memory.
 std::string EmulatorSourceFromCuda(const std::string& source);
@@ -304,7 +309,9 @@ std::string EmulatorSourceFromCuda(const std::string& source);
 // reduce.h, scan.h and memcpy_async.h (simt_cooperative_groups.h), the
 // asynchronous copies of cuda_pipeline_primitives.h and cuda_pipeline.h
 // (simt_async_copy.h), CUB's warp and block collectives for cub/cub.cuh and
-// their headers, with cuda/functional's operators (simt_cub.h).
+// their headers, with cuda/functional's operators (simt_cub.h), and
+// cuda::barrier with the copies bound to one for cuda/barrier
+// (simt_barrier.h).
 struct EmulatorLibraries {
   std::string text;
   bool float16_types = false;

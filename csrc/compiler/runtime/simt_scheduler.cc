@@ -16,7 +16,8 @@ namespace {
 constexpr int64_t kWarpSize = 32;
 constexpr int64_t kMaxBlockThreads = 1024;  // CUDA's limit
 
-enum class Where { kRunnable, kBlockBarrier, kWarpBarrier, kReturned };
+// kPhaseWait: at a cuda::barrier, until its phase moves on.
+enum class Where { kRunnable, kBlockBarrier, kWarpBarrier, kPhaseWait, kReturned };
 
 std::string Hex(uint32_t mask) {
   static const char* digits = "0123456789abcdef";
@@ -51,6 +52,8 @@ class SimtBlock {
     uint64_t value = 0;
     int64_t source = -1;
     uint64_t result = 0;
+    // At a cuda::barrier: its phase, which must differ from `value` first.
+    const volatile uint32_t* phase = nullptr;
   };
 
  public:
@@ -92,6 +95,8 @@ class SimtBlock {
     for (;;) {
       for (const std::vector<int64_t>& lanes : warps) RunWarp(lanes);
       if (returned_ == count_) break;
+      // A warp may have completed the phase another warp waits for.
+      if (OpenPhaseWaits(0, count_)) continue;
       if (!OpenBlockBarrier()) {
         launch_->Fail(Deadlock());
         ok = false;
@@ -115,14 +120,20 @@ class SimtBlock {
     me.exchange = exchange;
     me.value = value;
     me.source = source;
-    // The turn passes to the warp's next lane that can run, fiber to fiber;
-    // after the last, back to RunWarp.
-    if (Thread* next = block->EnterNextLane()) {
-      Fiber::SwitchTo(next->fiber.get());
-    } else {
-      Fiber::Suspend();
-    }
+    block->PassTurn();
     return me;
+  }
+
+  // From a kernel thread: wait until `*phase` differs from `old` (the
+  // arrival that completes a cuda::barrier's phase moves it on). Another
+  // lane of the warp or another warp may be the one that arrives.
+  static void WaitForPhase(const volatile uint32_t* phase, uint32_t old) {
+    SimtBlock* block = current_;
+    Thread& me = block->threads_[block->running_];
+    me.where = Where::kPhaseWait;
+    me.phase = phase;
+    me.value = old;
+    block->PassTurn();
   }
   static bool Active() { return current_ != nullptr; }
 
@@ -135,6 +146,16 @@ class SimtBlock {
   static std::vector<Thread>& Kept() {
     static thread_local std::vector<Thread> kept;
     return kept;
+  }
+
+  // The running lane waits: the turn passes to the warp's next lane that can
+  // run, fiber to fiber; after the last, back to RunWarp.
+  void PassTurn() {
+    if (Thread* next = EnterNextLane()) {
+      Fiber::SwitchTo(next->fiber.get());
+    } else {
+      Fiber::Suspend();
+    }
   }
 
   static void ThreadMain(void* arg) {
@@ -193,7 +214,31 @@ class SimtBlock {
         // A lane that returns leaves the masks it was in: a meeting may open.
         if (last.fiber->finished()) last.where = Where::kReturned, ++returned_, warp_changed_ = true;
       }
-    } while (warp_changed_ && OpenWarpBarriers(first));
+    } while (OpenWarp(first));
+  }
+
+  // Releases lanes of the warp starting at thread `first`: those whose
+  // cuda::barrier phase moved on, else those a warp meeting releases. False
+  // if none.
+  bool OpenWarp(int64_t first) {
+    if (OpenPhaseWaits(first, std::min(first + kWarpSize, count_))) {
+      pass_live_ = LiveLanesOf(first);
+      return true;
+    }
+    return warp_changed_ && OpenWarpBarriers(first);
+  }
+
+  // Makes the threads in [begin, end) whose cuda::barrier phase moved on
+  // runnable; false if there were none.
+  bool OpenPhaseWaits(int64_t begin, int64_t end) {
+    bool released = false;
+    for (int64_t t = begin; t < end; ++t) {
+      Thread& thread = threads_[t];
+      if (thread.where != Where::kPhaseWait || *thread.phase == static_cast<uint32_t>(thread.value)) continue;
+      thread.where = Where::kRunnable;
+      released = true;
+    }
+    return released;
   }
 
   // The lanes of the warp starting at thread `first` that have not returned.
@@ -342,6 +387,8 @@ class SimtBlock {
             default:
               return "wait at __syncwarp(" + Hex(t.mask) + ")";
           }
+        case Where::kPhaseWait:
+          return "wait at a cuda::barrier";
         case Where::kReturned:
           return "returned";
         default:
@@ -501,6 +548,14 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
       return 0;
     }
     return SimtBlock::Wait(Where::kWarpBarrier, 0, SimtBlock::Exchange::kConverge, site).lanes;
+  };
+  abi_.wait_phase = [](void* ctx, const volatile uint32_t* phase, uint32_t old) {
+    if (!SimtBlock::Active()) {
+      LaunchOf(ctx)->Fail("SIMT emulator: kernel '" + LaunchOf(ctx)->kernel_ +
+                          "' waited at a cuda::barrier but was launched without fibers");
+      return;
+    }
+    SimtBlock::WaitForPhase(phase, old);
   };
   abi_.trap = [](void* ctx, const char* message) {
     LaunchOf(ctx)->Fail("SIMT emulator: kernel '" + LaunchOf(ctx)->kernel_ + "', " + message);

@@ -4,6 +4,8 @@
 //  - __syncthreads waits for every live (not yet returned) thread of the block;
 //  - __syncwarp(mask), and the warp operations built on it, wait for the live
 //    lanes of the mask in the caller's warp of 32 consecutive threads;
+//  - a cuda::barrier's wait waits until the barrier's phase moves on, which
+//    the arrival that completes the phase does (any thread of the block);
 //  - when no thread can run and no barrier can open, the block deadlocked:
 //    the launch fails with the kernel, the block and what each thread waits at.
 // A warp's lanes run until they wait or return, in the launch's order
