@@ -219,7 +219,8 @@ extern "C" __global__ void errors(int what) {
 
 
 @pytest.mark.parametrize("what,message", [
-    (0, r"deadlock in kernel 'errors', block \(0, 0, 0\) of 4 threads: .*threads 0-3 wait at a cuda::barrier"),
+    (0, r"deadlock in kernel 'errors', block \(0, 0, 0\) of 4 threads: "
+        r".*threads 0-3 wait at a cuda::barrier or cuda::pipeline"),
     (1, r"cuda::barrier::arrive\(3\) with 2 arrivals left in its phase"),
     (2, r"cuda::barrier::arrive on a barrier no thread init\(\)ed"),
     (3, r"cuda::memcpy_async: .* is not aligned to 16 bytes"),

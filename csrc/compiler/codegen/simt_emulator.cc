@@ -10,6 +10,7 @@
 #include "codegen/simt_cub.h"
 #include "codegen/simt_float16_library.h"
 #include "codegen/simt_float8_library.h"
+#include "codegen/simt_pipeline.h"
 #include "codegen/simt_wmma.h"
 
 namespace sparsetir {
@@ -26,7 +27,7 @@ const std::set<std::string>& EmulatedHeaders() {
       "cooperative_groups/memcpy_async.h", "mma.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
       "cuda_fp8.h", "cub/cub.cuh", "cub/block/block_reduce.cuh", "cub/block/block_scan.cuh",
       "cub/warp/warp_reduce.cuh", "cub/warp/warp_scan.cuh", "cuda/functional", "cuda/std/functional",
-      "cuda/barrier"};
+      "cuda/barrier", "cuda/pipeline"};
   return headers;
 }
 
@@ -37,7 +38,7 @@ bool IsCubHeader(const std::string& header) {
 
 // Headers of the CUDA toolkit the emulator has no emulation of.
 const std::set<std::string>& UnemulatedHeaders() {
-  static const std::set<std::string> headers = {"cuda/pipeline", "cuda/std/atomic", "cuda/std/barrier"};
+  static const std::set<std::string> headers = {"cuda/std/atomic", "cuda/std/barrier"};
   return headers;
 }
 
@@ -80,7 +81,7 @@ std::string EmulatorSourceFromCuda(const std::string& source) {
 EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
   std::istringstream lines(source);
   std::string line;
-  bool wmma = false, cooperative_groups = false, async_copy = false, cub = false, barrier = false;
+  bool wmma = false, cooperative_groups = false, async_copy = false, cub = false, barrier = false, pipeline = false;
   EmulatorLibraries libraries;
   while (std::getline(lines, line)) {
     const std::string header = IncludedHeader(line);
@@ -92,7 +93,8 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
     cooperative_groups |= header.rfind("cooperative_groups", 0) == 0;
     async_copy |= header == "cuda_pipeline.h" || header == "cuda_pipeline_primitives.h";
     cub |= EmulatedHeaders().count(header) && IsCubHeader(header);
-    barrier |= header == "cuda/barrier";
+    barrier |= header == "cuda/barrier" || header == "cuda/pipeline";  // which includes cuda/barrier
+    pipeline |= header == "cuda/pipeline";
   }
   if (libraries.float16_types) libraries.text += SimtFloat16Library();
   if (libraries.float8_types) libraries.text += SimtFloat8Library();
@@ -101,6 +103,7 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
   if (async_copy) libraries.text += kSimtAsyncCopy;
   if (cub) libraries.text += kSimtCub;
   if (barrier) libraries.text += kSimtBarrier;
+  if (pipeline) libraries.text += kSimtPipeline;
   return libraries;
 }
 
@@ -108,8 +111,9 @@ bool KernelSynchronizes(const std::string& cuda_source) {
   // __shfl*_sync, __ballot_sync, __any_sync, __all_sync, __match*_sync; a
   // group's sync() and collectives (cooperative_groups.h) and CUB's warp and
   // block collectives (simt_cub.h) are built on them.
-  // cuda/barrier's waits yield to the runtime.
-  for (const char* name : {"__syncthreads", "__syncwarp", "_sync(", "cooperative_groups", "cub::", "cuda/barrier"}) {
+  // cuda/barrier's and cuda/pipeline's waits yield to the runtime.
+  for (const char* name :
+       {"__syncthreads", "__syncwarp", "_sync(", "cooperative_groups", "cub::", "cuda/barrier", "cuda/pipeline"}) {
     if (cuda_source.find(name) != std::string::npos) return true;
   }
   return false;

@@ -388,7 +388,7 @@ class SimtBlock {
               return "wait at __syncwarp(" + Hex(t.mask) + ")";
           }
         case Where::kPhaseWait:
-          return "wait at a cuda::barrier";
+          return "wait at a cuda::barrier or cuda::pipeline";
         case Where::kReturned:
           return "returned";
         default:
