@@ -16,7 +16,8 @@ cooperative_groups.h (the block, tiles, coalesced groups, reduce, scans,
 memcpy_async), mma.h (nvcuda::wmma's fragments, loads, stores and mma_sync),
 cuda_pipeline.h (__pipeline_memcpy_async & co.), cuda/barrier
 (cuda::barrier's arrive / wait and the copies bound to one), cuda/pipeline
-(a thread's or a block's cuda::pipeline) and CUB's warp
+(a thread's or a block's cuda::pipeline), cuda/atomic and cuda/std/atomic
+(cuda::atomic_ref, cuda::atomic and their cuda::std forms) and CUB's warp
 and block collectives (WarpReduce, WarpScan, BlockReduce, BlockScan); a block's
 threads run as fibers that meet at the barriers. A deadlock raises an error naming the
 kernel, the block and where each thread waits; a failed assert or a __trap

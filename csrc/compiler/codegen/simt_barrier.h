@@ -1,8 +1,9 @@
 // cuda/barrier for hand-written kernels under the SIMT emulator, pasted after
 // the emulator header into a source that includes it: cuda::barrier (init,
 // arrive, wait, arrive_and_wait, arrive_and_drop, a completion function),
-// cuda::memcpy_async bound to one, cuda::aligned_size_t, and
-// cuda::std::move for the arrival tokens.
+// cuda::memcpy_async bound to one and cuda::aligned_size_t (after
+// simt_cuda_scopes.h: cuda::thread_scope, and cuda::std::move for the arrival
+// tokens).
 //
 // A barrier counts the arrivals its phase still expects; the arrival that
 // completes the phase runs the completion function, resets the count and
@@ -20,14 +21,7 @@
 namespace sparsetir {
 
 inline constexpr const char* kSimtBarrier = R"LIBRARY(
-#include <stddef.h>
-#include <algorithm>
-#include <utility>
 namespace cuda {
-namespace std {
-using ::std::move;
-}  // namespace std
-enum thread_scope { thread_scope_system, thread_scope_device, thread_scope_block, thread_scope_thread };
 
 struct sparsetir_no_completion {
   void operator()() const {}

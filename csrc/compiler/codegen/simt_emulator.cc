@@ -5,9 +5,11 @@
 #include <sstream>
 
 #include "codegen/simt_async_copy.h"
+#include "codegen/simt_atomic.h"
 #include "codegen/simt_barrier.h"
 #include "codegen/simt_cooperative_groups.h"
 #include "codegen/simt_cub.h"
+#include "codegen/simt_cuda_scopes.h"
 #include "codegen/simt_float16_library.h"
 #include "codegen/simt_float8_library.h"
 #include "codegen/simt_pipeline.h"
@@ -27,7 +29,7 @@ const std::set<std::string>& EmulatedHeaders() {
       "cooperative_groups/memcpy_async.h", "mma.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
       "cuda_fp8.h", "cub/cub.cuh", "cub/block/block_reduce.cuh", "cub/block/block_scan.cuh",
       "cub/warp/warp_reduce.cuh", "cub/warp/warp_scan.cuh", "cuda/functional", "cuda/std/functional",
-      "cuda/barrier", "cuda/pipeline"};
+      "cuda/barrier", "cuda/pipeline", "cuda/atomic", "cuda/std/atomic"};
   return headers;
 }
 
@@ -38,7 +40,7 @@ bool IsCubHeader(const std::string& header) {
 
 // Headers of the CUDA toolkit the emulator has no emulation of.
 const std::set<std::string>& UnemulatedHeaders() {
-  static const std::set<std::string> headers = {"cuda/std/atomic", "cuda/std/barrier"};
+  static const std::set<std::string> headers = {"cuda/std/barrier", "cuda/latch", "cuda/semaphore"};
   return headers;
 }
 
@@ -81,7 +83,8 @@ std::string EmulatorSourceFromCuda(const std::string& source) {
 EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
   std::istringstream lines(source);
   std::string line;
-  bool wmma = false, cooperative_groups = false, async_copy = false, cub = false, barrier = false, pipeline = false;
+  bool wmma = false, cooperative_groups = false, async_copy = false, cub = false, barrier = false, pipeline = false,
+       std_atomic = false, atomic = false;
   EmulatorLibraries libraries;
   while (std::getline(lines, line)) {
     const std::string header = IncludedHeader(line);
@@ -95,6 +98,8 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
     cub |= EmulatedHeaders().count(header) && IsCubHeader(header);
     barrier |= header == "cuda/barrier" || header == "cuda/pipeline";  // which includes cuda/barrier
     pipeline |= header == "cuda/pipeline";
+    std_atomic |= header == "cuda/atomic" || header == "cuda/std/atomic";  // cuda/atomic includes the latter
+    atomic |= header == "cuda/atomic";
   }
   if (libraries.float16_types) libraries.text += SimtFloat16Library();
   if (libraries.float8_types) libraries.text += SimtFloat8Library();
@@ -102,6 +107,9 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
   if (cooperative_groups) libraries.text += kSimtCooperativeGroups;
   if (async_copy) libraries.text += kSimtAsyncCopy;
   if (cub) libraries.text += kSimtCub;
+  if (barrier || std_atomic) libraries.text += kSimtCudaScopes;
+  if (std_atomic) libraries.text += kSimtStdAtomic;
+  if (atomic) libraries.text += kSimtAtomic;
   if (barrier) libraries.text += kSimtBarrier;
   if (pipeline) libraries.text += kSimtPipeline;
   return libraries;

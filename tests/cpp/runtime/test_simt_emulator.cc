@@ -207,7 +207,7 @@ TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
   const std::string source =
       "#include <cuda_runtime.h>\n"
       "  #  include \"cassert\"\n"
-      "#include <cuda/std/atomic>\n"
+      "#include <cuda/latch>\n"
       "#include <stdio.h>\n"
       "extern __shared__ float tile[];\n"
       "  extern __shared__ __align__(sizeof(double)) unsigned char raw [ ] ; int x = 1;\n"
@@ -222,7 +222,7 @@ TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
   ASSERT_EQ(lines.size(), 9u) << out;
   EXPECT_EQ(lines[0], "// (declared by the SIMT emulator) #include <cuda_runtime.h>");
   EXPECT_EQ(lines[1].rfind("// (declared by the SIMT emulator)", 0), 0u) << lines[1];
-  EXPECT_EQ(lines[2], "#error \"the SIMT emulator has no cuda/std/atomic\"");
+  EXPECT_EQ(lines[2], "#error \"the SIMT emulator has no cuda/latch\"");
   EXPECT_EQ(lines[3], "#include <stdio.h>");
   EXPECT_EQ(lines[4], "static thread_local float(&tile)[] = *(float(*)[])sparsetir_dynamic_shared();");
   EXPECT_EQ(lines[5], "  static thread_local unsigned char(&raw)[] = *(unsigned char(*)[])sparsetir_dynamic_shared(); "
