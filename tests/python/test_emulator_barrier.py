@@ -192,6 +192,29 @@ def test_a_copy_bound_to_a_barrier(order, offset):
     torch.testing.assert_close(out.double().view(2, 256), 3 * tiles.roll(-1, 1), rtol=1e-6, atol=1e-6)
 
 
+# A lane released from a barrier's wait while another lane of its warp waits
+# at a __syncwarp of its own: the warp barrier must still open.
+MIXED = r"""
+#include <cuda/barrier>
+extern "C" __global__ void mixed(int* out) {
+  __shared__ cuda::barrier<cuda::thread_scope_block> bar;
+  if (threadIdx.x == 0) init(&bar, 2);
+  __syncthreads();
+  if (threadIdx.x < 2) bar.arrive_and_wait();
+  if (threadIdx.x == 1) __syncwarp(0x2);
+  __syncthreads();
+  out[threadIdx.x] = threadIdx.x + 1;
+}
+"""
+
+
+@pytest.mark.parametrize("threads", [2, 40])
+def test_a_warp_barrier_opens_beside_a_released_barrier_wait(order, threads):
+    out = torch.zeros(threads, dtype=torch.int32)
+    st.emulate_cuda(MIXED, "mixed", 1, threads, out)
+    assert out.tolist() == list(range(1, threads + 1))
+
+
 ERRORS = r"""
 #include <cuda/barrier>
 extern "C" __global__ void errors(int what) {
@@ -231,13 +254,13 @@ def test_barrier_errors_are_named(what, message):
 
 
 @needs_nvrtc
-@pytest.mark.parametrize("name", sorted({**SOURCES, "errors": ERRORS}))
+@pytest.mark.parametrize("name", sorted({**SOURCES, "errors": ERRORS, "mixed": MIXED}))
 def test_every_kernel_here_is_valid_cuda(name):
     from sparsetir_torch import _C
     options = cuda_include_options("cuda/barrier", "cooperative_groups.h")
     if options is None:
         pytest.skip("no cuda/barrier for NVRTC (neither a CUDA toolkit nor the nvidia-cuda-runtime wheel)")
-    source = {**SOURCES, "errors": ERRORS}[name]
+    source = {**SOURCES, "errors": ERRORS, "mixed": MIXED}[name]
     ptx = _C.nvrtc_compile(source, name + ".cu", 80, False, options + ["-std=c++17"])["ptx"].decode()
     assert re.search(rf"\.entry {name}\b", ptx)
 

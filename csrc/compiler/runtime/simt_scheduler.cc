@@ -219,10 +219,13 @@ class SimtBlock {
 
   // Releases lanes of the warp starting at thread `first`: those whose
   // cuda::barrier phase moved on, else those a warp meeting releases. False
-  // if none.
+  // if none. The warp's meetings are looked at once no phase wait can be
+  // released (a released lane may still join a coalesced group); a lane
+  // that reached one this pass has them looked at after the next pass.
   bool OpenWarp(int64_t first) {
     if (OpenPhaseWaits(first, std::min(first + kWarpSize, count_))) {
       pass_live_ = LiveLanesOf(first);
+      warp_waiting_ = warp_waiting_ || warp_changed_;
       return true;
     }
     return warp_changed_ && OpenWarpBarriers(first);
