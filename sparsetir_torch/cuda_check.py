@@ -191,8 +191,9 @@ class Row:
     error: str = ""
 
 
-def ptxas_report(ptxas: str, ptx: bytes, arch: int) -> dict:
-    """Registers, spilled bytes and shared bytes from `ptxas -v`."""
+def ptxas_report(ptxas: str, ptx: bytes, arch: int, entry: Optional[str] = None) -> dict:
+    """Registers, spilled bytes and shared bytes from `ptxas -v`: of the
+    kernel `entry`, or of the first one the PTX defines."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "kernel.ptx")
         with open(path, "wb") as f:
@@ -202,6 +203,12 @@ def ptxas_report(ptxas: str, ptx: bytes, arch: int) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"ptxas failed:\n{proc.stderr}")
     text = proc.stderr + proc.stdout
+    if entry is not None:
+        # ptxas reports entry by entry, each after "Compiling entry function 'name'".
+        sections = re.split(r"Compiling entry function '", text)[1:]
+        text = next((s for s in sections if s.startswith(entry + "'")), None)
+        if text is None:
+            raise RuntimeError(f"ptxas reported no entry function '{entry}'")
     registers = re.search(r"Used (\d+) registers", text)
     spills = re.search(r"(\d+) bytes spill stores", text)
     shared = re.search(r"(\d+) bytes smem", text)

@@ -6,12 +6,16 @@ NVRTC on CUDA tensors:
     scale(grid, block, x, 2.0, n)    # x on the CPU: emulated; on a GPU: launched
     print(scale.params)              # the parameters as the launch reads them
     print(scale.ptx("sm_90"))        # what NVRTC makes of it, without a GPU
+    print(scale.resources("sm_90"))  # registers, spills and shared bytes, by ptxas
 
 The declaration is read once, when the object is made, so a kernel whose
 parameters cannot be passed (a struct by value, a template) or a malformed
 option fails there rather than at its first launch; every call converts its
 arguments to the declared types as a launch does, on either device.
 """
+import os
+import re
+import shutil
 from typing import NamedTuple, Sequence, Tuple
 
 import torch
@@ -84,6 +88,22 @@ class CudaKernel:
         include = ["-I" + d for d in cuda_include_dirs()]
         return nvrtc_ptx(f"st.CudaKernel {self._name}.ptx()", self._source, self._name + ".cu", arch,
                          include + list(self._options))
+
+    def resources(self, arch="sm_90") -> dict:
+        """What the kernel takes of an `arch` multiprocessor, by ptxas (of a
+        CUDA toolkit: on PATH, or in $CUDA_HOME/bin or /usr/local/cuda/bin)
+        from its PTX, without a GPU: ``{"registers": per thread, "spills":
+        bytes spilled, "shared": static shared bytes}``."""
+        from .cuda_check import ptxas_report  # the operators' check reads ptxas the same way
+
+        ptxas = shutil.which("ptxas") or next(
+            (p for p in (os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas"),
+                         "/usr/local/cuda/bin/ptxas") if os.access(p, os.X_OK)), None)
+        if ptxas is None:
+            raise RuntimeError(f"st.CudaKernel {self._name}.resources(): no ptxas here (it comes with a CUDA toolkit)")
+        ptx = self.ptx(arch)
+        number = int(re.search(r"\.target\s+sm_(\d+)", ptx).group(1))
+        return ptxas_report(ptxas, ptx.encode(), number, entry=self._name)
 
     def __repr__(self) -> str:
         return f"<CudaKernel {self._name}({', '.join(p.declaration for p in self._params)})>"

@@ -2,6 +2,7 @@
 tensors and launched on CUDA tensors. Every machine checks what is read at
 construction, the emulated runs against torch, the argument checks both
 devices share and the PTX; a GPU runs the same object there."""
+import os
 import re
 
 import pytest
@@ -127,6 +128,33 @@ def test_ptx_is_nvrtcs_for_the_architecture():
     broken = st.CudaKernel('extern "C" __global__ void k(float* x) { x[0] = missing; }', "k")
     with pytest.raises(st.CompileError, match='identifier "missing" is undefined'):
         broken.ptx("sm_90")
+
+
+TWO_KERNELS = r"""
+extern "C" __global__ void plain(float* x) { x[threadIdx.x] += 1.0f; }
+extern "C" __global__ void staged(float* x) {
+  __shared__ float tile[300];
+  tile[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  x[threadIdx.x] = tile[299 - threadIdx.x];
+}
+"""
+
+
+@needs_nvrtc
+def test_resources_are_ptxas_report_of_the_kernel_itself():
+    import shutil
+    if not shutil.which("ptxas") and not os.access("/usr/local/cuda/bin/ptxas", os.X_OK):
+        pytest.skip("no ptxas here")
+    staged = st.CudaKernel(TWO_KERNELS, "staged").resources("sm_80")
+    plain = st.CudaKernel(TWO_KERNELS, "plain").resources(90)
+    assert staged["shared"] == 300 * 4 and plain["shared"] == 0  # each entry's own, though both are in the PTX
+    assert staged["registers"] > 0 and plain["registers"] > 0
+    assert staged["spills"] == plain["spills"] == 0
+    from sparsetir_torch.cuda_check import ptxas_report
+    with pytest.raises(RuntimeError, match="no entry function 'absent'"):
+        ptxas_report(shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas",
+                     st.CudaKernel(TWO_KERNELS, "plain").ptx(80).encode(), 80, entry="absent")
 
 
 # --------------------------------------------------------------------------- on a GPU
