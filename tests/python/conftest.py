@@ -82,6 +82,31 @@ def nvrtc():
 needs_nvrtc = pytest.mark.usefixtures("nvrtc")
 
 
+@pytest.fixture(params=["forward", "check"])
+def emulation_order(request, monkeypatch):
+    """An emulated test twice: its threads in order, and under the race check
+    (in order, reversed and shuffled, what the kernel wrote compared)."""
+    if request.param == "check":
+        monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", "check")
+    else:
+        monkeypatch.delenv("SPARSETIR_EMULATE_ORDER", raising=False)
+    return request.param
+
+
+def assert_valid_cuda(source: str, entry: str, *headers: str) -> None:
+    """NVRTC compiles `source` for sm_80 (C++17) with the include folders of
+    CUDA's `headers` and the PTX defines `entry`: a kernel the emulator runs
+    relies on nothing only the emulator accepts. Skips where NVRTC or a
+    header is missing (use with needs_nvrtc)."""
+    from sparsetir_torch import _C
+
+    options = cuda_include_options(*headers) if headers else []
+    if options is None:
+        pytest.skip(f"no {', '.join(headers)} for NVRTC (neither a CUDA toolkit nor the nvidia-cuda-runtime wheel)")
+    ptx = _C.nvrtc_compile(source, entry + ".cu", 80, False, options + ["-std=c++17"])["ptx"].decode()
+    assert re.search(rf"\.entry {entry}\b", ptx), ptx[:400]
+
+
 def cuda_include_options(*headers):
     """NVRTC's -I options under which each of `headers` (paths as #include
     names them) is found: in a CUDA toolkit or the nvidia-cuda-runtime

@@ -5,14 +5,13 @@ memory, compare-and-swap claims, minima and maxima of integers and floats,
 float additions, the bit operations and the operators. Results are checked
 against torch and Python; every kernel is also compiled by NVRTC where
 CUDA's headers are found."""
-import re
 
 import numpy as np
 import pytest
 import torch
 
 import sparsetir_torch as st
-from conftest import cuda_include_options, needs_nvrtc
+from conftest import assert_valid_cuda, needs_nvrtc
 
 # Every block counts its elements into a global histogram; thread 0 of each
 # block also takes a ticket from a shared counter of the block.
@@ -147,12 +146,7 @@ def test_the_std_forms_have_no_fetch_min_as_in_libcudacxx():
 @needs_nvrtc
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_every_kernel_here_is_valid_cuda(name):
-    from sparsetir_torch import _C
-    options = cuda_include_options("cuda/atomic", "cuda/std/atomic")
-    if options is None:
-        pytest.skip("no cuda/atomic for NVRTC (neither a CUDA toolkit nor the nvidia-cuda-runtime wheel)")
-    ptx = _C.nvrtc_compile(SOURCES[name], name + ".cu", 80, False, options + ["-std=c++17"])["ptx"].decode()
-    assert re.search(rf"\.entry {name}\b", ptx)
+    assert_valid_cuda(SOURCES[name], name, "cuda/atomic", "cuda/std/atomic")
 
 
 GPU_REASON = st.cuda_unavailable_reason()

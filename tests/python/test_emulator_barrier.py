@@ -6,13 +6,12 @@ complete (a deadlock naming the barrier), an arrival past the count, a
 barrier nobody initialized, a misaligned copy. Results are checked against
 torch in float64; every kernel is also compiled by NVRTC where CUDA's
 headers are found, and run on a GPU where there is one."""
-import re
 
 import pytest
 import torch
 
 import sparsetir_torch as st
-from conftest import cuda_include_options, needs_nvrtc
+from conftest import assert_valid_cuda, needs_nvrtc
 
 # Each block sums its 128 elements through shared memory, a barrier between steps.
 TREE_SUM = r"""
@@ -133,18 +132,7 @@ SOURCES = {"tree_sum": TREE_SUM, "neighbours": NEIGHBOURS, "pipeline": PIPELINE,
            "copy_scale": COPY}
 
 
-@pytest.fixture(params=["forward", "check"])
-def order(request, monkeypatch):
-    """Each kernel in order, and once under the race check (in order,
-    reversed and shuffled, the outputs compared)."""
-    if request.param == "check":
-        monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", "check")
-    else:
-        monkeypatch.delenv("SPARSETIR_EMULATE_ORDER", raising=False)
-    return request.param
-
-
-def test_a_block_wide_barrier_orders_a_tree_sum(order):
+def test_a_block_wide_barrier_orders_a_tree_sum(emulation_order):
     x = torch.randn(5 * 128, generator=torch.Generator().manual_seed(0))
     out = torch.zeros(5)
     st.emulate_cuda(TREE_SUM, "tree_sum", 5, 128, x, out)
@@ -152,7 +140,7 @@ def test_a_block_wide_barrier_orders_a_tree_sum(order):
 
 
 @pytest.mark.parametrize("threads", [32, 96, 256])
-def test_split_arrive_and_wait(order, threads):
+def test_split_arrive_and_wait(emulation_order, threads):
     x = torch.randn(3 * threads, generator=torch.Generator().manual_seed(threads))
     out = torch.zeros_like(x)
     st.emulate_cuda(NEIGHBOURS, "neighbours", 3, threads, x, out, 0)
@@ -169,7 +157,7 @@ def test_the_race_check_reports_a_read_before_the_wait(monkeypatch):
 
 
 @pytest.mark.parametrize("rounds", [1, 2, 7])
-def test_producer_and_consumer_warps_over_several_phases(order, rounds):
+def test_producer_and_consumer_warps_over_several_phases(emulation_order, rounds):
     x = torch.randn(rounds * 32, generator=torch.Generator().manual_seed(rounds))
     out, phases = torch.zeros_like(x), torch.zeros(1, dtype=torch.int32)
     st.emulate_cuda(PIPELINE, "pipeline", 1, 64, x, out, phases, rounds)
@@ -177,14 +165,14 @@ def test_producer_and_consumer_warps_over_several_phases(order, rounds):
     assert phases.item() == rounds  # the completion function ran once a phase of `full`
 
 
-def test_arrive_and_drop_lowers_the_count_for_the_next_phases(order):
+def test_arrive_and_drop_lowers_the_count_for_the_next_phases(emulation_order):
     seen = torch.zeros(40, dtype=torch.int32)
     st.emulate_cuda(DROPS, "drops", 1, 40, seen)
     assert seen.tolist() == list(range(1, 41))
 
 
 @pytest.mark.parametrize("offset", [0, 1])
-def test_a_copy_bound_to_a_barrier(order, offset):
+def test_a_copy_bound_to_a_barrier(emulation_order, offset):
     x = torch.randn(2 * 256 + 1, generator=torch.Generator().manual_seed(offset))
     out = torch.zeros(2 * 256)
     st.emulate_cuda(COPY, "copy_scale", 2, 256, x, out, offset)
@@ -209,7 +197,7 @@ extern "C" __global__ void mixed(int* out) {
 
 
 @pytest.mark.parametrize("threads", [2, 40])
-def test_a_warp_barrier_opens_beside_a_released_barrier_wait(order, threads):
+def test_a_warp_barrier_opens_beside_a_released_barrier_wait(emulation_order, threads):
     out = torch.zeros(threads, dtype=torch.int32)
     st.emulate_cuda(MIXED, "mixed", 1, threads, out)
     assert out.tolist() == list(range(1, threads + 1))
@@ -256,13 +244,8 @@ def test_barrier_errors_are_named(what, message):
 @needs_nvrtc
 @pytest.mark.parametrize("name", sorted({**SOURCES, "errors": ERRORS, "mixed": MIXED}))
 def test_every_kernel_here_is_valid_cuda(name):
-    from sparsetir_torch import _C
-    options = cuda_include_options("cuda/barrier", "cooperative_groups.h")
-    if options is None:
-        pytest.skip("no cuda/barrier for NVRTC (neither a CUDA toolkit nor the nvidia-cuda-runtime wheel)")
     source = {**SOURCES, "errors": ERRORS, "mixed": MIXED}[name]
-    ptx = _C.nvrtc_compile(source, name + ".cu", 80, False, options + ["-std=c++17"])["ptx"].decode()
-    assert re.search(rf"\.entry {name}\b", ptx)
+    assert_valid_cuda(source, name, "cuda/barrier", "cooperative_groups.h")
 
 
 GPU_REASON = st.cuda_unavailable_reason()

@@ -5,13 +5,12 @@ by role; the race check on each, a read that skips consumer_wait reported as
 a race, a stage nobody fills reported as a deadlock, a role misused. Results
 are checked against torch in float64; every kernel is also compiled by NVRTC
 where CUDA's headers are found."""
-import re
 
 import pytest
 import torch
 
 import sparsetir_torch as st
-from conftest import cuda_include_options, needs_nvrtc
+from conftest import assert_valid_cuda, needs_nvrtc
 
 # The CUDA samples' form: each thread copies its element through its own pipeline.
 OWN = r"""
@@ -105,16 +104,7 @@ extern "C" __global__ void errors(int what) {
 SOURCES = {"own": OWN, "staged": STAGED, "split": SPLIT, "errors": ERRORS}
 
 
-@pytest.fixture(params=["forward", "check"])
-def order(request, monkeypatch):
-    if request.param == "check":
-        monkeypatch.setenv("SPARSETIR_EMULATE_ORDER", "check")
-    else:
-        monkeypatch.delenv("SPARSETIR_EMULATE_ORDER", raising=False)
-    return request.param
-
-
-def test_a_threads_own_pipeline(order):
+def test_a_threads_own_pipeline(emulation_order):
     x = torch.randn(3 * 128, generator=torch.Generator().manual_seed(0))
     out = torch.zeros_like(x)
     st.emulate_cuda(OWN, "own", 3, 128, x, out)
@@ -122,7 +112,7 @@ def test_a_threads_own_pipeline(order):
 
 
 @pytest.mark.parametrize("batches", [1, 2, 5])
-def test_a_blocks_pipeline_over_two_stages(order, batches):
+def test_a_blocks_pipeline_over_two_stages(emulation_order, batches):
     x = torch.randn(batches * 128, generator=torch.Generator().manual_seed(batches))
     out = torch.zeros(128)
     st.emulate_cuda(STAGED, "staged", 1, 128, x, out, batches, 0)
@@ -139,7 +129,7 @@ def test_the_race_check_reports_a_read_without_consumer_wait(monkeypatch):
 
 @pytest.mark.parametrize("by_role", [0, 1])
 @pytest.mark.parametrize("batches", [1, 3, 8])
-def test_producers_and_consumers_split(order, by_role, batches):
+def test_producers_and_consumers_split(emulation_order, by_role, batches):
     x = torch.randn(batches * 32, generator=torch.Generator().manual_seed(batches))
     out = torch.zeros_like(x)
     st.emulate_cuda(SPLIT, "split", 1, 64, x, out, batches, by_role)
@@ -159,12 +149,7 @@ def test_pipeline_errors_are_named(what, message):
 @needs_nvrtc
 @pytest.mark.parametrize("name", sorted(SOURCES))
 def test_every_kernel_here_is_valid_cuda(name):
-    from sparsetir_torch import _C
-    options = cuda_include_options("cuda/pipeline", "cooperative_groups.h")
-    if options is None:
-        pytest.skip("no cuda/pipeline for NVRTC (neither a CUDA toolkit nor the nvidia-cuda-runtime wheel)")
-    ptx = _C.nvrtc_compile(SOURCES[name], name + ".cu", 80, False, options + ["-std=c++17"])["ptx"].decode()
-    assert re.search(rf"\.entry {name}\b", ptx)
+    assert_valid_cuda(SOURCES[name], name, "cuda/pipeline", "cooperative_groups.h")
 
 
 GPU_REASON = st.cuda_unavailable_reason()

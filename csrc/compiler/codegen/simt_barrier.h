@@ -109,30 +109,35 @@ template <size_t Alignment> struct aligned_size_t {
   constexpr operator size_t() const { return value; }
 };
 
-static inline void sparsetir_bound_copy(void* dst, const void* src, size_t begin, size_t end, size_t align) {
+template <size_t Alignment> static inline size_t sparsetir_copy_align(aligned_size_t<Alignment>) { return Alignment; }
+static inline size_t sparsetir_copy_align(size_t) { return 1; }
+
+// Thread `rank` of `threads` copies its share of `size` bytes (a lone
+// thread all of them), at once; both addresses must have the alignment the
+// size promises.
+template <typename Size>
+static inline void sparsetir_copy_share(void* dst, const void* src, Size size, size_t rank, size_t threads) {
+  const size_t align = sparsetir_copy_align(size), bytes = (size_t)size;
   if ((uintptr_t)dst % align != 0 || (uintptr_t)src % align != 0) {
     char why[160];
     snprintf(why, sizeof(why), "cuda::memcpy_async: %p or %p is not aligned to %zu bytes", dst, src, align);
     sparsetir_trap(why);
   }
+  const size_t share = (bytes + threads - 1) / threads;
+  const size_t begin = ::std::min(bytes, rank * share), end = ::std::min(bytes, (rank + 1) * share);
   if (begin < end) memcpy((char*)dst + begin, (const char*)src + begin, end - begin);
 }
-template <size_t Alignment> static inline size_t sparsetir_copy_align(aligned_size_t<Alignment>) { return Alignment; }
-static inline size_t sparsetir_copy_align(size_t) { return 1; }
 
 // One thread's copy, complete once the barrier's current phase is.
 template <typename Size, thread_scope Scope, typename Completion>
 static inline void memcpy_async(void* dst, const void* src, Size size, barrier<Scope, Completion>&) {
-  sparsetir_bound_copy(dst, src, 0, (size_t)size, sparsetir_copy_align(size));
+  sparsetir_copy_share(dst, src, size, 0, 1);
 }
 // A group's copy: each of its threads copies its share.
 template <typename Group, typename Size, thread_scope Scope, typename Completion>
 static inline void memcpy_async(const Group& group, void* dst, const void* src, Size size,
                                 barrier<Scope, Completion>&) {
-  const size_t bytes = (size_t)size, threads = (size_t)group.num_threads(), rank = (size_t)group.thread_rank();
-  const size_t share = (bytes + threads - 1) / threads;
-  sparsetir_bound_copy(dst, src, ::std::min(bytes, rank * share), ::std::min(bytes, (rank + 1) * share),
-                       sparsetir_copy_align(size));
+  sparsetir_copy_share(dst, src, size, (size_t)group.thread_rank(), (size_t)group.num_threads());
 }
 }  // namespace cuda
 )LIBRARY";

@@ -162,14 +162,11 @@ static inline void pipeline_producer_commit(pipeline<thread_scope_thread>& pipe,
 
 template <typename Size, thread_scope Scope>
 static inline void memcpy_async(void* dst, const void* src, Size size, pipeline<Scope>&) {
-  sparsetir_bound_copy(dst, src, 0, (size_t)size, sparsetir_copy_align(size));
+  sparsetir_copy_share(dst, src, size, 0, 1);
 }
 template <typename Group, typename Size, thread_scope Scope>
 static inline void memcpy_async(const Group& group, void* dst, const void* src, Size size, pipeline<Scope>&) {
-  const size_t bytes = (size_t)size, threads = (size_t)group.num_threads(), rank = (size_t)group.thread_rank();
-  const size_t share = (bytes + threads - 1) / threads;
-  sparsetir_bound_copy(dst, src, ::std::min(bytes, rank * share), ::std::min(bytes, (rank + 1) * share),
-                       sparsetir_copy_align(size));
+  sparsetir_copy_share(dst, src, size, (size_t)group.thread_rank(), (size_t)group.num_threads());
 }
 }  // namespace cuda
 )LIBRARY";
