@@ -21,7 +21,6 @@ import concurrent.futures
 import itertools
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from typing import Iterator, List, Optional
 import torch
 
 from . import _C
-from .cuda_runtime import prepare_nvrtc
+from .cuda_runtime import find_ptxas, prepare_nvrtc
 
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 INDEX_DTYPES = ("int32", "int64")
@@ -282,7 +281,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"cuda_check: NVRTC not available: {why}", file=sys.stderr)
         return 1
     info = _C.nvrtc_info()
-    ptxas = shutil.which("ptxas")
+    ptxas = find_ptxas()
     print(f"NVRTC {info['version'][0]}.{info['version'][1]} ({info['path']}); "
           f"ptxas: {ptxas or 'not found (registers not reported)'}")
     if args.dump:

@@ -13,15 +13,13 @@ parameters cannot be passed (a struct by value, a template) or a malformed
 option fails there rather than at its first launch; every call converts its
 arguments to the declared types as a launch does, on either device.
 """
-import os
 import re
-import shutil
 from typing import NamedTuple, Sequence, Tuple
 
 import torch
 
 from . import _C
-from .cuda_runtime import cuda_include_dirs, nvrtc_ptx
+from .cuda_runtime import cuda_include_dirs, find_ptxas, nvrtc_ptx
 from .emulator import Dims, checked_options, emulate_cuda
 from .launch import launch_cuda
 
@@ -96,9 +94,7 @@ class CudaKernel:
         bytes spilled, "shared": static shared bytes}``."""
         from .cuda_check import ptxas_report  # the operators' check reads ptxas the same way
 
-        ptxas = shutil.which("ptxas") or next(
-            (p for p in (os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas"),
-                         "/usr/local/cuda/bin/ptxas") if os.access(p, os.X_OK)), None)
+        ptxas = find_ptxas()
         if ptxas is None:
             raise RuntimeError(f"st.CudaKernel {self._name}.resources(): no ptxas here (it comes with a CUDA toolkit)")
         ptx = self.ptx(arch)

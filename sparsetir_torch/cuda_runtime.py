@@ -12,7 +12,8 @@ import functools
 import glob
 import os
 import re
-from typing import List, Sequence, Tuple
+import shutil
+from typing import List, Optional, Sequence, Tuple
 
 from . import _C
 
@@ -91,6 +92,14 @@ def cuda_unavailable_reason() -> str:
         return "torch sees no CUDA device"
     why = _C.cuda_unavailable_reason()
     return why or prepare_nvrtc()
+
+
+def find_ptxas() -> Optional[str]:
+    """The path of a CUDA toolkit's ptxas: on PATH, else in $CUDA_HOME/bin
+    or /usr/local/cuda/bin; None where there is none."""
+    candidates = (os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas"),
+                  "/usr/local/cuda/bin/ptxas")
+    return shutil.which("ptxas") or next((p for p in candidates if os.access(p, os.X_OK)), None)
 
 
 def nvrtc_ptx(who: str, source: str, file_name: str, arch, options: Sequence[str] = ()) -> str:

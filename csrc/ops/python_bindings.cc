@@ -199,7 +199,6 @@ KernelRequest OpRequest(const std::string& script, const std::string& recipe, co
 // (or $SPARSETIR_CPU_ISA's) when it is empty.
 Target CpuTargetNamed(const std::string& isa) { return isa.empty() ? Target::HostCpu() : Target::Parse("cpu:" + isa); }
 
-// A hand-written kernel's arguments as Python passed them to `op`.
 // A hand-written kernel's parameters as CudaKernelParams read them, with the
 // op that errors name.
 struct CudaKernelSignature {
@@ -208,6 +207,7 @@ struct CudaKernelSignature {
   std::vector<CudaKernelParam> params;
 };
 
+// A hand-written kernel's arguments as Python passed them to `op`.
 std::vector<HandWrittenArg> HandWrittenArgsFrom(const py::list& values, const std::string& op) {
   std::vector<HandWrittenArg> args;
   for (size_t i = 0; i < values.size(); ++i) {

@@ -2,7 +2,6 @@
 tensors and launched on CUDA tensors. Every machine checks what is read at
 construction, the emulated runs against torch, the argument checks both
 devices share and the PTX; a GPU runs the same object there."""
-import os
 import re
 
 import pytest
@@ -143,8 +142,9 @@ extern "C" __global__ void staged(float* x) {
 
 @needs_nvrtc
 def test_resources_are_ptxas_report_of_the_kernel_itself():
-    import shutil
-    if not shutil.which("ptxas") and not os.access("/usr/local/cuda/bin/ptxas", os.X_OK):
+    from sparsetir_torch.cuda_runtime import find_ptxas
+    ptxas = find_ptxas()
+    if ptxas is None:
         pytest.skip("no ptxas here")
     staged = st.CudaKernel(TWO_KERNELS, "staged").resources("sm_80")
     plain = st.CudaKernel(TWO_KERNELS, "plain").resources(90)
@@ -153,8 +153,7 @@ def test_resources_are_ptxas_report_of_the_kernel_itself():
     assert staged["spills"] == plain["spills"] == 0
     from sparsetir_torch.cuda_check import ptxas_report
     with pytest.raises(RuntimeError, match="no entry function 'absent'"):
-        ptxas_report(shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas",
-                     st.CudaKernel(TWO_KERNELS, "plain").ptx(80).encode(), 80, entry="absent")
+        ptxas_report(ptxas, st.CudaKernel(TWO_KERNELS, "plain").ptx(80).encode(), 80, entry="absent")
 
 
 # --------------------------------------------------------------------------- on a GPU

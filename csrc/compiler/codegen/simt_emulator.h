@@ -294,7 +294,7 @@ static inline void sparsetir_emulate_blocks(const SparsetirSimt* simt, sparsetir
 // compile error names the author's line): an #include of a CUDA runtime
 // header (cuda_runtime.h, vector_types.h, cuda_fp16.h, ...) or of assert.h is
 // dropped, as the emulator header (or EmulatorLibrariesFor) declares what it
-// would; one of a header the emulator does not provide (cuda/pipeline,
+// would; one of a header the emulator does not provide (cuda/latch,
 // cub/block/block_load.cuh, ...) becomes an #error naming it; `extern __shared__ T
 // name[];` becomes a thread-local reference to the block's dynamic shared
 // memory.
@@ -310,8 +310,10 @@ std::string EmulatorSourceFromCuda(const std::string& source);
 // asynchronous copies of cuda_pipeline_primitives.h and cuda_pipeline.h
 // (simt_async_copy.h), CUB's warp and block collectives for cub/cub.cuh and
 // their headers, with cuda/functional's operators (simt_cub.h), and
-// cuda::barrier with the copies bound to one for cuda/barrier
-// (simt_barrier.h).
+// libcu++'s cuda::barrier (simt_barrier.h), cuda::pipeline
+// (simt_pipeline.h) and atomics (simt_atomic.h) for cuda/barrier,
+// cuda/pipeline, cuda/atomic and cuda/std/atomic, after what they share
+// (simt_cuda_scopes.h).
 struct EmulatorLibraries {
   std::string text;
   bool float16_types = false;
