@@ -459,8 +459,8 @@ def test_a_tensor_converts_to_its_own_element_type_only():
 
 
 def test_an_unemulated_cuda_header_is_named():
-    source = '#include <cuda/latch>\nextern "C" __global__ void k(float* x) {}\n'
-    with pytest.raises(st.CompileError, match=r"kernel.cu:1.*the SIMT emulator has no cuda/latch"):
+    source = '#include <cuda/std/chrono>\nextern "C" __global__ void k(float* x) {}\n'
+    with pytest.raises(st.CompileError, match=r"kernel.cu:1.*the SIMT emulator has no cuda/std/chrono"):
         st.emulate_cuda(source, "k", 1, 1, torch.zeros(2))
 
 

@@ -10,8 +10,12 @@
 // asked for (float additions, minima and maxima a compare-and-swap loop), so
 // the blocks that other host threads run at the same time see it as the
 // GPU's other blocks would; a block's own threads are fibers of one host
-// thread and never interleave inside one. wait / notify are not emulated (a
-// kernel that uses them fails to compile naming them).
+// thread and never interleave inside one.
+//
+// A look at the value that may be a spin's (a load, a failed compare-and-
+// swap, an operation that changes nothing) is a spin point: the block's
+// other threads run before its thread goes on (simt_abi.h). wait() spins
+// until the value changes, so notify_one / notify_all have nothing to do.
 #pragma once
 
 namespace sparsetir {
@@ -38,19 +42,23 @@ template <typename T> class sparsetir_atomic_ref {
   static constexpr bool is_always_lock_free = true;
   explicit sparsetir_atomic_ref(T& object) : p_(&object) {}
 
+  // A load is a spin point (a spin's look at the value): the block's other
+  // threads run first, so that it reads what they wrote meanwhile.
   T load(memory_order order = memory_order_seq_cst) const {
-    T v;
-    __atomic_load(p_, &v, order);
-    return v;
+    sparsetir_spin("a cuda::atomic load");
+    return raw_load(order);
   }
   void store(T v, memory_order order = memory_order_seq_cst) const { __atomic_store(p_, &v, order); }
   T exchange(T v, memory_order order = memory_order_seq_cst) const {
     T old;
     __atomic_exchange(p_, &v, &old, order);
+    if (memcmp(&old, &v, sizeof(T)) == 0) sparsetir_spin("a cuda::atomic exchange that changed nothing");
     return old;
   }
   bool compare_exchange_strong(T& expected, T desired, memory_order success, memory_order failure) const {
-    return __atomic_compare_exchange(p_, &expected, &desired, false, success, failure);
+    if (__atomic_compare_exchange(p_, &expected, &desired, false, success, failure)) return true;
+    sparsetir_spin("a failed cuda::atomic compare_exchange");
+    return false;
   }
   bool compare_exchange_strong(T& expected, T desired, memory_order order = memory_order_seq_cst) const {
     return compare_exchange_strong(expected, desired, order, sparsetir_failure_order(order));
@@ -66,7 +74,7 @@ template <typename T> class sparsetir_atomic_ref {
   T fetch_add(T v, memory_order order = memory_order_seq_cst) const {
     static_assert(kArithmetic, "fetch_add of an integer or a floating-point type");
     if constexpr (kInteger) {
-      return __atomic_fetch_add(p_, v, order);
+      return sparsetir_spin_if_zero(__atomic_fetch_add(p_, v, order), v, "a cuda::atomic fetch_add of 0");
     } else {
       return update([v](T old) { return old + v; }, order);
     }
@@ -74,23 +82,35 @@ template <typename T> class sparsetir_atomic_ref {
   T fetch_sub(T v, memory_order order = memory_order_seq_cst) const {
     static_assert(kArithmetic, "fetch_sub of an integer or a floating-point type");
     if constexpr (kInteger) {
-      return __atomic_fetch_sub(p_, v, order);
+      return sparsetir_spin_if_zero(__atomic_fetch_sub(p_, v, order), v, "a cuda::atomic fetch_sub of 0");
     } else {
       return update([v](T old) { return old - v; }, order);
     }
   }
   T fetch_and(T v, memory_order order = memory_order_seq_cst) const {
     static_assert(kInteger, "fetch_and of an integer type");
-    return __atomic_fetch_and(p_, v, order);
+    return sparsetir_spin_if_zero(__atomic_fetch_and(p_, v, order), T(~v), "a cuda::atomic fetch_and of all ones");
   }
   T fetch_or(T v, memory_order order = memory_order_seq_cst) const {
     static_assert(kInteger, "fetch_or of an integer type");
-    return __atomic_fetch_or(p_, v, order);
+    return sparsetir_spin_if_zero(__atomic_fetch_or(p_, v, order), v, "a cuda::atomic fetch_or of 0");
   }
   T fetch_xor(T v, memory_order order = memory_order_seq_cst) const {
     static_assert(kInteger, "fetch_xor of an integer type");
-    return __atomic_fetch_xor(p_, v, order);
+    return sparsetir_spin_if_zero(__atomic_fetch_xor(p_, v, order), v, "a cuda::atomic fetch_xor of 0");
   }
+  // Returns once the value differs from `old`: the waiting thread spins, and
+  // the others run in turn; so a notification has nothing left to wake.
+  void wait(T old, memory_order order = memory_order_seq_cst) const {
+    for (;;) {
+      const T now = raw_load(order);
+      if (memcmp(&now, &old, sizeof(T)) != 0) return;
+      sparsetir_spin("a cuda::atomic wait");
+    }
+  }
+  void notify_one() const {}
+  void notify_all() const {}
+
   operator T() const { return load(); }
   T operator=(T v) const {
     store(v);
@@ -107,9 +127,14 @@ template <typename T> class sparsetir_atomic_ref {
   T operator^=(T v) const { return fetch_xor(v) ^ v; }
 
  protected:
+  T raw_load(memory_order order) const {
+    T v;
+    __atomic_load(p_, &v, order);
+    return v;
+  }
   // The value before `f` replaced it, by compare-and-swap.
   template <typename F> T update(F f, memory_order order) const {
-    T old = load(memory_order_relaxed);
+    T old = raw_load(memory_order_relaxed);
     while (!compare_exchange_strong(old, f(old), order, memory_order_relaxed)) {
     }
     return old;
@@ -148,6 +173,9 @@ template <typename T, typename Ref> class sparsetir_atomic {
   T fetch_and(T v, memory_order order = memory_order_seq_cst) { return ref().fetch_and(v, order); }
   T fetch_or(T v, memory_order order = memory_order_seq_cst) { return ref().fetch_or(v, order); }
   T fetch_xor(T v, memory_order order = memory_order_seq_cst) { return ref().fetch_xor(v, order); }
+  void wait(T old, memory_order order = memory_order_seq_cst) const { ref().wait(old, order); }
+  void notify_one() {}
+  void notify_all() {}
 
   operator T() const { return load(); }
   T operator=(T v) {

@@ -1,6 +1,7 @@
-// cuda/barrier for hand-written kernels under the SIMT emulator, pasted after
-// the emulator header into a source that includes it: cuda::barrier (init,
-// arrive, wait, arrive_and_wait, arrive_and_drop, a completion function),
+// cuda/barrier and cuda/std/barrier for hand-written kernels under the SIMT
+// emulator, pasted after the emulator header into a source that includes
+// either: cuda::barrier (init or a constructor, arrive, wait,
+// arrive_and_wait, arrive_and_drop, a completion function), cuda::std::barrier,
 // cuda::memcpy_async bound to one and cuda::aligned_size_t (after
 // simt_cuda_scopes.h: cuda::thread_scope, and cuda::std::move for the arrival
 // tokens).
@@ -35,8 +36,10 @@ class barrier {
     uint32_t phase_ = 0;
   };
 
-  // Trivial, as a __shared__ object's must be; init() gives it its count.
+  // Trivial, as a __shared__ object's must be; init() gives it its count
+  // (or the constructor, in storage of the block's: placement new).
   barrier() = default;
+  explicit barrier(ptrdiff_t expected, Completion completion = Completion()) { init(this, expected, completion); }
   barrier(const barrier&) = delete;
   barrier& operator=(const barrier&) = delete;
 
@@ -101,6 +104,17 @@ class barrier {
   uint64_t block_;  // sparsetir_block_serial of the block that init()ed it (0: none)
   Completion completion_;
 };
+
+namespace std {
+// cuda::std::barrier: cuda::barrier of the system's scope, constructed with
+// its count (in storage of the block's: placement new).
+template <typename Completion = sparsetir_no_completion>
+class barrier : public cuda::barrier<thread_scope_system, Completion> {
+ public:
+  explicit barrier(ptrdiff_t expected, Completion completion = Completion())
+      : cuda::barrier<thread_scope_system, Completion>(expected, completion) {}
+};
+}  // namespace std
 
 template <size_t Alignment> struct aligned_size_t {
   static constexpr size_t align = Alignment;

@@ -231,7 +231,6 @@ static inline long long clock64() {
   clock_gettime(CLOCK_MONOTONIC, &now);
   return (long long)now.tv_sec * 1000000000LL + now.tv_nsec;
 }
-static inline void __nanosleep(unsigned int) {}
 
 #define __constant__ static
 #define __managed__ static
@@ -240,23 +239,32 @@ static inline void __nanosleep(unsigned int) {}
 
 // The atomics beyond the emulator header's: pasted after it.
 inline constexpr const char* kSimtDeviceAtomics = R"LIBRARY(
-#define SPARSETIR_ATOMIC_BITS(T)                                                                            \
-  static inline T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }               \
-  static inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }                 \
-  static inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }
+// A thread that sleeps waits for another: a spin point.
+static inline void __nanosleep(unsigned int) { sparsetir_spin("__nanosleep"); }
+// Those that change nothing are spin points (sparsetir_spin_if_*).
+#define SPARSETIR_ATOMIC_BITS(T)                                                                   \
+  static inline T atomicAnd(T* p, T v) {                                                           \
+    return sparsetir_spin_if_zero(__atomic_fetch_and(p, v, __ATOMIC_RELAXED), (T)~v, "atomicAnd of all ones");  \
+  }                                                                                                \
+  static inline T atomicOr(T* p, T v) {                                                            \
+    return sparsetir_spin_if_zero(__atomic_fetch_or(p, v, __ATOMIC_RELAXED), v, "atomicOr of 0");  \
+  }                                                                                                \
+  static inline T atomicXor(T* p, T v) {                                                           \
+    return sparsetir_spin_if_zero(__atomic_fetch_xor(p, v, __ATOMIC_RELAXED), v, "atomicXor of 0"); \
+  }
 SPARSETIR_ATOMIC_BITS(int)
 SPARSETIR_ATOMIC_BITS(unsigned int)
 SPARSETIR_ATOMIC_BITS(unsigned long long)
 #undef SPARSETIR_ATOMIC_BITS
 static inline unsigned int atomicSub(unsigned int* p, unsigned int v) {
-  return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
+  return sparsetir_spin_if_zero(__atomic_fetch_sub(p, v, __ATOMIC_RELAXED), v, "atomicSub of 0");
 }
 static inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
-  return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
+  return sparsetir_spin_if_same(__atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
 }
 static inline float atomicExch(float* p, float v) {
   unsigned int bits = __atomic_exchange_n((unsigned int*)p, __float_as_uint(v), __ATOMIC_RELAXED);
-  return __uint_as_float(bits);
+  return __uint_as_float(sparsetir_spin_if_same(bits, __float_as_uint(v), "an atomicExch that changed nothing"));
 }
 static inline long long atomicMax(long long* p, long long v) { return sparsetir_emulated_atomic_extremum(p, v, true); }
 static inline long long atomicMin(long long* p, long long v) { return sparsetir_emulated_atomic_extremum(p, v, false); }
@@ -267,12 +275,10 @@ static inline unsigned long long atomicMin(unsigned long long* p, unsigned long 
   return sparsetir_emulated_atomic_extremum(p, v, false);
 }
 static inline int atomicCAS(int* p, int expected, int desired) {
-  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-  return expected;
+  return sparsetir_emulated_atomic_cas(p, expected, desired);
 }
 static inline unsigned short atomicCAS(unsigned short* p, unsigned short expected, unsigned short desired) {
-  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-  return expected;
+  return sparsetir_emulated_atomic_cas(p, expected, desired);
 }
 // ((old >= limit) ? 0 : old + 1) and ((old == 0 || old > limit) ? limit : old - 1), in one step.
 static inline unsigned int atomicInc(unsigned int* p, unsigned int limit) {
@@ -299,7 +305,10 @@ static inline unsigned int atomicDec(unsigned int* p, unsigned int limit) {
 #define atomicAnd_block atomicAnd
 #define atomicOr_block atomicOr
 #define atomicXor_block atomicXor
-static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __threadfence_system() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  sparsetir_spin("__threadfence_system");
+}
 )LIBRARY";
 
 }  // namespace sparsetir

@@ -12,6 +12,7 @@
 #include "codegen/simt_cuda_scopes.h"
 #include "codegen/simt_float16_library.h"
 #include "codegen/simt_float8_library.h"
+#include "codegen/simt_latch_semaphore.h"
 #include "codegen/simt_pipeline.h"
 #include "codegen/simt_wmma.h"
 
@@ -29,19 +30,14 @@ const std::set<std::string>& EmulatedHeaders() {
       "cooperative_groups/memcpy_async.h", "mma.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
       "cuda_fp8.h", "cub/cub.cuh", "cub/block/block_reduce.cuh", "cub/block/block_scan.cuh",
       "cub/warp/warp_reduce.cuh", "cub/warp/warp_scan.cuh", "cuda/functional", "cuda/std/functional",
-      "cuda/barrier", "cuda/pipeline", "cuda/atomic", "cuda/std/atomic"};
+      "cuda/barrier", "cuda/std/barrier", "cuda/pipeline", "cuda/atomic", "cuda/std/atomic", "cuda/latch",
+      "cuda/std/latch", "cuda/semaphore", "cuda/std/semaphore"};
   return headers;
 }
 
 // Whether a header is one of those simt_cub.h declares.
 bool IsCubHeader(const std::string& header) {
   return header.rfind("cub/", 0) == 0 || header == "cuda/functional" || header == "cuda/std/functional";
-}
-
-// Headers of the CUDA toolkit the emulator has no emulation of.
-const std::set<std::string>& UnemulatedHeaders() {
-  static const std::set<std::string> headers = {"cuda/std/barrier", "cuda/latch", "cuda/semaphore"};
-  return headers;
 }
 
 // The header a line includes, or "".
@@ -54,7 +50,8 @@ std::string IncludedHeader(const std::string& line) {
 std::string RewriteInclude(const std::string& line) {
   const std::string header = IncludedHeader(line);
   if (EmulatedHeaders().count(header)) return std::string("// (declared by the SIMT emulator) ").append(line);
-  if (UnemulatedHeaders().count(header)) return "#error \"the SIMT emulator has no " + header + "\"";
+  // The rest of libcu++ (cuda/std/chrono, cuda/std/mdspan, ...).
+  if (header.rfind("cuda/", 0) == 0) return "#error \"the SIMT emulator has no " + header + "\"";
   // The rest of CUB and Thrust (cub/block/block_load.cuh, ...): named, with what there is.
   if (header.rfind("cub/", 0) == 0 || header.rfind("thrust/", 0) == 0) {
     return "#error \"the SIMT emulator has no " + header +
@@ -71,12 +68,20 @@ std::string RewriteExternShared(const std::string& line) {
   return std::regex_replace(line, declaration, "static thread_local $1(&$2)[] = *($1(*)[])sparsetir_dynamic_shared();");
 }
 
+// `__shared__ alignas(n) T name[...]`: alignas first, as __shared__ becomes
+// `static thread_local` and C++ takes no attribute between decl-specifiers.
+std::string RewriteSharedAlignas(const std::string& line) {
+  static const std::regex shared_alignas(R"(\b__shared__\s+(alignas\s*\((?:[^()]|\([^()]*\))*\)))");
+  if (line.find("alignas") == std::string::npos) return line;
+  return std::regex_replace(line, shared_alignas, "$1 __shared__");
+}
+
 }  // namespace
 
 std::string EmulatorSourceFromCuda(const std::string& source) {
   std::istringstream lines(source);
   std::string out, line;
-  while (std::getline(lines, line)) out += RewriteExternShared(RewriteInclude(line)) + "\n";
+  while (std::getline(lines, line)) out += RewriteSharedAlignas(RewriteExternShared(RewriteInclude(line))) + "\n";
   return out;
 }
 
@@ -84,7 +89,7 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
   std::istringstream lines(source);
   std::string line;
   bool wmma = false, cooperative_groups = false, async_copy = false, cub = false, barrier = false, pipeline = false,
-       std_atomic = false, atomic = false;
+       std_atomic = false, atomic = false, latch = false, semaphore = false;
   EmulatorLibraries libraries;
   while (std::getline(lines, line)) {
     const std::string header = IncludedHeader(line);
@@ -96,10 +101,13 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
     cooperative_groups |= header.rfind("cooperative_groups", 0) == 0;
     async_copy |= header == "cuda_pipeline.h" || header == "cuda_pipeline_primitives.h";
     cub |= EmulatedHeaders().count(header) && IsCubHeader(header);
-    barrier |= header == "cuda/barrier" || header == "cuda/pipeline";  // which includes cuda/barrier
+    // cuda/pipeline includes cuda/barrier.
+    barrier |= header == "cuda/barrier" || header == "cuda/std/barrier" || header == "cuda/pipeline";
     pipeline |= header == "cuda/pipeline";
     std_atomic |= header == "cuda/atomic" || header == "cuda/std/atomic";  // cuda/atomic includes the latter
     atomic |= header == "cuda/atomic";
+    latch |= header == "cuda/latch" || header == "cuda/std/latch";  // the former includes the latter
+    semaphore |= header == "cuda/semaphore" || header == "cuda/std/semaphore";
   }
   if (libraries.float16_types) libraries.text += SimtFloat16Library();
   if (libraries.float8_types) libraries.text += SimtFloat8Library();
@@ -107,11 +115,13 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source) {
   if (cooperative_groups) libraries.text += kSimtCooperativeGroups;
   if (async_copy) libraries.text += kSimtAsyncCopy;
   if (cub) libraries.text += kSimtCub;
-  if (barrier || std_atomic) libraries.text += kSimtCudaScopes;
+  if (barrier || std_atomic || latch || semaphore) libraries.text += kSimtCudaScopes;
   if (std_atomic) libraries.text += kSimtStdAtomic;
   if (atomic) libraries.text += kSimtAtomic;
   if (barrier) libraries.text += kSimtBarrier;
   if (pipeline) libraries.text += kSimtPipeline;
+  if (latch) libraries.text += kSimtLatch;
+  if (semaphore) libraries.text += kSimtSemaphore;
   return libraries;
 }
 
@@ -119,9 +129,12 @@ bool KernelSynchronizes(const std::string& cuda_source) {
   // __shfl*_sync, __ballot_sync, __any_sync, __all_sync, __match*_sync; a
   // group's sync() and collectives (cooperative_groups.h) and CUB's warp and
   // block collectives (simt_cub.h) are built on them.
-  // cuda/barrier's and cuda/pipeline's waits yield to the runtime.
-  for (const char* name :
-       {"__syncthreads", "__syncwarp", "_sync(", "cooperative_groups", "cub::", "cuda/barrier", "cuda/pipeline"}) {
+  // cuda/barrier's and cuda/pipeline's waits yield to the runtime, and so do
+  // spin points (atomics, fences, __nanosleep, the waits of cuda/latch and
+  // cuda/semaphore: a thread may spin until another of its block writes).
+  for (const char* name : {"__syncthreads", "__syncwarp", "_sync(", "cooperative_groups", "cub::", "cuda/barrier",
+                           "cuda/std/barrier", "cuda/pipeline", "atomic", "__threadfence", "__nanosleep", "latch",
+                           "semaphore"}) {
     if (cuda_source.find(name) != std::string::npos) return true;
   }
   return false;

@@ -6,9 +6,9 @@
 //
 // The threads of a block run through the emulator's runtime (simt_abi.h,
 // runtime/simt_scheduler.h): as fibers that meet at __syncthreads,
-// __syncwarp and the warp operations when the kernel uses any of them
-// (KernelSynchronizes), else one after another, which is exact and cheaper
-// for threads that exchange no data. __shared__ variables are thread_local:
+// __syncwarp and the warp operations, and take turns at spin points, when
+// the kernel uses any of them (KernelSynchronizes), else one after another,
+// which is exact and cheaper for threads that exchange no data. __shared__ variables are thread_local:
 // a host thread runs one block at a time, and its fibers share them.
 // Warp operations pass their values to the runtime, which hands each lane
 // what it asked for as the lanes meet: one warp barrier per operation.
@@ -68,6 +68,21 @@ static inline void* sparsetir_dynamic_shared() { return sparsetir_simt->dynamic_
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
 
+// A spin point (simt_abi.h): the atomics that may be a spin's look at a value
+// another thread writes (a failed compare-and-swap, one that changes nothing)
+// let the block's other threads run before their thread goes on, since
+// fibers switch only where the kernel lets them.
+static inline void sparsetir_spin(const char* what);
+// An atomic that left the value as it was: a read, perhaps a spin's.
+template <typename T> static inline T sparsetir_spin_if_same(T old, T now, const char* what) {
+  if (old == now) sparsetir_spin(what);
+  return old;
+}
+template <typename T> static inline T sparsetir_spin_if_zero(T old, T v, const char* what) {
+  if (v == 0) sparsetir_spin(what);
+  return old;
+}
+
 // Atomics: the host's, as blocks run on several threads.
 // A floating-point add as a compare-and-swap loop on the value's bits.
 template <typename T, typename Bits> static inline T sparsetir_emulated_atomic_add(T* p, T v) {
@@ -83,14 +98,24 @@ template <typename T, typename Bits> static inline T sparsetir_emulated_atomic_a
 }
 static inline float atomicAdd(float* p, float v) { return sparsetir_emulated_atomic_add<float, uint32_t>(p, v); }
 static inline double atomicAdd(double* p, double v) { return sparsetir_emulated_atomic_add<double, uint64_t>(p, v); }
-static inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
-static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
-  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+static inline int atomicAdd(int* p, int v) {
+  return sparsetir_spin_if_zero(__atomic_fetch_add(p, v, __ATOMIC_RELAXED), v, "atomicAdd of 0");
 }
-static inline int atomicSub(int* p, int v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }
-static inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
-static inline unsigned int atomicExch(unsigned int* p, unsigned int v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
+static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) {
+  return sparsetir_spin_if_zero(__atomic_fetch_add(p, v, __ATOMIC_RELAXED), v, "atomicAdd of 0");
+}
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+  return sparsetir_spin_if_zero(__atomic_fetch_add(p, v, __ATOMIC_RELAXED), v, "atomicAdd of 0");
+}
+static inline int atomicSub(int* p, int v) {
+  return sparsetir_spin_if_zero(__atomic_fetch_sub(p, v, __ATOMIC_RELAXED), v, "atomicSub of 0");
+}
+static inline int atomicExch(int* p, int v) {
+  return sparsetir_spin_if_same(__atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
+}
+static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
+  return sparsetir_spin_if_same(__atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
+}
 template <typename T> static inline T sparsetir_emulated_atomic_extremum(T* p, T v, bool max) {
   T old = __atomic_load_n(p, __ATOMIC_RELAXED);
   while ((max ? v > old : v < old) &&
@@ -102,16 +127,27 @@ static inline int atomicMax(int* p, int v) { return sparsetir_emulated_atomic_ex
 static inline int atomicMin(int* p, int v) { return sparsetir_emulated_atomic_extremum(p, v, false); }
 static inline unsigned int atomicMax(unsigned int* p, unsigned int v) { return sparsetir_emulated_atomic_extremum(p, v, true); }
 static inline unsigned int atomicMin(unsigned int* p, unsigned int v) { return sparsetir_emulated_atomic_extremum(p, v, false); }
-static inline unsigned int atomicCAS(unsigned int* p, unsigned int expected, unsigned int desired) {
-  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+template <typename T> static inline T sparsetir_emulated_atomic_cas(T* p, T expected, T desired) {
+  if (!__atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    sparsetir_spin("a failed atomicCAS");
+  }
   return expected;
+}
+static inline unsigned int atomicCAS(unsigned int* p, unsigned int expected, unsigned int desired) {
+  return sparsetir_emulated_atomic_cas(p, expected, desired);
 }
 static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long expected, unsigned long long desired) {
-  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-  return expected;
+  return sparsetir_emulated_atomic_cas(p, expected, desired);
 }
-static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+// A fence is a spin point: a spin may read plain memory between fences.
+static inline void __threadfence() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  sparsetir_spin("__threadfence");
+}
+static inline void __threadfence_block() {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  sparsetir_spin("__threadfence_block");
+}
 
 )EMULATOR" + std::string(kSimtDeviceAtomics) + R"EMULATOR(
 // Barriers: the runtime suspends the calling fiber until its group arrives.
@@ -249,6 +285,10 @@ static inline void sparsetir_trap(const char* why) {
   throw sparsetir_trapped();
 }
 static inline void __trap() { sparsetir_trap("__trap()"); }
+// A thread whose launch failed while it spun stops, as a trapped one does.
+static inline void sparsetir_spin(const char* what) {
+  if (sparsetir_simt->spin(sparsetir_simt->ctx, what)) throw sparsetir_trapped();
+}
 static inline void sparsetir_assert_failed(const char* expression, const char* file, int line) {
   char why[512];
   snprintf(why, sizeof(why), "assertion '%s' failed (%s:%d)", expression, file, line);
@@ -294,10 +334,10 @@ static inline void sparsetir_emulate_blocks(const SparsetirSimt* simt, sparsetir
 // compile error names the author's line): an #include of a CUDA runtime
 // header (cuda_runtime.h, vector_types.h, cuda_fp16.h, ...) or of assert.h is
 // dropped, as the emulator header (or EmulatorLibrariesFor) declares what it
-// would; one of a header the emulator does not provide (cuda/latch,
+// would; one of a header the emulator does not provide (cuda/std/chrono,
 // cub/block/block_load.cuh, ...) becomes an #error naming it; `extern __shared__ T
 // name[];` becomes a thread-local reference to the block's dynamic shared
-// memory.
+// memory; `__shared__ alignas(n)` becomes `alignas(n) __shared__`.
 std::string EmulatorSourceFromCuda(const std::string& source);
 
 // What a hand-written source's CUDA headers declare beyond the emulator
@@ -311,9 +351,10 @@ std::string EmulatorSourceFromCuda(const std::string& source);
 // (simt_async_copy.h), CUB's warp and block collectives for cub/cub.cuh and
 // their headers, with cuda/functional's operators (simt_cub.h), and
 // libcu++'s cuda::barrier (simt_barrier.h), cuda::pipeline
-// (simt_pipeline.h) and atomics (simt_atomic.h) for cuda/barrier,
-// cuda/pipeline, cuda/atomic and cuda/std/atomic, after what they share
-// (simt_cuda_scopes.h).
+// (simt_pipeline.h), atomics (simt_atomic.h), latches and semaphores
+// (simt_latch_semaphore.h) for cuda/barrier, cuda/pipeline, cuda/atomic,
+// cuda/latch, cuda/semaphore and their cuda/std forms, after what they
+// share (simt_cuda_scopes.h).
 struct EmulatorLibraries {
   std::string text;
   bool float16_types = false;
@@ -321,8 +362,8 @@ struct EmulatorLibraries {
 };
 EmulatorLibraries EmulatorLibrariesFor(const std::string& source);
 
-// True if a CUDA source names a barrier or a warp operation: its threads
-// must run as fibers.
+// True if a CUDA source names a barrier, a warp operation or a spin point
+// (an atomic, a fence, __nanosleep): its threads must run as fibers.
 bool KernelSynchronizes(const std::string& cuda_source);
 
 // The emulator's entry for the kernel `kernel`, whose parameters have the C

@@ -1,11 +1,15 @@
 #include "runtime/simt_scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/fiber.h"
@@ -16,13 +20,22 @@ namespace {
 constexpr int64_t kWarpSize = 32;
 constexpr int64_t kMaxBlockThreads = 1024;  // CUDA's limit
 
-// kPhaseWait: at a cuda::barrier, until its phase moves on.
-enum class Where { kRunnable, kBlockBarrier, kWarpBarrier, kPhaseWait, kReturned };
+// kPhaseWait: at a cuda::barrier, until its phase moves on. kSpin: at a spin
+// point, until the other threads of the block have had their turn.
+enum class Where { kRunnable, kBlockBarrier, kWarpBarrier, kPhaseWait, kSpin, kReturned };
 
 std::string Hex(uint32_t mask) {
   static const char* digits = "0123456789abcdef";
   std::string s = "0x";
   for (int shift = 28; shift >= 0; shift -= 4) s += digits[(mask >> shift) & 0xf];
+  return s;
+}
+
+// "10", "0.5": seconds as a person writes them.
+std::string SecondsText(double seconds) {
+  std::string s = std::to_string(seconds);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (s.back() == '.') s.pop_back();
   return s;
 }
 
@@ -54,6 +67,7 @@ class SimtBlock {
     uint64_t result = 0;
     // At a cuda::barrier: its phase, which must differ from `value` first.
     const volatile uint32_t* phase = nullptr;
+    const char* spin = nullptr;  // at a spin point: what it is
   };
 
  public:
@@ -93,10 +107,22 @@ class SimtBlock {
     current_ = this;
     bool ok = true;
     for (;;) {
+      const int64_t events = events_;
       for (const std::vector<int64_t>& lanes : warps) RunWarp(lanes);
       if (returned_ == count_) break;
       // A warp may have completed the phase another warp waits for.
       if (OpenPhaseWaits(0, count_)) continue;
+      // Spinning threads wait for a write of another thread: every other warp
+      // has had its turn, so they look again (and the block barrier cannot
+      // open without them).
+      if (Spinning()) {
+        if (!KeepSpinning(events_ != events)) {
+          ok = false;
+          break;
+        }
+        ReleaseSpins(0, count_);
+        continue;
+      }
       if (!OpenBlockBarrier()) {
         launch_->Fail(Deadlock());
         ok = false;
@@ -115,6 +141,7 @@ class SimtBlock {
     SimtBlock* block = current_;
     Thread& me = block->threads_[block->running_];
     me.where = where;
+    ++block->events_;
     block->warp_changed_ |= where == Where::kWarpBarrier;
     me.mask = mask | (1u << (me.index % kWarpSize));  // a lane always syncs with itself
     me.exchange = exchange;
@@ -133,6 +160,18 @@ class SimtBlock {
     me.where = Where::kPhaseWait;
     me.phase = phase;
     me.value = old;
+    ++block->events_;
+    block->PassTurn();
+  }
+
+  // From a kernel thread at a spin point: the other runnable lanes of its
+  // warp, then (unless the warp progressed meanwhile) the other warps, run
+  // before it goes on.
+  static void Spin(const char* what) {
+    SimtBlock* block = current_;
+    Thread& me = block->threads_[block->running_];
+    me.where = Where::kSpin;
+    me.spin = what;
     block->PassTurn();
   }
   static bool Active() { return current_ != nullptr; }
@@ -205,6 +244,8 @@ class SimtBlock {
     // OpenWarpBarriers counted (no lane returns between it and the next pass).
     pass_live_ = LiveLanesOf(first);
     warp_waiting_ = false;
+    const int64_t end = std::min(first + kWarpSize, count_);
+    int64_t events = events_;
     do {
       warp_changed_ = warp_waiting_;
       cursor_ = -1;
@@ -212,9 +253,54 @@ class SimtBlock {
         thread->fiber->Resume();
         Thread& last = threads_[running_];  // the lane that came back
         // A lane that returns leaves the masks it was in: a meeting may open.
-        if (last.fiber->finished()) last.where = Where::kReturned, ++returned_, warp_changed_ = true;
+        if (last.fiber->finished()) last.where = Where::kReturned, ++returned_, ++events_, warp_changed_ = true;
       }
-    } while (OpenWarp(first));
+      // Lanes that spin look again after a pass in which another lane of the
+      // warp moved on (it may have written what they wait for); after a pass
+      // of spins alone the other warps run first.
+    } while (OpenWarp(first) || (std::exchange(events, events_) != events_ && ReleaseSpins(first, end)));
+  }
+
+  bool Spinning() const {
+    return std::any_of(threads_.begin(), threads_.end(), [](const Thread& t) { return t.where == Where::kSpin; });
+  }
+
+  // Makes the threads in [begin, end) that wait at a spin point runnable;
+  // false if there were none.
+  bool ReleaseSpins(int64_t begin, int64_t end) {
+    bool released = false;
+    for (int64_t t = begin; t < end; ++t) {
+      Thread& thread = threads_[t];
+      if (thread.where != Where::kSpin) continue;
+      thread.where = Where::kRunnable;
+      released = true;
+    }
+    return released;
+  }
+
+  // After a round of the block in which threads spun: whether they may spin
+  // on. A round in which no thread arrived anywhere or returned (`moved`
+  // false) leaves the host thread to the others (another block's thread may
+  // be the one that writes what they wait for) and starts, or goes on with,
+  // the spin clock; past the launch's spin limit the block fails, naming
+  // where its threads are. A block of a failed launch stops at once.
+  bool KeepSpinning(bool moved) {
+    if (launch_->failed()) return false;
+    if (moved) {
+      spinning_since_.reset();
+      return true;
+    }
+    std::this_thread::yield();
+    const auto now = std::chrono::steady_clock::now();
+    if (!spinning_since_) spinning_since_ = now;
+    if (std::chrono::duration<double>(now - *spinning_since_).count() <= launch_->spin_seconds_) return true;
+    launch_->Fail("SIMT emulator: endless spin in " + BlockText() + ": its threads spun for " +
+                  SecondsText(launch_->spin_seconds_) +
+                  " s (SPARSETIR_EMULATE_SPIN_SECONDS) with no thread arriving anywhere or returning:" + ThreadsText() +
+                  ". A spin waits for another thread's write: no thread of this block makes it, and if another "
+                  "block does, that block may not run meanwhile (the emulator runs one block per host thread at "
+                  "a time, in no order a kernel may count on; CUDA promises no two blocks run at once either)");
+    return false;
   }
 
   // Releases lanes of the warp starting at thread `first`: those whose
@@ -239,6 +325,7 @@ class SimtBlock {
       Thread& thread = threads_[t];
       if (thread.where != Where::kPhaseWait || *thread.phase == static_cast<uint32_t>(thread.value)) continue;
       thread.where = Where::kRunnable;
+      ++events_;
       released = true;
     }
     return released;
@@ -372,9 +459,20 @@ class SimtBlock {
     return released;
   }
 
-  // "kernel 'k', block (1, 0, 0) of 4 threads: threads 0-1 wait at
-  // __syncthreads; thread 2 waits at __syncwarp(0x0000000f); thread 3 returned".
   std::string Deadlock() const {
+    return "SIMT emulator: deadlock in " + BlockText() + ": no thread can run and no barrier can open:" + ThreadsText();
+  }
+
+  // "kernel 'k', block (1, 0, 0) of 4 threads".
+  std::string BlockText() const {
+    return "kernel '" + launch_->kernel_ + "', block (" + std::to_string(index_[0]) + ", " +
+           std::to_string(index_[1]) + ", " + std::to_string(index_[2]) + ") of " + std::to_string(count_) +
+           " threads";
+  }
+
+  // Where each thread is, runs of threads in the same place together:
+  // " threads 0-1 wait at __syncthreads; thread 2 wait at __syncwarp(0x0000000f); thread 3 returned".
+  std::string ThreadsText() const {
     auto what = [](const Thread& t) -> std::string {
       switch (t.where) {
         case Where::kBlockBarrier:
@@ -392,15 +490,15 @@ class SimtBlock {
           }
         case Where::kPhaseWait:
           return "wait at a cuda::barrier or cuda::pipeline";
+        case Where::kSpin:
+          return std::string("spin at ") + t.spin;
         case Where::kReturned:
           return "returned";
         default:
           return "can run";
       }
     };
-    std::string s = "SIMT emulator: deadlock in kernel '" + launch_->kernel_ + "', block (" +
-                    std::to_string(index_[0]) + ", " + std::to_string(index_[1]) + ", " + std::to_string(index_[2]) +
-                    ") of " + std::to_string(count_) + " threads: no thread can run and no barrier can open:";
+    std::string s;
     for (int64_t first = 0; first < count_;) {
       int64_t last = first;
       while (last + 1 < count_ && what(threads_[last + 1]) == what(threads_[first])) ++last;
@@ -432,6 +530,12 @@ class SimtBlock {
   // or lanes still wait at one: a warp barrier may open.
   bool warp_changed_ = false;
   bool warp_waiting_ = false;  // lanes of the running warp wait at warp barriers the last opening left
+  // Arrivals at barriers and spin-free waits, releases of phase waits and
+  // returns so far: a round that adds none made no progress.
+  int64_t events_ = 0;
+  // Since when the block's threads spin without progress; none while they
+  // progress.
+  std::optional<std::chrono::steady_clock::time_point> spinning_since_;
 };
 
 thread_local SimtBlock* SimtBlock::current_ = nullptr;
@@ -442,7 +546,38 @@ SimtLaunch* LaunchOf(void* ctx) { return static_cast<SimtLaunch*>(ctx); }
 
 void* DynamicShared(void* ctx);
 
+// The thread a host thread runs without fibers (a kernel whose source names
+// no barrier, warp operation or spin point), and since when it spins.
+struct LoneThread {
+  SimtLaunch* launch = nullptr;
+  int64_t thread = 0;
+  uint32_t x = 0, y = 0, z = 0;
+  int64_t threads = 0;
+  std::optional<std::chrono::steady_clock::time_point> spinning_since;
+};
+thread_local LoneThread lone_thread;
+
 }  // namespace
+
+// A spin point of a thread run without fibers: no other thread of its block
+// runs until it returns, so it may only wait for another block's; the host
+// thread steps aside for those. False once the launch failed: past the spin
+// limit (this thread's spin, which fails it) or elsewhere.
+bool SimtLaunch::LoneSpin(SimtLaunch* launch, const char* what) {
+  if (launch->failed()) return false;
+  std::this_thread::yield();
+  LoneThread& lone = lone_thread;
+  const auto now = std::chrono::steady_clock::now();
+  if (!lone.spinning_since) lone.spinning_since = now;
+  if (std::chrono::duration<double>(now - *lone.spinning_since).count() <= launch->spin_seconds_) return true;
+  launch->Fail("SIMT emulator: endless spin in kernel '" + launch->kernel_ + "', block (" + std::to_string(lone.x) +
+               ", " + std::to_string(lone.y) + ", " + std::to_string(lone.z) + ") of " +
+               std::to_string(lone.threads) + " threads: thread " + std::to_string(lone.thread) + " spun for " +
+               SecondsText(launch->spin_seconds_) + " s (SPARSETIR_EMULATE_SPIN_SECONDS) at " + what +
+               ". Its source names no barrier, warp operation, atomic or fence, so the emulator runs the block's "
+               "threads one after another, and none after it can write what it waits for");
+  return false;
+}
 
 namespace {
 thread_local int scoped_order = -1;  // a ScopedSimtOrder's, or -1
@@ -468,6 +603,17 @@ SimtOrder SimtOrderFromEnvironment() {
 
 SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, size_t dynamic_shared_bytes)
     : kernel_(std::move(kernel)), dynamic_shared_bytes_(dynamic_shared_bytes) {
+  // How long a block's threads may spin without progress.
+  if (const char* text = std::getenv("SPARSETIR_EMULATE_SPIN_SECONDS"); text && *text) {
+    char* end = nullptr;
+    const double seconds = std::strtod(text, &end);
+    if (*end != '\0' || !(seconds > 0) || seconds > 1e6) {
+      Fail(std::string("SIMT emulator: SPARSETIR_EMULATE_SPIN_SECONDS must be a number of seconds above 0 (at most "
+                       "1e6), got '") + text + "'");
+    } else {
+      spin_seconds_ = seconds;
+    }
+  }
   abi_.ctx = this;
   abi_.cooperative = cooperative ? 1 : 0;
   abi_.order = static_cast<int32_t>(order);
@@ -494,9 +640,11 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
       // No thread waits for another: one after another, on this stack.
       for (int64_t i = 0; i < threads; ++i) {
         const int64_t t = launch->abi_.order == static_cast<int32_t>(SimtOrder::kForward) ? i : threads - 1 - i;
+        lone_thread = {launch, t, index[0], index[1], index[2], threads, std::nullopt};
         enter(closure, t);
         main(closure, t);
       }
+      lone_thread.launch = nullptr;
       return launch->failed() ? 1 : 0;
     }
     return SimtBlock(launch, threads, index, enter, main, closure).Run() ? 0 : 1;
@@ -559,6 +707,11 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
       return;
     }
     SimtBlock::WaitForPhase(phase, old);
+  };
+  abi_.spin = [](void* ctx, const char* what) -> int32_t {
+    if (!SimtBlock::Active()) return LoneSpin(LaunchOf(ctx), what) ? 0 : 1;
+    SimtBlock::Spin(what);
+    return 0;  // a block that fails never resumes its threads
   };
   abi_.trap = [](void* ctx, const char* message) {
     LaunchOf(ctx)->Fail("SIMT emulator: kernel '" + LaunchOf(ctx)->kernel_ + "', " + message);

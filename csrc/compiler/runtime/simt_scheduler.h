@@ -6,8 +6,12 @@
 //    lanes of the mask in the caller's warp of 32 consecutive threads;
 //  - a cuda::barrier's wait waits until the barrier's phase moves on, which
 //    the arrival that completes the phase does (any thread of the block);
+//  - a spin point (a failed compare-and-swap, an atomic load, __nanosleep:
+//    simt_abi.h) lets the other threads of the block run before its thread
+//    goes on, as it may wait for one of their writes;
 //  - when no thread can run and no barrier can open, the block deadlocked:
-//    the launch fails with the kernel, the block and what each thread waits at.
+//    the launch fails with the kernel, the block and what each thread waits at;
+//    when its threads spin with no progress past a limit, likewise.
 // A warp's lanes run until they wait or return, in the launch's order
 // (forward, reverse or shuffled: the race check), its warp barriers whose
 // lanes have all arrived open, and so on until no lane of the warp can run;
@@ -31,6 +35,10 @@ namespace sparsetir {
 // The most dynamic shared memory a block may have: CUDA's largest (227 KiB,
 // sm_90).
 inline constexpr size_t kSimtMaxSharedBytes = 227 * 1024;
+
+// How long, by default, the threads of a block may spin without progress
+// (no thread arriving at a barrier or returning) before the launch fails.
+inline constexpr double kSimtSpinSeconds = 10;
 
 enum class SimtOrder : int32_t { kForward = 0, kReverse = 1, kShuffled = 2 };
 
@@ -72,10 +80,14 @@ class SimtLaunch {
  private:
   friend class SimtBlock;
   void Fail(const std::string& message);
+  static bool LoneSpin(SimtLaunch* launch, const char* what);
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
   std::string kernel_;
   size_t dynamic_shared_bytes_;
+  // How long a block's threads may spin with no thread arriving anywhere or
+  // returning before the launch fails (SPARSETIR_EMULATE_SPIN_SECONDS).
+  double spin_seconds_ = kSimtSpinSeconds;
   SparsetirSimt abi_;
   std::atomic<bool> failed_{false};
   std::atomic<int64_t> threads_run_{0};

@@ -202,27 +202,29 @@ TEST(Fiber, RestartsFromItsStart) {
 
 // Line for line: runtime headers dropped, an unemulated one named by an
 // #error, each form of `extern __shared__ T name[];` a reference to the
-// block's dynamic shared memory; other lines untouched.
+// block's dynamic shared memory, alignas moved before __shared__; other
+// lines untouched.
 TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
   const std::string source =
       "#include <cuda_runtime.h>\n"
       "  #  include \"cassert\"\n"
-      "#include <cuda/latch>\n"
+      "#include <cuda/std/chrono>\n"
       "#include <stdio.h>\n"
       "extern __shared__ float tile[];\n"
       "  extern __shared__ __align__(sizeof(double)) unsigned char raw [ ] ; int x = 1;\n"
       "extern __shared__ float4 quads[] __align__(16);\n"
       "extern __shared__ int fixed[4];\n"
-      "// extern int not_shared[];\n";
+      "// extern int not_shared[];\n"
+      "  __shared__ alignas(sizeof(float4)) float staged[64]; __shared__ alignas (16) int x;\n";
   const std::string out = EmulatorSourceFromCuda(source);
   std::vector<std::string> lines;
   for (size_t at = 0, end; (end = out.find('\n', at)) != std::string::npos; at = end + 1) {
     lines.push_back(out.substr(at, end - at));
   }
-  ASSERT_EQ(lines.size(), 9u) << out;
+  ASSERT_EQ(lines.size(), 10u) << out;
   EXPECT_EQ(lines[0], "// (declared by the SIMT emulator) #include <cuda_runtime.h>");
   EXPECT_EQ(lines[1].rfind("// (declared by the SIMT emulator)", 0), 0u) << lines[1];
-  EXPECT_EQ(lines[2], "#error \"the SIMT emulator has no cuda/latch\"");
+  EXPECT_EQ(lines[2], "#error \"the SIMT emulator has no cuda/std/chrono\"");
   EXPECT_EQ(lines[3], "#include <stdio.h>");
   EXPECT_EQ(lines[4], "static thread_local float(&tile)[] = *(float(*)[])sparsetir_dynamic_shared();");
   EXPECT_EQ(lines[5], "  static thread_local unsigned char(&raw)[] = *(unsigned char(*)[])sparsetir_dynamic_shared(); "
@@ -230,6 +232,8 @@ TEST(EmulatorSourceFromCuda, RewritesIncludesAndExternSharedLineForLine) {
   EXPECT_EQ(lines[6], "static thread_local float4(&quads)[] = *(float4(*)[])sparsetir_dynamic_shared();");
   EXPECT_EQ(lines[7], "extern __shared__ int fixed[4];");  // not dynamic: the compiler reports it
   EXPECT_EQ(lines[8], "// extern int not_shared[];");
+  // alignas before __shared__ (static thread_local): C++ takes no attribute among decl-specifiers.
+  EXPECT_EQ(lines[9], "  alignas(sizeof(float4)) __shared__ float staged[64]; alignas (16) __shared__ int x;");
 }
 
 // cuda_fp16.h and cuda_bf16.h are emulated: the include is dropped and the
@@ -292,6 +296,12 @@ TEST(KernelSynchronizes, FindsBarriersAndWarpOperations) {
   EXPECT_TRUE(KernelSynchronizes("#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\ng.sync();"));
   // CUB's collectives meet inside the library, unseen in the kernel's text.
   EXPECT_TRUE(KernelSynchronizes("s = cub::BlockReduce<float, 128>(storage).Sum(x);"));
+  // Spin points: a thread may wait there for another thread's write.
+  EXPECT_TRUE(KernelSynchronizes("while (atomicCAS(lock, 0, 1) != 0) {}"));
+  EXPECT_TRUE(KernelSynchronizes("while (flag == 0) __threadfence();"));
+  EXPECT_TRUE(KernelSynchronizes("while (!ready()) __nanosleep(64);"));
+  EXPECT_TRUE(KernelSynchronizes("#include <cuda/std/latch>\nl->wait();"));
+  EXPECT_TRUE(KernelSynchronizes("#include <cuda/semaphore>\ns.acquire();"));
 }
 
 // A tree reduction over shared memory: every level reads what other threads
@@ -619,6 +629,37 @@ TEST(SimtEmulator, DeadlockIsReportedWithKernelBlockAndBarriers) {
     EXPECT_NE(what.find(", 0, 0) of 4 threads"), std::string::npos) << what;
     EXPECT_NE(what.find("thread 0 wait at __syncwarp(0xffffffff)"), std::string::npos) << what;
     EXPECT_NE(what.find("thread 1 wait at __syncthreads"), std::string::npos) << what;
+  }
+}
+
+// Each thread waits for the one before it (a failed compare-and-swap on its
+// flag is the spin point), in a block of several warps: the chain goes
+// through every lane and warp whatever order they run in.
+const EmulatedKernel kChain{"chain", R"(
+extern "C" __global__ void chain(unsigned* flags, int* out) {
+  const int t = threadIdx.x;
+  if (t > 0) {
+    while (atomicCAS(&flags[t - 1], 1u, 1u) != 1u) {
+    }
+  }
+  out[t] = t == 0 ? 1 : out[t - 1] * 3 % 1000003;
+  atomicExch(&flags[t], 1u);
+}
+)",
+                            {"unsigned*", "int*"}};
+
+TEST(SimtEmulator, SpinningThreadsLetTheOthersRun) {
+  for (int64_t threads : {1, 31, 70, 1024}) {
+    ForEachOrder([&] {
+      std::vector<unsigned> flags(threads, 0);
+      std::vector<int> out(threads, 0);
+      kChain.Run({Ptr(flags.data()), Ptr(out.data())}, {1, 1, 1, threads, 1, 1});
+      int expect = 1;
+      for (int64_t t = 0; t < threads; ++t) {
+        EXPECT_EQ(out[t], expect) << "thread " << t << " of " << threads;
+        expect = static_cast<int>(expect * 3LL % 1000003);
+      }
+    });
   }
 }
 
