@@ -549,7 +549,6 @@ void* DynamicShared(void* ctx);
 // The thread a host thread runs without fibers (a kernel whose source names
 // no barrier, warp operation or spin point), and since when it spins.
 struct LoneThread {
-  SimtLaunch* launch = nullptr;
   int64_t thread = 0;
   uint32_t x = 0, y = 0, z = 0;
   int64_t threads = 0;
@@ -640,11 +639,10 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
       // No thread waits for another: one after another, on this stack.
       for (int64_t i = 0; i < threads; ++i) {
         const int64_t t = launch->abi_.order == static_cast<int32_t>(SimtOrder::kForward) ? i : threads - 1 - i;
-        lone_thread = {launch, t, index[0], index[1], index[2], threads, std::nullopt};
+        lone_thread = {t, index[0], index[1], index[2], threads, std::nullopt};
         enter(closure, t);
         main(closure, t);
       }
-      lone_thread.launch = nullptr;
       return launch->failed() ? 1 : 0;
     }
     return SimtBlock(launch, threads, index, enter, main, closure).Run() ? 0 : 1;
