@@ -9,9 +9,11 @@ NVRTC on CUDA tensors:
     print(scale.resources("sm_90"))  # registers, spills and shared bytes, by ptxas
 
 The declaration is read once, when the object is made, so a kernel whose
-parameters cannot be passed (a struct by value, a template) or a malformed
+parameters cannot be passed (a template, a union by value) or a malformed
 option fails there rather than at its first launch; every call converts its
-arguments to the declared types as a launch does, on either device.
+arguments to the declared types as a launch does, on either device (a struct
+or vector parameter takes a tuple, list or dict of its fields: `params`
+shows where each lies).
 """
 import re
 from typing import NamedTuple, Sequence, Tuple
@@ -20,17 +22,27 @@ import torch
 
 from . import _C
 from .cuda_runtime import cuda_include_dirs, find_ptxas, nvrtc_ptx
-from .emulator import Dims, checked_options, emulate_cuda
+from .emulator import Dims, checked_options, emulate_cuda, tensors_of
 from .launch import launch_cuda
+
+
+class CudaStructField(NamedTuple):
+    """A field of a struct or vector parameter, as the device lays it out."""
+
+    name: str
+    type: str  # "float", "const float*" as "float*", a struct's name
+    offset: int  # bytes from the struct's start
+    count: int  # an array's elements; 0 for a lone value
 
 
 class CudaKernelParam(NamedTuple):
     """A parameter as st.launch_cuda converts an argument to it."""
 
-    type: str  # without qualifiers or name: "float*", "unsigned int", "__half"
+    type: str  # without qualifiers or name: "float*", "unsigned int", "__half", "float4", a struct's name
     name: str  # "" where the declaration names none
     bytes: int  # its size on the device
     declaration: str  # as written: "const float* __restrict__ x"
+    fields: Tuple[CudaStructField, ...] = ()  # a struct's or vector type's, in order
 
 
 class CudaKernel:
@@ -48,7 +60,8 @@ class CudaKernel:
         self._name = name
         self._options = tuple(checked_options("st.CudaKernel", options))
         self._signature = _C.CudaKernelSignature(source, name, list(self._options), "st.CudaKernel")
-        self._params = tuple(CudaKernelParam(*p) for p in self._signature.params)
+        self._params = tuple(CudaKernelParam(*p[:4], tuple(CudaStructField(*f) for f in p[4]))
+                             for p in self._signature.params)
 
     @property
     def source(self) -> str:
@@ -68,7 +81,7 @@ class CudaKernel:
         return self._params
 
     def __call__(self, grid: Dims, block: Dims, *args, shared_bytes: int = 0) -> None:
-        if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+        if any(t.is_cuda for _, t in tensors_of(args)):
             launch_cuda(self._source, self._name, grid, block, *args, shared_bytes=shared_bytes,
                         options=self._options)
             return

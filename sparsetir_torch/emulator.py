@@ -49,11 +49,27 @@ def checked_options(op: str, options) -> List[str]:
     return list(options)
 
 
+def tensors_of(args):
+    """Every tensor among a kernel's `args` (those in the tuples, lists and
+    dicts a struct parameter takes too), with where it is: "argument 2 ['x']"."""
+    for i, a in enumerate(args):
+        yield from _tensors_in(a, f"argument {i}")
+
+
+def _tensors_in(value, where):
+    if isinstance(value, torch.Tensor):
+        yield where, value
+    elif isinstance(value, (tuple, list, dict)):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            yield from _tensors_in(item, f"{where} [{key!r}]")
+
+
 def check_no_leaf_requires_grad(op: str, args) -> None:
     """A kernel writes its tensors in place, which autograd cannot follow."""
-    for i, a in enumerate(args):
-        if isinstance(a, torch.Tensor) and a.requires_grad and a.is_leaf:
-            raise ValueError(f"{op}: argument {i} requires grad; pass it detached")
+    for where, a in tensors_of(args):
+        if a.requires_grad and a.is_leaf:
+            raise ValueError(f"{op}: {where} requires grad; pass it detached")
 
 
 def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, shared_bytes: int = 0,
@@ -70,7 +86,10 @@ def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, share
     ``__nv_fp8_e4m3*`` / ``__nv_fp8_e5m2*`` (or their pairs and quads) for
     torch's float8 dtypes with cuda_fp8.h, else ``unsigned char*``; ...); Python
     ints as ``long long`` and floats as ``double`` (the kernel's own
-    parameter types convert them). The kernel writes the tensors in place.
+    parameter types convert them); a tuple, list or dict for a struct or
+    vector parameter (``Params p``, ``float4 v``), its fields in order or by
+    name, laid out as on the device (st.launch_cuda's conversions, tensors
+    for pointer fields). The kernel writes the tensors in place.
 
     `options` are st.launch_cuda's NVRTC options, so that both take the same
     call: macros (``-DTILE=32``, ``-DFAST``, ``-UFAST``) are defined before

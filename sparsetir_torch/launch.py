@@ -32,6 +32,10 @@ def launch_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, shared
     floats, converted to the type the kernel's declaration gives the
     parameter (``int``, ``unsigned long long``, ``float``, ``__half``, ...):
     an int that the type cannot hold, or a float for an integer, is an error.
+    A struct or CUDA vector parameter (``Params p``, ``float4 v``, a struct
+    the source defines) takes a tuple or list of its fields in order, or a
+    dict of them by name, each converted as above (an array field takes a
+    sequence, a pointer field a tensor), laid out as the device lays it out.
     `options` are NVRTC's (``-DTILE=32``, ``-I...``), after the folders of
     CUDA's headers; st.emulate_cuda takes the same list (its macros). The
     kernel writes the tensors in place."""

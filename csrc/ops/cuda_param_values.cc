@@ -23,14 +23,23 @@ std::string ArgumentName(const HandWrittenArg& arg) {
   switch (arg.kind) {
     case HandWrittenArg::Kind::kTensor: return TorchDtypeName(arg.tensor.scalar_type());
     case HandWrittenArg::Kind::kFloat: return c10::str("the float ", arg.float_value);
-    case HandWrittenArg::Kind::kInt: return "the int " + std::to_string(arg.int_value);
+    case HandWrittenArg::Kind::kInt:
+      return "the int " + (arg.above_int64 ? std::to_string(static_cast<uint64_t>(arg.int_value))
+                                           : std::to_string(arg.int_value));
+    case HandWrittenArg::Kind::kAggregate:
+      return std::string(arg.keys.empty() ? "a tuple or list" : "a dict") + " of " + std::to_string(arg.items.size());
   }
   return "";
 }
 
-template <typename T> CudaParamValue ValueOf(T v) {
-  static_assert(sizeof(T) <= sizeof(CudaParamValue::bytes));
-  CudaParamValue value;
+// A scalar's or a pointer's bytes (at most 8).
+struct Scalar {
+  unsigned char bytes[8] = {};
+};
+
+template <typename T> Scalar ValueOf(T v) {
+  static_assert(sizeof(T) <= sizeof(Scalar::bytes));
+  Scalar value;
   std::memcpy(value.bytes, &v, sizeof(T));
   return value;
 }
@@ -52,7 +61,7 @@ float RoundedToOddFloat(long double d) {
 
 // `d` (a Python float, or an int: long double holds every int64 exactly)
 // rounded once to the parameter's type.
-CudaParamValue FloatingValue(const CudaKernelParam& param, long double d) {
+Scalar FloatingValue(const CudaKernelParam& param, long double d) {
   switch (param.kind) {
     case Kind::kHalf: return ValueOf(c10::Half(RoundedToOddFloat(d)).x);
     case Kind::kBFloat16: return ValueOf(c10::BFloat16(RoundedToOddFloat(d)).x);
@@ -60,18 +69,20 @@ CudaParamValue FloatingValue(const CudaKernelParam& param, long double d) {
   }
 }
 
-CudaParamValue IntegerValue(const std::string& op, const std::string& kernel, const CudaKernelParam& param,
-                            size_t i, int64_t v) {
+Scalar IntegerValue(const std::string& where, const CudaKernelParam& param, const HandWrittenArg& arg) {
+  const int64_t v = arg.int_value;
   const int bits = static_cast<int>(param.bytes * 8);
   bool fits;
-  if (param.kind == Kind::kBool) {
+  if (arg.above_int64) {
+    fits = param.kind == Kind::kUnsigned && bits == 64;
+  } else if (param.kind == Kind::kBool) {
     fits = v == 0 || v == 1;
   } else if (param.kind == Kind::kUnsigned) {
     fits = v >= 0 && (bits == 64 || v < (int64_t{1} << bits));
   } else {
     fits = bits == 64 || (v >= -(int64_t{1} << (bits - 1)) && v < (int64_t{1} << (bits - 1)));
   }
-  TORCH_CHECK_VALUE(fits, op, ": kernel '", kernel, "' ", Describe(param, i), " cannot hold the int ", v);
+  TORCH_CHECK_VALUE(fits, where, " cannot hold ", ArgumentName(arg));
   switch (param.bytes) {
     case 1: return ValueOf(static_cast<uint8_t>(v));
     case 2: return ValueOf(static_cast<uint16_t>(v));
@@ -103,9 +114,61 @@ bool ElementMatches(const CudaKernelParam& param, at::ScalarType dtype) {
   }
 }
 
-CudaParamValue ValueFor(const std::string& op, const std::string& kernel, const CudaKernelParam& param, size_t i,
-                        const HandWrittenArg& arg) {
-  const std::string prefix = op + ": kernel '" + kernel + "' " + Describe(param, i);
+// Writes `arg` converted to `param` at `out` (param.bytes of them); `prefix`
+// names the parameter or field in errors.
+void Pack(const std::string& prefix, const CudaKernelParam& param, const HandWrittenArg& arg, unsigned char* out);
+Scalar ScalarFor(const std::string& prefix, const CudaKernelParam& param, const HandWrittenArg& arg);
+
+void PackStruct(const std::string& prefix, const CudaKernelParam& param, const HandWrittenArg& arg,
+                unsigned char* out) {
+  TORCH_CHECK_VALUE(arg.kind == HandWrittenArg::Kind::kAggregate, prefix, " is a ", param.type,
+                    " by value: pass a tuple, a list or a dict of its fields, got ", ArgumentName(arg));
+  const std::vector<CudaStructField>& fields = param.fields;
+  std::vector<const HandWrittenArg*> items(fields.size(), nullptr);
+  if (arg.keys.empty()) {
+    TORCH_CHECK_VALUE(arg.items.size() == fields.size(), prefix, " is a ", param.type, " of ", fields.size(),
+                      " fields, got ", ArgumentName(arg));
+    for (size_t f = 0; f < fields.size(); ++f) items[f] = &arg.items[f];
+  } else {
+    for (size_t k = 0; k < arg.keys.size(); ++k) {
+      size_t f = 0;
+      while (f < fields.size() && fields[f].name != arg.keys[k]) ++f;
+      TORCH_CHECK_VALUE(f < fields.size(), prefix, " is a ", param.type, ", which has no field '", arg.keys[k], "'");
+      items[f] = &arg.items[k];
+    }
+    for (size_t f = 0; f < fields.size(); ++f) {
+      TORCH_CHECK_VALUE(items[f] != nullptr, prefix, " is a ", param.type, ": the dict has no '", fields[f].name,
+                        "'");
+    }
+  }
+  for (size_t f = 0; f < fields.size(); ++f) {
+    const CudaStructField& field = fields[f];
+    const std::string where = prefix + " field '" + field.name + "'";
+    if (field.count == 0) {
+      Pack(where, field.type, *items[f], out + field.offset);
+      continue;
+    }
+    const HandWrittenArg& array = *items[f];
+    TORCH_CHECK_VALUE(array.kind == HandWrittenArg::Kind::kAggregate && array.keys.empty() &&
+                          array.items.size() == field.count,
+                      where, " is an array of ", field.count, ": pass a tuple or list of as many, got ",
+                      ArgumentName(array));
+    for (size_t e = 0; e < field.count; ++e) {
+      Pack(where + "[" + std::to_string(e) + "]", field.type, array.items[e], out + field.offset + e * field.type.bytes);
+    }
+  }
+}
+
+void Pack(const std::string& prefix, const CudaKernelParam& param, const HandWrittenArg& arg, unsigned char* out) {
+  if (param.kind == Kind::kStruct) return PackStruct(prefix, param, arg, out);
+  const Scalar value = ScalarFor(prefix, param, arg);
+  std::memcpy(out, value.bytes, param.bytes);
+}
+
+Scalar ScalarFor(const std::string& prefix, const CudaKernelParam& param, const HandWrittenArg& arg) {
+  TORCH_CHECK_VALUE(arg.kind != HandWrittenArg::Kind::kAggregate, prefix, " is a ",
+                    param.kind == Kind::kPointer ? "pointer: pass a tensor" : "value: pass a Python int or float",
+                    ", got ", ArgumentName(arg));
   if (param.kind == Kind::kPointer) {
     TORCH_CHECK_VALUE(arg.kind == HandWrittenArg::Kind::kTensor, prefix, " is a pointer: pass a tensor, got ",
                       ArgumentName(arg));
@@ -120,11 +183,20 @@ CudaParamValue ValueFor(const std::string& op, const std::string& kernel, const 
     TORCH_CHECK_VALUE(floating, prefix, " takes an integer: got ", ArgumentName(arg));
     return FloatingValue(param, arg.float_value);
   }
-  return floating ? FloatingValue(param, static_cast<long double>(arg.int_value))
-                  : IntegerValue(op, kernel, param, i, arg.int_value);
+  const long double integer = arg.above_int64 ? static_cast<long double>(static_cast<uint64_t>(arg.int_value))
+                                              : static_cast<long double>(arg.int_value);
+  return floating ? FloatingValue(param, integer) : IntegerValue(prefix, param, arg);
 }
 
 }  // namespace
+
+CudaParamValue CudaParamValueOf(const std::string& op, const std::string& kernel, const CudaKernelParam& param,
+                                size_t i, const HandWrittenArg& arg) {
+  CudaParamValue value;
+  value.bytes.assign(param.bytes, 0);
+  Pack(op + ": kernel '" + kernel + "' " + Describe(param, i), param, arg, value.bytes.data());
+  return value;
+}
 
 std::vector<CudaParamValue> CudaParamValues(const std::string& op, const std::string& kernel,
                                             const std::vector<CudaKernelParam>& params,
@@ -133,7 +205,7 @@ std::vector<CudaParamValue> CudaParamValues(const std::string& op, const std::st
                     " parameters, got ", args.size(), " arguments");
   std::vector<CudaParamValue> values;
   values.reserve(params.size());
-  for (size_t i = 0; i < params.size(); ++i) values.push_back(ValueFor(op, kernel, params[i], i, args[i]));
+  for (size_t i = 0; i < params.size(); ++i) values.push_back(CudaParamValueOf(op, kernel, params[i], i, args[i]));
   return values;
 }
 

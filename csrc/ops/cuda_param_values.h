@@ -12,9 +12,9 @@
 
 namespace sparsetir::ops {
 
-// One parameter's value: its bytes first, in a slot that suits any of them.
-struct alignas(8) CudaParamValue {
-  unsigned char bytes[8] = {};
+// One parameter's value: as many bytes as the parameter has.
+struct CudaParamValue {
+  std::vector<unsigned char> bytes;
 };
 
 // Checks `args` against `params` and converts them, for `op` (named in every
@@ -26,7 +26,15 @@ struct alignas(8) CudaParamValue {
 //    type (float4, __half2, void, a struct) takes any tensor, as in CUDA;
 //  - an int goes to an integer or bool parameter if the type holds it, or to
 //    a floating-point one (converted);
-//  - a float goes to a floating-point parameter, rounded once to its type.
+//  - a float goes to a floating-point parameter, rounded once to its type;
+//  - a tuple or list (its items in the fields' order) or a dict (an item for
+//    each field, by name) goes to a struct or vector parameter, laid out as
+//    on the device, each item converted to its field as above (an array
+//    field takes a tuple or list of its elements), padding zero.
+// Parameter `i`'s value alone.
+CudaParamValue CudaParamValueOf(const std::string& op, const std::string& kernel, const CudaKernelParam& param,
+                                size_t i, const HandWrittenArg& arg);
+
 std::vector<CudaParamValue> CudaParamValues(const std::string& op, const std::string& kernel,
                                             const std::vector<CudaKernelParam>& params,
                                             const std::vector<HandWrittenArg>& args);

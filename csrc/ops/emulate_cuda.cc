@@ -2,14 +2,17 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <unordered_map>
 
+#include "codegen/cuda_kernel_params.h"
 #include "codegen/nvrtc_macro_options.h"
 #include "codegen/simt_emulator.h"
+#include "cuda_param_values.h"
 #include "launch_shape.h"
 #include "launcher.h"
 #include "runtime/emulated_cuda_module.h"
@@ -84,8 +87,12 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
                                                     const std::string& macros) {
   std::string key = kernel + '\n' + std::to_string(shared_bytes) + '\n' + macros;
   for (const HandWrittenArg& arg : args) {
-    key += arg.kind == HandWrittenArg::Kind::kTensor ? std::string(c10::toString(arg.tensor.scalar_type()))
-                                                    : arg.kind == HandWrittenArg::Kind::kFloat ? "double" : "int";
+    switch (arg.kind) {
+      case HandWrittenArg::Kind::kTensor: key += c10::toString(arg.tensor.scalar_type()); break;
+      case HandWrittenArg::Kind::kFloat: key += "double"; break;
+      case HandWrittenArg::Kind::kAggregate: key += "struct"; break;
+      default: key += "int"; break;
+    }
     key += ',';
   }
   key += '\n' + source;
@@ -99,6 +106,8 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
     const HandWrittenArg& arg = args[i];
     if (arg.kind == HandWrittenArg::Kind::kTensor) {
       types.push_back(PointerType(arg.tensor.scalar_type(), i, libraries));
+    } else if (arg.kind == HandWrittenArg::Kind::kAggregate) {
+      types.push_back(kSimtStructArg);
     } else {
       types.push_back(arg.kind == HandWrittenArg::Kind::kFloat ? "double" : "long long");
     }
@@ -119,6 +128,37 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
   return module;
 }
 
+// The bytes of each struct or vector argument (a tuple, list or dict) as
+// its parameter lays them out, behind their count (which the emulated entry
+// checks against the parameter's size); empty for the other arguments. The
+// declaration is read only where there is one: st.emulate_cuda converts
+// ints and floats as C++ does.
+std::vector<std::vector<unsigned char>> StructArgs(const std::string& source, const std::string& kernel,
+                                                   const std::vector<HandWrittenArg>& args,
+                                                   const std::vector<std::string>& options) {
+  std::vector<std::vector<unsigned char>> out(args.size());
+  std::vector<CudaKernelParam> params;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind != HandWrittenArg::Kind::kAggregate) continue;
+    if (params.empty()) {
+      try {
+        params = CudaKernelParams(source, kernel, options);
+      } catch (const UserError& e) {
+        TORCH_CHECK_VALUE(false, kOp, ": argument ", i, " is a tuple, list or dict (a struct's fields), but ",
+                          e.what());
+      }
+      TORCH_CHECK_VALUE(params.size() == args.size(), kOp, ": kernel '", kernel, "' takes ", params.size(),
+                        " parameters, got ", args.size(), " arguments");
+    }
+    const CudaParamValue value = CudaParamValueOf(kOp, kernel, params[i], i, args[i]);
+    const uint64_t bytes = value.bytes.size();
+    out[i].resize(sizeof(bytes) + bytes);
+    std::memcpy(out[i].data(), &bytes, sizeof(bytes));
+    std::memcpy(out[i].data() + sizeof(bytes), value.bytes.data(), bytes);
+  }
+  return out;
+}
+
 }  // namespace
 
 void EmulateCuda(const std::string& source, const std::string& kernel, const std::array<int64_t, 3>& grid,
@@ -129,20 +169,26 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
                     dynamic_shared_bytes);
   TORCH_CHECK_VALUE(!kernel.empty() && source.find(kernel) != std::string::npos, kOp, ": the source defines no '",
                     kernel, "'");
-  std::vector<SparsetirArg> packed;
-  std::vector<at::Tensor> tensors(args.size());
+  // Every tensor, those in a struct's fields too: on the CPU, contiguous,
+  // and restored between the race check's runs.
+  std::vector<at::Tensor> tensors;
   std::vector<std::string> names;
+  ForEachTensor(args, [&](const at::Tensor& t, const std::string& where) {
+    TORCH_CHECK_VALUE(t.device().is_cpu(), kOp, ": ", where, " is on ", t.device(),
+                      "; the emulator runs on CPU tensors");
+    TORCH_CHECK_VALUE(t.is_contiguous(), kOp, ": ", where, " must be contiguous");
+    tensors.push_back(t);
+    names.push_back(where);
+  });
+  const std::vector<std::vector<unsigned char>> structs = StructArgs(source, kernel, args, options);
+  std::vector<SparsetirArg> packed;
   for (size_t i = 0; i < args.size(); ++i) {
-    names.push_back("argument " + std::to_string(i));
     SparsetirArg a;
     const HandWrittenArg& arg = args[i];
     if (arg.kind == HandWrittenArg::Kind::kTensor) {
-      const at::Tensor& t = arg.tensor;
-      TORCH_CHECK_VALUE(t.device().is_cpu(), kOp, ": argument ", i, " is on ", t.device(),
-                        "; the emulator runs on CPU tensors");
-      TORCH_CHECK_VALUE(t.is_contiguous(), kOp, ": argument ", i, " must be contiguous");
-      a.ptr = t.data_ptr();
-      tensors[i] = t;
+      a.ptr = arg.tensor.data_ptr();
+    } else if (arg.kind == HandWrittenArg::Kind::kAggregate) {
+      a.ptr = const_cast<unsigned char*>(structs[i].data());
     } else if (arg.kind == HandWrittenArg::Kind::kFloat) {
       a.f64 = arg.float_value;
     } else {

@@ -29,20 +29,18 @@ constexpr int64_t kSharedWithoutAsking = 48 * 1024;
 // same, all contiguous.
 int DeviceOf(const std::vector<HandWrittenArg>& args) {
   std::optional<c10::Device> device;
-  size_t first = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].kind != HandWrittenArg::Kind::kTensor) continue;
-    const at::Tensor& t = args[i].tensor;
-    TORCH_CHECK_VALUE(t.device().is_cuda(), kOp, ": argument ", i, " is on ", t.device(),
+  std::string first;
+  ForEachTensor(args, [&](const at::Tensor& t, const std::string& where) {
+    TORCH_CHECK_VALUE(t.device().is_cuda(), kOp, ": ", where, " is on ", t.device(),
                       "; every tensor must be a CUDA tensor (st.emulate_cuda runs the same kernel on CPU tensors)");
-    TORCH_CHECK_VALUE(!device || *device == t.device(), kOp, ": argument ", i, " is on ", t.device(),
-                      " but argument ", first, " is on ", *device, "; every tensor must be on one device");
-    TORCH_CHECK_VALUE(t.is_contiguous(), kOp, ": argument ", i, " must be contiguous");
+    TORCH_CHECK_VALUE(!device || *device == t.device(), kOp, ": ", where, " is on ", t.device(), " but ", first,
+                      " is on ", *device, "; every tensor must be on one device");
+    TORCH_CHECK_VALUE(t.is_contiguous(), kOp, ": ", where, " must be contiguous");
     if (!device) {
       device = t.device();
-      first = i;
+      first = where;
     }
-  }
+  });
   TORCH_CHECK_VALUE(device.has_value(), kOp,
                     ": no argument is a CUDA tensor, so no device to run on (st.emulate_cuda runs the same kernel "
                     "on CPU tensors)");
@@ -127,7 +125,7 @@ void LaunchCuda(const std::string& source, const std::string& kernel, const std:
   Loaded& loaded = LoadedFor(source, kernel, options, device);
   const std::vector<CudaParamValue> values = CudaParamValues(kOp, kernel, loaded.params, args);
   std::vector<void*> addresses;
-  for (const CudaParamValue& value : values) addresses.push_back(const_cast<unsigned char*>(value.bytes));
+  for (const CudaParamValue& value : values) addresses.push_back(const_cast<unsigned char*>(value.bytes.data()));
   CudaDriver& driver = CudaDriver::Get();
   driver.MakeCurrent(device);
   if (dynamic_shared_bytes > kSharedWithoutAsking) {

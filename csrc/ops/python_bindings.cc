@@ -207,25 +207,66 @@ struct CudaKernelSignature {
   std::vector<CudaKernelParam> params;
 };
 
+// One argument as Python passed it (`where` names it in errors): a tuple,
+// list or dict (a struct's fields) holds more of them.
+HandWrittenArg HandWrittenArgFrom(const py::handle v, const std::string& where, const std::string& op,
+                                  int depth = 0) {
+  HandWrittenArg arg;
+  if (THPVariable_Check(v.ptr())) {
+    arg.kind = HandWrittenArg::Kind::kTensor;
+    arg.tensor = THPVariable_Unpack(v.ptr());
+  } else if (py::isinstance<py::int_>(v)) {  // bool too
+    int overflow = 0;
+    const long long value = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (overflow > 0) {
+      const unsigned long long bits = PyLong_AsUnsignedLongLong(v.ptr());
+      if (PyErr_Occurred()) {
+        PyErr_Clear();
+        throw py::value_error(op + ": " + where + " is the int " + std::string(py::str(v)) +
+                              ", which no C integer type holds");
+      }
+      arg.int_value = static_cast<int64_t>(bits);
+      arg.above_int64 = true;
+    } else if (overflow < 0) {
+      throw py::value_error(op + ": " + where + " is the int " + std::string(py::str(v)) +
+                            ", which no C integer type holds");
+    } else {
+      arg.int_value = value;
+    }
+  } else if (py::isinstance<py::float_>(v)) {
+    arg.kind = HandWrittenArg::Kind::kFloat;
+    arg.float_value = v.cast<double>();
+  } else if ((py::isinstance<py::tuple>(v) || py::isinstance<py::list>(v) || py::isinstance<py::dict>(v)) &&
+             depth < 16) {
+    arg.kind = HandWrittenArg::Kind::kAggregate;
+    if (py::isinstance<py::dict>(v)) {
+      for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(v)) {
+        if (!py::isinstance<py::str>(key)) {
+          throw py::type_error(op + ": " + where + " is a dict whose keys must be field names (str), got " +
+                               std::string(py::str(py::type::handle_of(key).attr("__name__"))));
+        }
+        arg.keys.push_back(key.cast<std::string>());
+        arg.items.push_back(HandWrittenArgFrom(value, where + " ['" + arg.keys.back() + "']", op, depth + 1));
+      }
+    } else {
+      const py::sequence items = py::reinterpret_borrow<py::sequence>(v);
+      for (size_t i = 0; i < items.size(); ++i) {
+        arg.items.push_back(HandWrittenArgFrom(items[i], where + " [" + std::to_string(i) + "]", op, depth + 1));
+      }
+    }
+  } else {
+    throw py::type_error(op + ": " + where +
+                         " must be a tensor, an int, a float, or a tuple, list or dict of them (a struct's fields), "
+                         "got " + std::string(py::str(py::type::handle_of(v).attr("__name__"))));
+  }
+  return arg;
+}
+
 // A hand-written kernel's arguments as Python passed them to `op`.
 std::vector<HandWrittenArg> HandWrittenArgsFrom(const py::list& values, const std::string& op) {
   std::vector<HandWrittenArg> args;
   for (size_t i = 0; i < values.size(); ++i) {
-    const py::handle v = values[i];
-    HandWrittenArg arg;
-    if (THPVariable_Check(v.ptr())) {
-      arg.kind = HandWrittenArg::Kind::kTensor;
-      arg.tensor = THPVariable_Unpack(v.ptr());
-    } else if (py::isinstance<py::int_>(v)) {  // bool too
-      arg.int_value = v.cast<int64_t>();
-    } else if (py::isinstance<py::float_>(v)) {
-      arg.kind = HandWrittenArg::Kind::kFloat;
-      arg.float_value = v.cast<double>();
-    } else {
-      throw py::type_error(op + ": argument " + std::to_string(i) + " must be a tensor, an int or a float, got " +
-                           std::string(py::str(py::type::handle_of(v).attr("__name__"))));
-    }
-    args.push_back(std::move(arg));
+    args.push_back(HandWrittenArgFrom(values[i], "argument " + std::to_string(i), op));
   }
   return args;
 }
@@ -436,11 +477,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
           [](const CudaKernelSignature& s) {
             py::list out;
             for (const CudaKernelParam& p : s.params) {
-              out.append(py::make_tuple(p.type, p.name, p.bytes, p.declaration));
+              py::list fields;
+              for (const CudaStructField& f : p.fields) {
+                fields.append(py::make_tuple(f.name, f.type.type, f.offset, f.count));
+              }
+              out.append(py::make_tuple(p.type, p.name, p.bytes, p.declaration, fields));
             }
             return out;
           },
-          "(type, name, bytes, declaration) of each parameter, as st.launch_cuda reads them.")
+          "(type, name, bytes, declaration, fields) of each parameter, as st.launch_cuda reads them; a struct's "
+          "fields as (name, type, offset, count).")
       .def(
           "values",
           [](const CudaKernelSignature& s, const py::list& values) {
@@ -448,7 +494,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                 CudaParamValues(s.op, s.kernel, s.params, HandWrittenArgsFrom(values, s.op));
             py::list out;
             for (size_t i = 0; i < packed.size(); ++i) {
-              out.append(py::bytes(reinterpret_cast<const char*>(packed[i].bytes), s.params[i].bytes));
+              out.append(py::bytes(reinterpret_cast<const char*>(packed[i].bytes.data()), packed[i].bytes.size()));
             }
             return out;
           },

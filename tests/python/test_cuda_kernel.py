@@ -68,7 +68,7 @@ def test_options_shape_the_emulated_kernel(tile):
 
 @pytest.mark.parametrize("source,name,options,message", [
     (SAXPY, "missing", [], "the source declares no __global__ function"),
-    ('extern "C" __global__ void k(float2 v) {}', "k", [], "parameter 0 ('float2 v') has type 'float2'"),
+    ('extern "C" __global__ void k(Mystery v) {}', "k", [], "parameter 0 ('Mystery v') has type 'Mystery'"),
     ('extern "C" __global__ void k(const int& n) {}', "k", [], "is a reference"),
     (SAXPY, "saxpy", ["-D1X"], "the option '-D1X' does not name a macro"),
     (SAXPY, "saxpy", ["-USCALE_T=1"], "the option '-USCALE_T=1' gives -U a value"),

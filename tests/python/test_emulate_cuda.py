@@ -143,7 +143,8 @@ def test_bad_arguments_are_named():
         st.emulate_cuda(WARP_MAX, "warp_max", 1, (64, 32), x, x, 4)
     with pytest.raises(ValueError, match="argument 0 must be contiguous"):
         st.emulate_cuda(WARP_MAX, "warp_max", 1, 32, torch.zeros(4, 2).t(), x, 4)
-    with pytest.raises(TypeError, match="argument 2 must be a tensor, an int or a float, got str"):
+    with pytest.raises(TypeError, match=r"argument 2 must be a tensor, an int, a float, or a tuple, list or dict "
+                                        r"of them \(a struct's fields\), got str"):
         st.emulate_cuda(WARP_MAX, "warp_max", 1, 32, x, x, "4")
     with pytest.raises(ValueError, match="the source defines no 'warp_min'"):
         st.emulate_cuda(WARP_MAX, "warp_min", 1, 32, x, x, 4)

@@ -18,7 +18,7 @@ from sparsetir_torch import _C
 from conftest import cuda_include_options, needs_nvrtc, ptx_param_sizes
 
 def params_of(source, kernel, options=()):
-    """(type, name, bytes, declaration) of each parameter, as a launch reads them."""
+    """(type, name, bytes, declaration, fields) of each parameter, as a launch reads them."""
     return _C.CudaKernelSignature(source, kernel, list(options)).params
 
 
@@ -47,7 +47,8 @@ EVERY_KIND_SIZES = [8, 8, 4, 4, 8, 8, 2, 1, 1, 4, 8, 2, 2, 8, 8, 4, 1, 2, 8, 8]
 def test_parameters_are_read_from_the_declaration():
     params = params_of(EVERY_KIND, "every_kind")
     assert [p[2] for p in params] == EVERY_KIND_SIZES
-    assert params[0] == ("float*", "x", 8, "const float* __restrict__ x")
+    assert params[0][:4] == ("float*", "x", 8, "const float* __restrict__ x")
+    assert all(not p[4] for p in params)  # no struct among them: no fields
     assert params[11][:2] == ("__half", "h")
     assert params[18][:2] == ("float4*", "v")
 
@@ -155,8 +156,10 @@ def test_the_argument_count_must_be_the_parameter_count():
 
 
 def test_a_parameter_of_a_type_it_cannot_pass_is_named():
-    with pytest.raises(ValueError, match=r"parameter 1 \('float2 v'\) has type 'float2'"):
-        params_of('extern "C" __global__ void k(float* x, float2 v) {}', "k")
+    with pytest.raises(ValueError, match=r"parameter 1 \('Mystery v'\) has type 'Mystery'"):
+        params_of('extern "C" __global__ void k(float* x, Mystery v) {}', "k")
+    with pytest.raises(ValueError, match=r"parameter 0 \('Pair v'\): 'Pair' is a union"):
+        params_of('union Pair { int i; float f; };\nextern "C" __global__ void k(Pair v) {}', "k")
     with pytest.raises(ValueError, match="declares no __global__ function"):
         params_of('extern "C" __global__ void k(float* x) {}', "other")
 
@@ -192,7 +195,8 @@ def test_launch_cuda_checks_the_launch_shape(grid, block, message):
 def test_launch_cuda_checks_its_own_arguments():
     with pytest.raises(TypeError, match="'options' must be a sequence of strings"):
         st.launch_cuda(SCALE, "scale", 1, 32, torch.ones(8), 2.0, 8, options="-DX")
-    with pytest.raises(TypeError, match="argument 1 must be a tensor, an int or a float, got str"):
+    with pytest.raises(TypeError, match=r"argument 1 must be a tensor, an int, a float, or a tuple, list or dict "
+                                        r"of them \(a struct's fields\), got str"):
         st.launch_cuda(SCALE, "scale", 1, 32, torch.ones(8), "2", 8)
     with pytest.raises(ValueError, match="argument 0 requires grad"):
         st.launch_cuda(SCALE, "scale", 1, 32, torch.ones(8, requires_grad=True), 2.0, 8)

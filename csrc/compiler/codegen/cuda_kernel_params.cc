@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -236,8 +237,337 @@ std::vector<std::string> Expanded(const std::vector<std::string>& tokens, const 
   return out;
 }
 
+// A struct or CUDA vector type passed by value, laid out as the device
+// compiler lays it out (the C rules: each field at the next multiple of its
+// alignment, the struct's alignment the largest of its fields' and of its
+// alignas, its size a multiple of that).
+class StructTypes {
+ public:
+  StructTypes(const std::string& code, const Aliases& aliases) : code_(code), aliases_(aliases) {}
+
+  // The type named `name`, or none where it is neither a vector type nor a
+  // struct of the source; throws a UserError saying why a struct of the
+  // source cannot be passed.
+  std::optional<CudaKernelParam> Find(const std::string& name, int depth = 0) {
+    if (auto vector = VectorType(name)) return vector;
+    if (const auto it = done_.find(name); it != done_.end()) return it->second;
+    const std::optional<Definition> definition = DefinitionOf(name);
+    if (!definition) return std::nullopt;
+    if (depth > 16) throw UserError(UserErrorKind::kArgument, "struct " + name + " nests too deep");
+    CudaKernelParam type = Layout(name, *definition, depth);
+    done_[name] = type;
+    return type;
+  }
+
+ private:
+  struct Definition {
+    std::string body;      // between the braces
+    size_t align = 0;      // its alignas / __align__, 0 if none
+  };
+
+  // CUDA's vector types: x, y, z, w of one element; aligned to their size
+  // with 2 or 4 elements (16 bytes at most), to their element's with 1 or 3.
+  static std::optional<CudaKernelParam> VectorType(const std::string& name) {
+    static const std::map<std::string, std::string> elements = {
+        {"char", "signed char"},    {"uchar", "unsigned char"},          {"short", "short"},
+        {"ushort", "unsigned short"}, {"int", "int"},                    {"uint", "unsigned int"},
+        {"long", "long"},           {"ulong", "unsigned long"},          {"longlong", "long long"},
+        {"ulonglong", "unsigned long long"}, {"float", "float"},          {"double", "double"}};
+    std::string element;
+    size_t count = 0;
+    if (name == "__half2" || name == "half2") {
+      element = "__half", count = 2;
+    } else if (name == "__nv_bfloat162" || name == "nv_bfloat162") {
+      element = "__nv_bfloat16", count = 2;
+    } else if (!name.empty() && name.back() >= '1' && name.back() <= '4') {
+      const auto it = elements.find(name.substr(0, name.size() - 1));
+      if (it == elements.end()) return std::nullopt;
+      element = it->second, count = static_cast<size_t>(name.back() - '0');
+    } else {
+      return std::nullopt;
+    }
+    const Scalar scalar = Scalars().at(element);
+    CudaKernelParam type;
+    type.kind = CudaKernelParam::Kind::kStruct;
+    type.type = name;
+    type.bytes = scalar.bytes * count;
+    type.align = count == 2 || count == 4 ? std::min<size_t>(type.bytes, 16) : scalar.bytes;
+    for (size_t i = 0; i < count; ++i) {
+      CudaStructField field;
+      field.name = std::string(1, "xyzw"[i]);
+      field.offset = i * scalar.bytes;
+      field.type.kind = scalar.kind;
+      field.type.type = element;
+      field.type.bytes = field.type.align = scalar.bytes;
+      type.fields.push_back(field);
+    }
+    return type;
+  }
+
+  // The alignment an `alignas(n)` or `__align__(n)` among `tokens` asks
+  // for (removed from them), 0 if none.
+  size_t TakeAlignment(std::vector<std::string>& tokens, const std::string& what) const {
+    size_t align = 0;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if ((tokens[i] != "alignas" && tokens[i] != "__align__") || i + 1 >= tokens.size() || tokens[i + 1] != "(") {
+        continue;
+      }
+      size_t close = i + 2;
+      while (close < tokens.size() && tokens[close] != ")") ++close;
+      const std::vector<std::string> inside(tokens.begin() + i + 2, tokens.begin() + std::min(close, tokens.size()));
+      const size_t n = Constant(inside, what + "'s " + tokens[i]);
+      if (n == 0 || (n & (n - 1)) != 0) {
+        throw UserError(UserErrorKind::kArgument, what + " asks for an alignment of " + std::to_string(n) +
+                                                      ", not a power of two");
+      }
+      align = std::max(align, n);
+      tokens.erase(tokens.begin() + i, tokens.begin() + std::min(close + 1, tokens.size()));
+      --i;
+    }
+    return align;
+  }
+
+  // An integer constant: a literal (after the aliases), such as an array's
+  // size or an alignment.
+  size_t Constant(const std::vector<std::string>& tokens, const std::string& what) const {
+    const std::vector<std::string> expanded = Expanded(tokens, aliases_);
+    static const std::regex literal(R"((0[xX][0-9a-fA-F]+|\d+)[uUlL]*)");
+    std::smatch m;
+    if (expanded.size() == 1 && std::regex_match(expanded[0], m, literal)) {
+      return static_cast<size_t>(std::stoull(m[1].str(), nullptr, 0));
+    }
+    throw UserError(UserErrorKind::kArgument, what + " is '" + Join(tokens, 0, tokens.size()) +
+                                                  "', which is not an integer literal (or a macro of one)");
+  }
+
+  // `struct name {...}`, `class name {...}` or `typedef struct [tag] {...}
+  // name;` in the source.
+  std::optional<Definition> DefinitionOf(const std::string& name) const {
+    static const std::regex head(R"(\b(typedef\s+)?(struct|class|union)\b)");
+    for (std::sregex_iterator it(code_.begin(), code_.end(), head), end; it != end; ++it) {
+      const size_t open = BodyOpen(it->position() + it->length());
+      if (open == std::string::npos) continue;
+      const size_t close = Matching(open);
+      std::vector<std::string> before = Tokens(code_.substr(it->position() + it->length(),
+                                                            open - it->position() - it->length()));
+      std::string tag;
+      bool base = false;
+      size_t align = 0;
+      std::vector<std::string> words;
+      align = TakeAlignment(before, "struct " + name);
+      for (size_t i = 0; i < before.size(); ++i) {
+        if (before[i] == ":") base = true;
+        if (before[i] == "final") continue;
+        if (!base && IsIdentifierChar(before[i][0])) tag = before[i];
+      }
+      std::string declared = tag;
+      if ((*it)[1].matched) {  // typedef struct [tag] {...} name;
+        const size_t semicolon = code_.find(';', close);
+        const std::vector<std::string> after = Tokens(code_.substr(close + 1, semicolon - close - 1));
+        if (tag == name || std::find(after.begin(), after.end(), name) != after.end()) declared = name;
+      }
+      if (declared != name) continue;
+      if ((*it)[2] == "union") {
+        throw UserError(UserErrorKind::kArgument, "'" + name + "' is a union, whose layout this reader does not "
+                                                            "follow; pass it through a pointer");
+      }
+      if (base) {
+        throw UserError(UserErrorKind::kArgument, "struct " + name + " derives from another, whose layout this "
+                                                                     "reader does not follow; pass it through a "
+                                                                     "pointer");
+      }
+      return Definition{code_.substr(open + 1, close - open - 1), align};
+    }
+    return std::nullopt;
+  }
+
+  // The '{' of a struct's body after its key word at `from`, past the
+  // parentheses of an alignas, __align__ or __attribute__; npos where a ';'
+  // or another '(' comes first (a declaration, a function).
+  size_t BodyOpen(size_t from) const {
+    static const std::regex attribute(R"((alignas|__align__|__attribute__)\s*$)");
+    for (size_t k = from; k < code_.size(); ++k) {
+      if (code_[k] == '{') return k;
+      if (code_[k] == ';') return std::string::npos;
+      if (code_[k] != '(') continue;
+      if (!std::regex_search(code_.substr(from, k - from), attribute)) return std::string::npos;
+      for (int depth = 0; k < code_.size(); ++k) {
+        depth += code_[k] == '(' ? 1 : code_[k] == ')' ? -1 : 0;
+        if (depth == 0) break;
+      }
+    }
+    return std::string::npos;
+  }
+
+  // The '}' that closes the '{' at `open`.
+  size_t Matching(size_t open) const {
+    int depth = 0;
+    for (size_t k = open; k < code_.size(); ++k) {
+      depth += code_[k] == '{' ? 1 : code_[k] == '}' ? -1 : 0;
+      if (depth == 0) return k;
+    }
+    return code_.size();
+  }
+
+  // The members of a struct's body: its declarations, a function's body
+  // ending one as a ';' does.
+  static std::vector<std::string> Members(const std::string& body) {
+    std::vector<std::string> out;
+    std::string current;
+    int depth = 0;
+    for (char c : body) {
+      current += c;
+      if (c == '{') ++depth;
+      if (c == '}') --depth;
+      if (depth == 0 && (c == ';' || c == '}')) {
+        out.push_back(current);
+        current.clear();
+      }
+    }
+    out.push_back(current);
+    return out;
+  }
+
+  CudaKernelParam Layout(const std::string& name, const Definition& definition, int depth) {
+    CudaKernelParam type;
+    type.kind = CudaKernelParam::Kind::kStruct;
+    type.type = name;
+    size_t offset = 0, align = std::max<size_t>(definition.align, 1);
+    for (const std::string& member : Members(definition.body)) {
+      std::vector<std::string> tokens = Tokens(member);
+      // Access labels, then what takes no room in an object.
+      while (tokens.size() >= 2 && tokens[1] == ":" &&
+             (tokens[0] == "public" || tokens[0] == "private" || tokens[0] == "protected")) {
+        tokens.erase(tokens.begin(), tokens.begin() + 2);
+      }
+      if (tokens.empty() || tokens[0] == ";") continue;
+      static const std::set<std::string> no_room = {"static", "using", "typedef", "friend", "template",
+                                                    "enum", "constexpr", "static_assert"};
+      if (no_room.count(tokens[0])) continue;
+      const std::string what = "struct " + name;
+      if (std::find(tokens.begin(), tokens.end(), "virtual") != tokens.end()) {
+        throw UserError(UserErrorKind::kArgument, what + " has a virtual function; pass it through a pointer");
+      }
+      if (std::find(tokens.begin(), tokens.end(), "(") != tokens.end() &&
+          std::find(tokens.begin(), tokens.end(), "alignas") == tokens.end() &&
+          std::find(tokens.begin(), tokens.end(), "__align__") == tokens.end()) {
+        continue;  // a member function (or a constructor): no room either
+      }
+      const bool nested = tokens[0] == "struct" || tokens[0] == "class" || tokens[0] == "union";
+      if (nested && std::find(tokens.begin(), tokens.end(), "{") != tokens.end()) {
+        throw UserError(UserErrorKind::kArgument, what + " defines a " + tokens[0] +
+                                                      " inside it; define that one apart");
+      }
+      for (CudaStructField& field : Fields(what, tokens, depth)) {
+        offset = (offset + field.type.align - 1) / field.type.align * field.type.align;
+        field.offset = offset;
+        offset += field.type.bytes * std::max<size_t>(field.count, 1);
+        align = std::max(align, field.type.align);
+        type.fields.push_back(std::move(field));
+      }
+    }
+    if (type.fields.empty()) throw UserError(UserErrorKind::kArgument, "struct " + name + " has no fields");
+    type.align = align;
+    type.bytes = (offset + align - 1) / align * align;
+    return type;
+  }
+
+  // The fields one member declaration makes: `const float* a, b[4];`.
+  std::vector<CudaStructField> Fields(const std::string& what, std::vector<std::string> tokens, int depth) {
+    static const std::set<std::string> qualifiers = {"const", "volatile", "__restrict__", "__restrict", "mutable",
+                                                     "struct", "class"};
+    const size_t align = TakeAlignment(tokens, what);
+    // Up to the first declarator's name: the type's words.
+    std::vector<std::string> declaration;
+    for (const std::string& t : tokens) {
+      if (t == "=" || t == "{" || t == ";") break;  // a default member initializer changes no layout
+      declaration.push_back(t);
+    }
+    const std::vector<std::string> expanded = Expanded(declaration, aliases_);
+    std::vector<std::vector<std::string>> declarators(1);
+    for (const std::string& t : expanded) {
+      if (t == ",") {
+        declarators.emplace_back();
+      } else if (!qualifiers.count(t)) {
+        declarators.back().push_back(t);
+      }
+    }
+    // The type's words: those before the first declarator's '*', or all but
+    // its name where it has none.
+    std::vector<std::string> type_words;
+    bool star = false;
+    for (const std::string& t : declarators[0]) {
+      if (t == ":") throw UserError(UserErrorKind::kArgument, what + " has a bit-field; pass it through a pointer");
+      if (t == "*") star = true;
+      if (t == "*" || t == "[") break;
+      type_words.push_back(t);
+    }
+    if (!star && !type_words.empty()) type_words.pop_back();
+    if (type_words.empty()) {
+      throw UserError(UserErrorKind::kArgument, what + " has a member this reader does not understand ('" +
+                                                    Join(tokens, 0, tokens.size()) + "')");
+    }
+    declarators[0].erase(declarators[0].begin(), declarators[0].begin() + static_cast<long>(type_words.size()));
+    const std::string type_name = Join(type_words, 0, type_words.size());
+    std::vector<CudaStructField> fields;
+    for (const std::vector<std::string>& declarator : declarators) {
+      CudaStructField field;
+      int stars = 0;
+      size_t count = 1;
+      bool array = false;
+      for (size_t i = 0; i < declarator.size(); ++i) {
+        const std::string& t = declarator[i];
+        if (t == "*") {
+          ++stars;
+        } else if (t == "[") {
+          size_t close = i + 1;
+          while (close < declarator.size() && declarator[close] != "]") ++close;
+          count *= Constant({declarator.begin() + i + 1, declarator.begin() + std::min(close, declarator.size())},
+                            what + "'s array size");
+          array = true;
+          i = close;
+        } else if (t == ":") {
+          throw UserError(UserErrorKind::kArgument, what + " has a bit-field; pass it through a pointer");
+        } else if (IsIdentifierChar(t[0])) {
+          field.name = t;
+        }
+      }
+      if (stars > 0) {
+        field.type.kind = CudaKernelParam::Kind::kPointer;
+        field.type.type = type_name + std::string(stars, '*');
+        field.type.bytes = field.type.align = 8;
+        const auto element = Scalars().find(type_name);
+        if (stars == 1 && element != Scalars().end()) {
+          field.type.element_kind = element->second.kind;
+          field.type.element_bytes = element->second.bytes;
+        }
+      } else if (const auto scalar = Scalars().find(type_name); scalar != Scalars().end()) {
+        field.type.kind = scalar->second.kind;
+        field.type.type = type_name;
+        field.type.bytes = field.type.align = scalar->second.bytes;
+      } else if (std::optional<CudaKernelParam> inner = Find(type_name, depth + 1)) {
+        field.type = std::move(*inner);
+      } else {
+        throw UserError(UserErrorKind::kArgument, what + "'s field '" + field.name + "' has type '" + type_name +
+                                                      "', which is no arithmetic type, __half, __nv_bfloat16, "
+                                                      "vector type or struct of the source");
+      }
+      if (array && count == 0) throw UserError(UserErrorKind::kArgument, what + "'s field '" + field.name +
+                                                                             "' is an array of no elements");
+      field.count = array ? count : 0;
+      field.type.align = std::max(field.type.align, align);
+      fields.push_back(std::move(field));
+    }
+    return fields;
+  }
+
+  const std::string& code_;
+  const Aliases& aliases_;
+  std::map<std::string, CudaKernelParam> done_;
+};
+
 CudaKernelParam ReadParameter(const std::string& kernel, size_t position, const std::string& text,
-                              const Aliases& aliases) {
+                              const Aliases& aliases, StructTypes& structs) {
   static const std::set<std::string> qualifiers = {"const", "volatile", "__restrict__", "__restrict", "restrict",
                                                    "__grid_constant__", "register"};
   CudaKernelParam param;
@@ -276,18 +606,29 @@ CudaKernelParam ReadParameter(const std::string& kernel, size_t position, const 
     }
     param.type += std::string(stars + (array ? 1 : 0), '*');
     param.kind = CudaKernelParam::Kind::kPointer;
-    param.bytes = 8;
+    param.bytes = param.align = 8;
     return param;
   }
   const auto found = Scalars().find(param.type);
-  if (found == Scalars().end()) {
-    Fail(kernel, where + " has type '" + param.type +
-                     "', which st.launch_cuda cannot pass: a parameter is a pointer, an arithmetic type, __half or "
-                     "__nv_bfloat16 (pass a struct or a vector type through a pointer)");
+  if (found != Scalars().end()) {
+    param.kind = found->second.kind;
+    param.bytes = param.align = found->second.bytes;
+    return param;
   }
-  param.kind = found->second.kind;
-  param.bytes = found->second.bytes;
-  return param;
+  std::optional<CudaKernelParam> aggregate;
+  try {
+    aggregate = structs.Find(param.type);
+  } catch (const UserError& e) {
+    Fail(kernel, where + ": " + e.what());
+  }
+  if (!aggregate) {
+    Fail(kernel, where + " has type '" + param.type +
+                     "', which st.launch_cuda cannot pass: a parameter is a pointer, an arithmetic type, __half, "
+                     "__nv_bfloat16, a CUDA vector type or a struct the source defines");
+  }
+  aggregate->declaration = param.declaration;
+  aggregate->name = param.name;
+  return *aggregate;
 }
 
 }  // namespace
@@ -297,11 +638,12 @@ std::vector<CudaKernelParam> CudaKernelParams(const std::string& source, const s
   const std::string code = CodeOnly(source);
   const std::string list = ParameterList(code, kernel);
   const Aliases aliases = AliasesOf(source, code, options);
+  StructTypes structs(code, aliases);
   std::vector<CudaKernelParam> params;
   const std::string trimmed = Trimmed(list);
   if (trimmed.empty() || trimmed == "void") return params;
   const std::vector<std::string> pieces = SplitParameters(list);
-  for (size_t i = 0; i < pieces.size(); ++i) params.push_back(ReadParameter(kernel, i, pieces[i], aliases));
+  for (size_t i = 0; i < pieces.size(); ++i) params.push_back(ReadParameter(kernel, i, pieces[i], aliases, structs));
   return params;
 }
 

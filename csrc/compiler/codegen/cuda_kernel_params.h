@@ -13,8 +13,12 @@
 
 namespace sparsetir {
 
+struct CudaStructField;
+
 struct CudaKernelParam {
-  enum class Kind { kPointer, kSigned, kUnsigned, kBool, kFloat, kHalf, kBFloat16 };
+  // kStruct: a struct passed by value, or a CUDA vector type (float4, int2,
+  // __half2, ...), which is one of its element.
+  enum class Kind { kPointer, kSigned, kUnsigned, kBool, kFloat, kHalf, kBFloat16, kStruct };
   std::string declaration;  // as written, e.g. "const float* __restrict__ x"
   std::string type;         // without qualifiers or name, e.g. "float*", "unsigned int", "__half"
   std::string name;         // "" where the parameter is unnamed
@@ -25,20 +29,36 @@ struct CudaKernelParam {
   // a pointer).
   Kind element_kind = Kind::kSigned;
   size_t element_bytes = 0;
+  size_t align = 0;                     // its alignment on the device
+  std::vector<CudaStructField> fields;  // a struct's, in order
+};
+
+// A field of a struct parameter: its name, where it starts, and its type
+// (`type.name` is empty); `count` elements of that type for an array (0: a
+// lone one).
+struct CudaStructField {
+  std::string name;
+  size_t offset = 0;
+  size_t count = 0;
+  CudaKernelParam type;
 };
 
 // The parameters, in order, of the first `__global__` function named
 // `kernel` in `source` (comments, string literals and preprocessor lines are
 // skipped). A parameter is a pointer (or an array, which is one), one of C's
 // arithmetic types or their fixed-width names (int32_t, size_t, ...),
-// `__half` or `__nv_bfloat16`, or a name for one of them: an object-like
+// `__half` or `__nv_bfloat16`, a CUDA vector type (float4, int2, __half2,
+// ...), a struct the source defines (`struct S {...};` or `typedef struct
+// {...} S;`, with `alignas` / `__align__`) whose fields are any of these or
+// arrays of them (member functions and static members aside), or a name for
+// one of them: an object-like
 // macro of the source or of `options` (NVRTC's -DNAME=VALUE, which wins over
 // the source's, and -UNAME, which undoes a -D before it), a typedef or a
 // using-declaration. Conditional compilation is not followed (the last
 // definition of a name counts). Throws a UserError naming the kernel and the
 // parameter where the source has no such kernel or a parameter is of another
-// type (a struct, a vector type, a template parameter, a reference), or
-// an option is a malformed -D / -U.
+// type (a template parameter, a reference, a struct with a base, a bit-field
+// or a union), or an option is a malformed -D / -U.
 std::vector<CudaKernelParam> CudaKernelParams(const std::string& source, const std::string& kernel,
                                               const std::vector<std::string>& options = {});
 

@@ -164,7 +164,9 @@ std::string SimtEmulatorEntry(const std::string& kernel, const std::vector<std::
     const bool pointer = !type.empty() && type.back() == '*';
     const bool real = type == "float" || type == "double";
     s += i ? ",\n        " : "";
-    if (pointer) {
+    if (type == kSimtStructArg) {
+      s += std::string(kSimtStructArg) + "{" + arg(i) + ".ptr}";
+    } else if (pointer) {
       // A pointer of the tensor's element type, or of a vector of it.
       s += "sparsetir_tensor_pointer<std::remove_cv<" + type.substr(0, type.size() - 1) + ">::type>{" + arg(i) +
            ".ptr}";

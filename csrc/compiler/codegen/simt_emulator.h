@@ -285,6 +285,26 @@ static inline void sparsetir_trap(const char* why) {
   throw sparsetir_trapped();
 }
 static inline void __trap() { sparsetir_trap("__trap()"); }
+// A struct or vector argument (a tuple, list or dict in Python): its bytes
+// as the parameter lays them out, behind their count; converts to the
+// parameter's type, whatever it is, checking that the sizes agree.
+struct sparsetir_struct_arg {
+  const void* p;
+  template <typename T> operator T() const {
+    uint64_t bytes;
+    memcpy(&bytes, p, sizeof(bytes));
+    if (bytes != sizeof(T)) {
+      char why[160];
+      snprintf(why, sizeof(why), "a struct argument of %llu bytes reached a parameter of %zu bytes",
+               (unsigned long long)bytes, sizeof(T));
+      sparsetir_trap(why);
+    }
+    alignas(T) unsigned char raw[sizeof(T)];
+    memcpy(raw, (const unsigned char*)p + sizeof(bytes), sizeof(T));
+    return *reinterpret_cast<const T*>(raw);
+  }
+};
+
 // A thread whose launch failed while it spun stops, as a trapped one does.
 static inline void sparsetir_spin(const char* what) {
   if (sparsetir_simt->spin(sparsetir_simt->ctx, what)) throw sparsetir_trapped();
@@ -366,10 +386,14 @@ EmulatorLibraries EmulatorLibrariesFor(const std::string& source);
 // (an atomic, a fence, __nanosleep): its threads must run as fibers.
 bool KernelSynchronizes(const std::string& cuda_source);
 
+// The parameter type SimtEmulatorEntry takes a struct or vector argument as:
+// its bytes behind their count (sparsetir_struct_arg).
+inline constexpr const char* kSimtStructArg = "sparsetir_struct_arg";
+
 // The emulator's entry for the kernel `kernel`, whose parameters have the C
 // types `param_types` ("float*", "const int64_t", ...): it takes the kernel's
 // arguments as SparsetirArg (pointers as .ptr, "float" and "double" as .f64,
-// other scalars as .i64), then the six
+// other scalars as .i64, kSimtStructArg as .ptr), then the six
 // launch dimensions (grid x, y, z, block x, y, z) and the launch's
 // SparsetirSimt (.ptr).
 std::string SimtEmulatorEntry(const std::string& kernel, const std::vector<std::string>& param_types);

@@ -172,13 +172,113 @@ TEST(CudaKernelParams, RefusesWhatItCannotPassNamingTheParameter) {
             std::string::npos);
   EXPECT_NE(ErrorOf("__device__ void k(float* x) {}", "k").find("declares no __global__ function"),
             std::string::npos);
-  const std::string vector = ErrorOf("__global__ void k(float* x, float4 v) {}", "k");
-  EXPECT_NE(vector.find("parameter 1 ('float4 v') has type 'float4'"), std::string::npos) << vector;
+  const std::string unknown = ErrorOf("__global__ void k(float* x, float5 v) {}", "k");
+  EXPECT_NE(unknown.find("parameter 1 ('float5 v') has type 'float5'"), std::string::npos) << unknown;
   const std::string templated = ErrorOf("template <typename T> __global__ void k(T* x, T v) {}", "k");
   EXPECT_NE(templated.find("parameter 1 ('T v') has type 'T'"), std::string::npos) << templated;
   const std::string reference = ErrorOf("__global__ void k(const int& n) {}", "k");
   EXPECT_NE(reference.find("parameter 0 ('const int& n') is a reference"), std::string::npos) << reference;
   EXPECT_NE(ErrorOf("__global__ void k(float* x", "k").find("no closing ')'"), std::string::npos);
+}
+
+// The field of `param` at `path` ("inner.b"): its offset from the start.
+const CudaStructField* FieldAt(const CudaKernelParam& param, const std::string& name) {
+  for (const CudaStructField& f : param.fields) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+TEST(CudaKernelParams, VectorTypesAreStructsOfTheirElement) {
+  const auto params = CudaKernelParams(
+      "__global__ void k(float4 a, int2 b, double3 c, char2 d, __half2 e, ulonglong2 f, float1 g) {}", "k");
+  ASSERT_EQ(params.size(), 7u);
+  struct Expected {
+    size_t bytes, align, fields;
+  };
+  const Expected expected[] = {{16, 16, 4}, {8, 8, 2}, {24, 8, 3}, {2, 2, 2}, {4, 4, 2}, {16, 16, 2}, {4, 4, 1}};
+  for (size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(params[i].kind, Kind::kStruct) << i;
+    EXPECT_EQ(params[i].bytes, expected[i].bytes) << params[i].type;
+    EXPECT_EQ(params[i].align, expected[i].align) << params[i].type;
+    EXPECT_EQ(params[i].fields.size(), expected[i].fields) << params[i].type;
+  }
+  EXPECT_EQ(params[2].fields[2].name, "z");
+  EXPECT_EQ(params[2].fields[2].offset, 16u);
+  EXPECT_EQ(params[4].fields[1].type.kind, Kind::kHalf);
+}
+
+// The C rules: padding before a field to its alignment, after the last to
+// the struct's; alignas on the struct and on a field; arrays; nested
+// structs; member functions, static members and access labels take no room.
+TEST(CudaKernelParams, StructsAreLaidOutAsTheDeviceCompilerLaysThemOut) {
+  const auto params = CudaKernelParams(R"(
+    #define LANES 3
+    struct Inner { char tag; double value; };
+    typedef struct { short s; } Small;
+    struct __align__(16) Params {
+     public:
+      const float* x;
+      char flag;
+      int counts[LANES], more;
+      Inner inner;
+      Small small[2];
+      alignas(8) float aligned;
+      __half h;
+      static constexpr int kTile = 4;
+      __device__ float twice() const { return 2 * aligned; }
+     private:
+      float4 v;
+    };
+    extern "C" __global__ void k(Params p, Inner i, Small s) {}
+  )",
+                                       "k");
+  ASSERT_EQ(params.size(), 3u);
+  const CudaKernelParam& p = params[0];
+  EXPECT_EQ(p.kind, Kind::kStruct);
+  EXPECT_EQ(p.type, "Params");
+  EXPECT_EQ(p.name, "p");
+  // x 0-8, flag 8, counts 12-24, more 24, inner 32-48, small 48-52, aligned 56, h 60, v 64-80.
+  const std::pair<const char*, size_t> offsets[] = {{"x", 0},      {"flag", 8},  {"counts", 12}, {"more", 24},
+                                                    {"inner", 32}, {"small", 48}, {"aligned", 56}, {"h", 60},
+                                                    {"v", 64}};
+  ASSERT_EQ(p.fields.size(), 9u);
+  for (const auto& [name, offset] : offsets) {
+    const CudaStructField* f = FieldAt(p, name);
+    ASSERT_NE(f, nullptr) << name;
+    EXPECT_EQ(f->offset, offset) << name;
+  }
+  EXPECT_EQ(FieldAt(p, "counts")->count, 3u);
+  EXPECT_EQ(FieldAt(p, "more")->count, 0u);
+  EXPECT_EQ(FieldAt(p, "small")->count, 2u);
+  EXPECT_EQ(FieldAt(p, "x")->type.kind, Kind::kPointer);
+  EXPECT_EQ(FieldAt(p, "x")->type.element_kind, Kind::kFloat);
+  EXPECT_EQ(FieldAt(p, "inner")->type.bytes, 16u);
+  EXPECT_EQ(p.bytes, 80u);
+  EXPECT_EQ(p.align, 16u);
+  EXPECT_EQ(params[1].bytes, 16u);
+  EXPECT_EQ(params[2].bytes, 2u);
+  EXPECT_EQ(params[2].align, 2u);
+}
+
+TEST(CudaKernelParams, RefusesStructsItCannotLayOutNamingWhy) {
+  auto error = [](const std::string& definition) {
+    return ErrorOf(definition + "\n__global__ void k(S s) {}", "k");
+  };
+  EXPECT_NE(error("struct B { int b; }; struct S : B { int a; };").find("struct S derives from another"),
+            std::string::npos);
+  EXPECT_NE(error("struct S { int a : 3; };").find("struct S has a bit-field"), std::string::npos);
+  EXPECT_NE(error("union S { int a; float b; };").find("'S' is a union"), std::string::npos);
+  EXPECT_NE(error("struct S { virtual void f(); int a; };").find("struct S has a virtual function"),
+            std::string::npos);
+  EXPECT_NE(error("struct S { T a; };").find("struct S's field 'a' has type 'T'"), std::string::npos);
+  EXPECT_NE(error("struct S { int a[n]; };").find("struct S's array size is 'n'"), std::string::npos);
+  EXPECT_NE(error("struct S { static int a; };").find("struct S has no fields"), std::string::npos);
+  EXPECT_NE(error("struct S { struct { int a; } in; };").find("struct S defines a struct inside it"),
+            std::string::npos);
+  EXPECT_NE(error("struct alignas(3) S { int a; };").find("alignment of 3, not a power of two"), std::string::npos);
+  const std::string message = error("struct S { int a : 3; };");
+  EXPECT_NE(message.find("parameter 0 ('S s')"), std::string::npos) << message;
 }
 
 }  // namespace
