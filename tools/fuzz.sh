@@ -48,7 +48,8 @@ echo "==> $(clang++ --version | head -1)"
 
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSPARSETIR_BUILD_TESTS=OFF -DSPARSETIR_BUILD_FUZZERS=ON >/dev/null
-cmake --build "$BUILD" -j "$(nproc)" --target parser_fuzzer lower_fuzzer csr_structure_fuzzer
+cmake --build "$BUILD" -j "$(nproc)" --target parser_fuzzer lower_fuzzer csr_structure_fuzzer \
+  cuda_kernel_params_fuzzer
 echo "==> built in $(( $(date +%s) - START )) s"
 
 # target, longest input (bytes), dictionary (or "")
@@ -56,6 +57,7 @@ TARGETS=(
   "parser 4096 tests/fuzz/script.dict"
   "lower 4096 tests/fuzz/script.dict"
   "csr_structure 4096 "
+  "cuda_kernel_params 4096 tests/fuzz/cuda.dict"
 )
 # Leaks are reported by libFuzzer itself (-detect_leaks defaults to 1);
 # UBSan aborts on its first report (-fno-sanitize-recover), with the stack.
@@ -75,7 +77,7 @@ fuzz_target() {
   cp -r "tests/fuzz/corpus/$name" "$corpus"
   # The script targets also start from every shipped script (the built-in
   # kernels, their formats, the RFC's scripts), read where they live.
-  if [ "$name" != csr_structure ]; then
+  if [ "$name" = parser ] || [ "$name" = lower ]; then
     for script in kernels/*.py kernels/formats/*.py tests/scripts/*.py tests/scripts/*/*.py; do
       [ -f "$script" ] && cp "$script" "$corpus/seed_$(echo "$script" | tr '/' '_')"
     done

@@ -243,6 +243,9 @@ std::vector<std::string> Expanded(const std::vector<std::string>& tokens, const 
 // alignas, its size a multiple of that).
 class StructTypes {
  public:
+  // CUDA's limit on a kernel's parameters, all together (since 12.1).
+  static constexpr size_t kMaxParamBytes = 32764;
+
   StructTypes(const std::string& code, const Aliases& aliases) : code_(code), aliases_(aliases) {}
 
   // The type named `name`, or none where it is neither a vector type nor a
@@ -254,7 +257,11 @@ class StructTypes {
     const std::optional<Definition> definition = DefinitionOf(name);
     if (!definition) return std::nullopt;
     if (depth > 16) throw UserError(UserErrorKind::kArgument, "struct " + name + " nests too deep");
+    if (!open_.insert(name).second) {
+      throw UserError(UserErrorKind::kArgument, "struct " + name + " holds itself, which no struct can");
+    }
     CudaKernelParam type = Layout(name, *definition, depth);
+    open_.erase(name);
     done_[name] = type;
     return type;
   }
@@ -316,9 +323,9 @@ class StructTypes {
       while (close < tokens.size() && tokens[close] != ")") ++close;
       const std::vector<std::string> inside(tokens.begin() + i + 2, tokens.begin() + std::min(close, tokens.size()));
       const size_t n = Constant(inside, what + "'s " + tokens[i]);
-      if (n == 0 || (n & (n - 1)) != 0) {
+      if (n == 0 || (n & (n - 1)) != 0 || n > kMaxParamBytes) {
         throw UserError(UserErrorKind::kArgument, what + " asks for an alignment of " + std::to_string(n) +
-                                                      ", not a power of two");
+                                                      ", not a power of two up to " + std::to_string(kMaxParamBytes));
       }
       align = std::max(align, n);
       tokens.erase(tokens.begin() + i, tokens.begin() + std::min(close + 1, tokens.size()));
@@ -334,7 +341,11 @@ class StructTypes {
     static const std::regex literal(R"((0[xX][0-9a-fA-F]+|\d+)[uUlL]*)");
     std::smatch m;
     if (expanded.size() == 1 && std::regex_match(expanded[0], m, literal)) {
-      return static_cast<size_t>(std::stoull(m[1].str(), nullptr, 0));
+      const std::string digits = m[1].str();
+      // Past this no struct fits in a kernel's parameters anyway.
+      if (digits.size() <= 9) return static_cast<size_t>(std::stoull(digits, nullptr, 0));
+      throw UserError(UserErrorKind::kArgument, what + " is " + digits + ", far more than a kernel's parameters "
+                                                    "hold");
     }
     throw UserError(UserErrorKind::kArgument, what + " is '" + Join(tokens, 0, tokens.size()) +
                                                   "', which is not an integer literal (or a macro of one)");
@@ -348,6 +359,7 @@ class StructTypes {
       const size_t open = BodyOpen(it->position() + it->length());
       if (open == std::string::npos) continue;
       const size_t close = Matching(open);
+      if (close >= code_.size()) continue;  // no closing brace: the compiler's to report
       std::vector<std::string> before = Tokens(code_.substr(it->position() + it->length(),
                                                             open - it->position() - it->length()));
       std::string tag;
@@ -462,6 +474,10 @@ class StructTypes {
         offset = (offset + field.type.align - 1) / field.type.align * field.type.align;
         field.offset = offset;
         offset += field.type.bytes * std::max<size_t>(field.count, 1);
+        if (offset > kMaxParamBytes) {
+          throw UserError(UserErrorKind::kArgument, "struct " + name + " is over " + std::to_string(kMaxParamBytes) +
+                                                        " bytes, the most a kernel's parameters take");
+        }
         align = std::max(align, field.type.align);
         type.fields.push_back(std::move(field));
       }
@@ -524,6 +540,10 @@ class StructTypes {
           while (close < declarator.size() && declarator[close] != "]") ++close;
           count *= Constant({declarator.begin() + i + 1, declarator.begin() + std::min(close, declarator.size())},
                             what + "'s array size");
+          if (count > kMaxParamBytes) {
+            throw UserError(UserErrorKind::kArgument, what + "'s field '" + field.name + "' has over " +
+                                                          std::to_string(kMaxParamBytes) + " elements");
+          }
           array = true;
           i = close;
         } else if (t == ":") {
@@ -564,6 +584,7 @@ class StructTypes {
   const std::string& code_;
   const Aliases& aliases_;
   std::map<std::string, CudaKernelParam> done_;
+  std::set<std::string> open_;  // being laid out
 };
 
 CudaKernelParam ReadParameter(const std::string& kernel, size_t position, const std::string& text,

@@ -277,6 +277,12 @@ TEST(CudaKernelParams, RefusesStructsItCannotLayOutNamingWhy) {
   EXPECT_NE(error("struct S { struct { int a; } in; };").find("struct S defines a struct inside it"),
             std::string::npos);
   EXPECT_NE(error("struct alignas(3) S { int a; };").find("alignment of 3, not a power of two"), std::string::npos);
+  EXPECT_NE(error("struct S { S* next; S self; };").find("struct S holds itself"), std::string::npos);
+  EXPECT_NE(error("struct S { char a[30000]; int b[1000]; };").find("struct S is over 32764 bytes"), std::string::npos);
+  EXPECT_NE(error("struct S { char a[1000][1000]; };").find("has over 32764 elements"), std::string::npos);
+  EXPECT_NE(error("struct S { char a[99999999999999999999]; };").find("far more than"), std::string::npos);
+  // An unclosed body is the compiler's to report: here the type is unknown.
+  EXPECT_NE(error("struct S { int a;").find("has type 'S'"), std::string::npos);
   const std::string message = error("struct S { int a : 3; };");
   EXPECT_NE(message.find("parameter 0 ('S s')"), std::string::npos) << message;
 }
