@@ -17,11 +17,16 @@ memcpy_async), mma.h (nvcuda::wmma's fragments, loads, stores and mma_sync),
 cuda_pipeline.h (__pipeline_memcpy_async & co.), cuda/barrier
 (cuda::barrier's arrive / wait and the copies bound to one), cuda/pipeline
 (a thread's or a block's cuda::pipeline), cuda/atomic and cuda/std/atomic
-(cuda::atomic_ref, cuda::atomic and their cuda::std forms) and CUB's warp
-and block collectives (WarpReduce, WarpScan, BlockReduce, BlockScan); a block's
-threads run as fibers that meet at the barriers. A deadlock raises an error naming the
-kernel, the block and where each thread waits; a failed assert or a __trap
-raises one naming the block and the thread. SPARSETIR_EMULATE_ORDER=check
+(cuda::atomic_ref, cuda::atomic and their cuda::std forms, wait / notify),
+cuda/std/barrier, cuda/latch and cuda/semaphore (and their cuda/std forms)
+and CUB's warp and block collectives (WarpReduce, WarpScan, BlockReduce,
+BlockScan); a block's threads run as fibers that meet at the barriers and
+take turns at spin points (a failed atomicCAS, an atomic that changes
+nothing, an atomic load, a fence, __nanosleep), so that a thread spinning on
+another's write lets it run. A deadlock raises an error naming the kernel,
+the block and where each thread waits, and so does a spin that makes no
+progress for SPARSETIR_EMULATE_SPIN_SECONDS (10); a failed assert or a
+__trap raises one naming the block and the thread. SPARSETIR_EMULATE_ORDER=check
 runs the kernel in order, reversed and shuffled and raises where what it
 wrote differs (a race).
 """

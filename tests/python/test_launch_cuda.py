@@ -155,6 +155,19 @@ def test_the_argument_count_must_be_the_parameter_count():
         values_of('extern "C" __global__ void k(float* x, int n) {}', "k", [torch.zeros(1)])
 
 
+def test_a_long_source_is_read_without_overflowing_the_stack():
+    """Declarations hundreds of kilobytes long (a typedef, a macro, an
+    include, a struct of thousands of fields): read by hand, not by a
+    recursive regular-expression matcher."""
+    long_source = ("typedef " + "unsigned " * 40000 + "wide_t;\n"
+                   "#define REAL " + "float" + " " * 400000 + "\n"
+                   "#include <" + "a" * 400000 + "\n"
+                   "struct Big { " + " ".join(f"int a{i};" for i in range(5000)) + " };\n"
+                   'extern "C" __global__ void k(Big b, REAL* y, unsigned n) {}\n')
+    params = params_of(long_source, "k")
+    assert [(p[0], p[2]) for p in params] == [("Big", 20000), ("float*", 8), ("unsigned", 4)]
+
+
 def test_a_parameter_of_a_type_it_cannot_pass_is_named():
     with pytest.raises(ValueError, match=r"parameter 1 \('Mystery v'\) has type 'Mystery'"):
         params_of('extern "C" __global__ void k(float* x, Mystery v) {}', "k")

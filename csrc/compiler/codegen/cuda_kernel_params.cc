@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include "codegen/nvrtc_macro_options.h"
@@ -200,21 +200,83 @@ std::string Trimmed(const std::string& text) {
 // Conditional compilation is not followed, so -U only undoes a -D before it.
 using Aliases = std::map<std::string, std::string>;
 
+// Where `word` stands alone in `text` (not inside a longer identifier).
+std::vector<size_t> WordsAt(const std::string& text, const std::string& word) {
+  std::vector<size_t> out;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) {
+    const size_t end = at + word.size();
+    if ((at == 0 || !IsIdentifierChar(text[at - 1])) && (end >= text.size() || !IsIdentifierChar(text[end]))) {
+      out.push_back(at);
+    }
+  }
+  return out;
+}
+
+// Whether `text` holds a type's words and nothing else: identifiers, '::',
+// '*' and blanks (not a struct's body, a function type, a template).
+bool OnlyTypeWords(const std::string& text) {
+  bool word = false;
+  for (char c : text) {
+    if (!IsIdentifierChar(c) && c != ':' && c != '*' && !std::isspace(static_cast<unsigned char>(c))) return false;
+    word |= IsIdentifierChar(c);
+  }
+  return word;
+}
+
+// `#define NAME VALUE` (object-like: a blank after the name) on one line of
+// the source: NAME and VALUE without a trailing comment.
+std::optional<std::pair<std::string, std::string>> ObjectMacro(const std::string& line) {
+  size_t i = 0;
+  auto blanks = [&] {
+    const size_t from = i;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    return i > from;
+  };
+  blanks();
+  if (i >= line.size() || line[i] != '#') return std::nullopt;
+  ++i;
+  blanks();
+  if (line.compare(i, 6, "define") != 0) return std::nullopt;
+  i += 6;
+  if (!blanks()) return std::nullopt;
+  const size_t name = i;
+  while (i < line.size() && IsIdentifierChar(line[i])) ++i;
+  if (i == name) return std::nullopt;
+  const std::string macro = line.substr(name, i - name);
+  if (!blanks()) return std::nullopt;
+  std::string value = line.substr(i);
+  return std::make_pair(macro, value.substr(0, std::min(value.find("//"), value.find("/*"))));
+}
+
+// Read by hand rather than by std::regex, whose matcher recurses once per
+// character it matches and overflows the stack on a long enough source.
 Aliases AliasesOf(const std::string& source, const std::string& code, const std::vector<std::string>& options) {
-  static const std::regex define(R"(^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+([^\n]*))", std::regex::multiline);
-  static const std::regex typedef_(R"(\btypedef\s+([\w\s:*]+?)\s*\b(\w+)\s*;)");
-  static const std::regex using_(R"(\busing\s+(\w+)\s*=\s*([\w\s:*]+?)\s*;)");
   Aliases aliases;
-  for (std::sregex_iterator it(code.begin(), code.end(), typedef_), end; it != end; ++it) {
-    aliases[(*it)[2]] = (*it)[1];
+  // typedef TYPE NAME;
+  for (size_t at : WordsAt(code, "typedef")) {
+    const size_t end = code.find(';', at);
+    if (end == std::string::npos) break;
+    const std::string text = code.substr(at + 7, end - at - 7);
+    const std::vector<std::string> tokens = Tokens(text);
+    if (!OnlyTypeWords(text) || tokens.size() < 2 || !IsIdentifierChar(tokens.back()[0])) continue;
+    aliases[tokens.back()] = Join(tokens, 0, tokens.size() - 1);
   }
-  for (std::sregex_iterator it(code.begin(), code.end(), using_), end; it != end; ++it) {
-    aliases[(*it)[1]] = (*it)[2];
+  // using NAME = TYPE;
+  for (size_t at : WordsAt(code, "using")) {
+    const size_t end = code.find(';', at);
+    if (end == std::string::npos) break;
+    const std::string text = code.substr(at + 5, end - at - 5);
+    const size_t equals = text.find('=');
+    if (equals == std::string::npos) continue;
+    const std::vector<std::string> name = Tokens(text.substr(0, equals));
+    const std::string value = text.substr(equals + 1);
+    if (name.size() != 1 || !IsIdentifierChar(name[0][0]) || !OnlyTypeWords(value)) continue;
+    aliases[name[0]] = value;
   }
-  for (std::sregex_iterator it(source.begin(), source.end(), define), end; it != end; ++it) {
-    std::string value = (*it)[2];
-    value = value.substr(0, std::min(value.find("//"), value.find("/*")));
-    aliases[(*it)[1]] = value;
+  for (size_t begin = 0; begin < source.size();) {
+    const size_t end = std::min(source.find('\n', begin), source.size());
+    if (auto macro = ObjectMacro(source.substr(begin, end - begin))) aliases[macro->first] = macro->second;
+    begin = end + 1;
   }
   // After the source's: a -D option is defined before the source, where a
   // default under #ifndef would not replace it.
@@ -268,18 +330,20 @@ class StructTypes {
 
  private:
   struct Definition {
-    std::string body;      // between the braces
-    size_t align = 0;      // its alignas / __align__, 0 if none
+    std::string body;  // between the braces
+    size_t align = 0;  // its alignas / __align__, 0 if none
   };
 
   // CUDA's vector types: x, y, z, w of one element; aligned to their size
   // with 2 or 4 elements (16 bytes at most), to their element's with 1 or 3.
   static std::optional<CudaKernelParam> VectorType(const std::string& name) {
     static const std::map<std::string, std::string> elements = {
-        {"char", "signed char"},    {"uchar", "unsigned char"},          {"short", "short"},
-        {"ushort", "unsigned short"}, {"int", "int"},                    {"uint", "unsigned int"},
-        {"long", "long"},           {"ulong", "unsigned long"},          {"longlong", "long long"},
-        {"ulonglong", "unsigned long long"}, {"float", "float"},          {"double", "double"}};
+        {"char", "signed char"},      {"uchar", "unsigned char"},
+        {"short", "short"},           {"ushort", "unsigned short"},
+        {"int", "int"},               {"uint", "unsigned int"},
+        {"long", "long"},             {"ulong", "unsigned long"},
+        {"longlong", "long long"},    {"ulonglong", "unsigned long long"},
+        {"float", "float"},           {"double", "double"}};
     std::string element;
     size_t count = 0;
     if (name == "__half2" || name == "half2") {
@@ -338,14 +402,23 @@ class StructTypes {
   // size or an alignment.
   size_t Constant(const std::vector<std::string>& tokens, const std::string& what) const {
     const std::vector<std::string> expanded = Expanded(tokens, aliases_);
-    static const std::regex literal(R"((0[xX][0-9a-fA-F]+|\d+)[uUlL]*)");
-    std::smatch m;
-    if (expanded.size() == 1 && std::regex_match(expanded[0], m, literal)) {
-      const std::string digits = m[1].str();
-      // Past this no struct fits in a kernel's parameters anyway.
-      if (digits.size() <= 9) return static_cast<size_t>(std::stoull(digits, nullptr, 0));
-      throw UserError(UserErrorKind::kArgument, what + " is " + digits + ", far more than a kernel's parameters "
-                                                    "hold");
+    if (expanded.size() == 1) {
+      // Decimal or hexadecimal digits, then any of C's integer suffixes.
+      std::string digits = expanded[0];
+      while (!digits.empty() && std::strchr("uUlL", digits.back())) digits.pop_back();
+      const bool hex = digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X');
+      const size_t first = hex ? 2 : 0;
+      bool number = digits.size() > first;
+      for (size_t i = first; i < digits.size(); ++i) {
+        number &= hex ? std::isxdigit(static_cast<unsigned char>(digits[i])) != 0
+                      : std::isdigit(static_cast<unsigned char>(digits[i])) != 0;
+      }
+      // Past nine digits no struct fits in a kernel's parameters anyway.
+      if (number && digits.size() - first <= 9) return static_cast<size_t>(std::stoull(digits, nullptr, 0));
+      if (number) {
+        throw UserError(UserErrorKind::kArgument, what + " is " + expanded[0] + ", far more than a kernel's "
+                                                      "parameters hold");
+      }
     }
     throw UserError(UserErrorKind::kArgument, what + " is '" + Join(tokens, 0, tokens.size()) +
                                                   "', which is not an integer literal (or a macro of one)");
@@ -354,14 +427,17 @@ class StructTypes {
   // `struct name {...}`, `class name {...}` or `typedef struct [tag] {...}
   // name;` in the source.
   std::optional<Definition> DefinitionOf(const std::string& name) const {
-    static const std::regex head(R"(\b(typedef\s+)?(struct|class|union)\b)");
-    for (std::sregex_iterator it(code_.begin(), code_.end(), head), end; it != end; ++it) {
-      const size_t open = BodyOpen(it->position() + it->length());
+    std::vector<std::pair<size_t, std::string>> heads;  // where a key word is, which
+    for (const char* key : {"struct", "class", "union"}) {
+      for (size_t at : WordsAt(code_, key)) heads.emplace_back(at, key);
+    }
+    std::sort(heads.begin(), heads.end());
+    for (const auto& [at, key] : heads) {
+      const size_t open = BodyOpen(at + key.size());
       if (open == std::string::npos) continue;
       const size_t close = Matching(open);
       if (close >= code_.size()) continue;  // no closing brace: the compiler's to report
-      std::vector<std::string> before = Tokens(code_.substr(it->position() + it->length(),
-                                                            open - it->position() - it->length()));
+      std::vector<std::string> before = Tokens(code_.substr(at + key.size(), open - at - key.size()));
       std::string tag;
       bool base = false;
       size_t align = 0;
@@ -373,13 +449,13 @@ class StructTypes {
         if (!base && IsIdentifierChar(before[i][0])) tag = before[i];
       }
       std::string declared = tag;
-      if ((*it)[1].matched) {  // typedef struct [tag] {...} name;
+      if (PrecededByTypedef(at)) {  // typedef struct [tag] {...} name;
         const size_t semicolon = code_.find(';', close);
         const std::vector<std::string> after = Tokens(code_.substr(close + 1, semicolon - close - 1));
         if (tag == name || std::find(after.begin(), after.end(), name) != after.end()) declared = name;
       }
       if (declared != name) continue;
-      if ((*it)[2] == "union") {
+      if (key == "union") {
         throw UserError(UserErrorKind::kArgument, "'" + name + "' is a union, whose layout this reader does not "
                                                             "follow; pass it through a pointer");
       }
@@ -397,12 +473,12 @@ class StructTypes {
   // parentheses of an alignas, __align__ or __attribute__; npos where a ';'
   // or another '(' comes first (a declaration, a function).
   size_t BodyOpen(size_t from) const {
-    static const std::regex attribute(R"((alignas|__align__|__attribute__)\s*$)");
     for (size_t k = from; k < code_.size(); ++k) {
       if (code_[k] == '{') return k;
       if (code_[k] == ';') return std::string::npos;
       if (code_[k] != '(') continue;
-      if (!std::regex_search(code_.substr(from, k - from), attribute)) return std::string::npos;
+      const std::string word = WordBefore(k);
+      if (word != "alignas" && word != "__align__" && word != "__attribute__") return std::string::npos;
       for (int depth = 0; k < code_.size(); ++k) {
         depth += code_[k] == '(' ? 1 : code_[k] == ')' ? -1 : 0;
         if (depth == 0) break;
@@ -410,6 +486,17 @@ class StructTypes {
     }
     return std::string::npos;
   }
+
+  // The identifier that ends before `at`, blanks between; "" if none.
+  std::string WordBefore(size_t at) const {
+    size_t end = at;
+    while (end > 0 && std::isspace(static_cast<unsigned char>(code_[end - 1]))) --end;
+    size_t begin = end;
+    while (begin > 0 && IsIdentifierChar(code_[begin - 1])) --begin;
+    return code_.substr(begin, end - begin);
+  }
+
+  bool PrecededByTypedef(size_t at) const { return WordBefore(at) == "typedef"; }
 
   // The '}' that closes the '{' at `open`.
   size_t Matching(size_t open) const {

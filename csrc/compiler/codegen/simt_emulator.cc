@@ -1,5 +1,6 @@
 #include "codegen/simt_emulator.h"
 
+#include <cctype>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -40,11 +41,28 @@ bool IsCubHeader(const std::string& header) {
   return header.rfind("cub/", 0) == 0 || header == "cuda/functional" || header == "cuda/std/functional";
 }
 
-// The header a line includes, or "".
+// std::regex's matcher recurses once per character it matches: a line past
+// this length (no declaration is that long) is left to the compiler rather
+// than risk the stack.
+constexpr size_t kLongestRewrittenLine = 2000;
+
+// The header a line includes (`#include <h>` or `"h"`), or "".
 std::string IncludedHeader(const std::string& line) {
-  static const std::regex include(R"(^\s*#\s*include\s*[<"]([^>"]+)[>"])");
-  std::smatch m;
-  return std::regex_search(line, m, include) ? m[1].str() : std::string();
+  size_t i = 0;
+  auto blanks = [&] {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+  };
+  blanks();
+  if (i >= line.size() || line[i] != '#') return "";
+  ++i;
+  blanks();
+  if (line.compare(i, 7, "include") != 0) return "";
+  i += 7;
+  blanks();
+  if (i >= line.size() || (line[i] != '<' && line[i] != '"')) return "";
+  const size_t begin = ++i;
+  while (i < line.size() && line[i] != '>' && line[i] != '"') ++i;
+  return i < line.size() && i > begin ? line.substr(begin, i - begin) : "";
 }
 
 std::string RewriteInclude(const std::string& line) {
@@ -65,6 +83,7 @@ std::string RewriteExternShared(const std::string& line) {
   static const std::string align = R"((?:__align__\s*\((?:[^()]|\([^()]*\))*\)\s*)?)";
   static const std::regex declaration(R"(\bextern\s+__shared__\s+)" + align + R"(([A-Za-z_][\w\s:<>,*]*?)\s*)" +
                                       align + R"(\b([A-Za-z_]\w*)\s*\[\s*\]\s*)" + align + ";");
+  if (line.size() > kLongestRewrittenLine || line.find("__shared__") == std::string::npos) return line;
   return std::regex_replace(line, declaration, "static thread_local $1(&$2)[] = *($1(*)[])sparsetir_dynamic_shared();");
 }
 
@@ -72,7 +91,7 @@ std::string RewriteExternShared(const std::string& line) {
 // `static thread_local` and C++ takes no attribute between decl-specifiers.
 std::string RewriteSharedAlignas(const std::string& line) {
   static const std::regex shared_alignas(R"(\b__shared__\s+(alignas\s*\((?:[^()]|\([^()]*\))*\)))");
-  if (line.find("alignas") == std::string::npos) return line;
+  if (line.size() > kLongestRewrittenLine || line.find("alignas") == std::string::npos) return line;
   return std::regex_replace(line, shared_alignas, "$1 __shared__");
 }
 
