@@ -154,7 +154,8 @@ void PackStruct(const std::string& prefix, const CudaKernelParam& param, const H
                       where, " is an array of ", field.count, ": pass a tuple or list of as many, got ",
                       ArgumentName(array));
     for (size_t e = 0; e < field.count; ++e) {
-      Pack(where + "[" + std::to_string(e) + "]", field.type, array.items[e], out + field.offset + e * field.type.bytes);
+      unsigned char* element = out + field.offset + e * field.type.bytes;
+      Pack(where + "[" + std::to_string(e) + "]", field.type, array.items[e], element);
     }
   }
 }

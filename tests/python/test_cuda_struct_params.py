@@ -84,6 +84,19 @@ extern "C" __global__ void accumulate(Sink sink, int n) {
 """
 
 
+# Fields of the remaining kinds: bool, bfloat16 (rounded once, as a scalar
+# parameter is), unsigned short, double and an array of vectors.
+MIXED = r"""
+#include <cuda_bf16.h>
+struct Mixed { bool on; __nv_bfloat16 b; unsigned short u; double d; float2 pairs[2]; };
+extern "C" __global__ void mixed(Mixed m, double* out) {
+  const double values[] = {(double)m.on, (double)__bfloat162float(m.b), (double)m.u, m.d,
+                           m.pairs[0].x, m.pairs[0].y, m.pairs[1].x, m.pairs[1].y, (double)sizeof(Mixed)};
+  for (int k = 0; k < 9; ++k) out[k] = values[k];
+}
+"""
+
+
 def ptx_params(ptx: str, kernel: str):
     """(bytes, alignment) of each parameter of `kernel` in `ptx`."""
     entry = re.search(r"\.entry\s+" + kernel + r"\s*\((.*?)\)", ptx, re.S).group(1)
@@ -124,6 +137,7 @@ def test_every_field_reaches_the_kernel_where_the_host_compiler_puts_it(as_dict)
     (LAYOUT, "fields", [16, 4, 8, 8]),
     (VECTORS, "vectors", [16, 8, 16, 4, 4, 4, 8, 8]),
     (ACCUMULATE, "accumulate", [8, 4]),
+    (MIXED, "mixed", [8, 8]),
 ])
 def test_the_layout_read_is_nvrtcs(source, name, aligns):
     kernel = st.CudaKernel(source, name)
@@ -202,6 +216,21 @@ def test_a_struct_argument_gets_the_same_checks_as_a_launch():
                                          r"tuple or list of 1"):
         kernel(1, 8, layout_args(x, y, False), (8,), out, offsets)
     assert y.tolist() == [0.0] * 8  # nothing ran
+
+
+@pytest.mark.parametrize("third", [1 / 3, -1e-40, 3e38])
+def test_fields_of_every_kind_are_converted_as_parameters_are(third):
+    out = torch.zeros(9, dtype=torch.float64)
+    kernel = st.CudaKernel(MIXED, "mixed")
+    kernel(1, 1, (True, third, 65535, 0.1, [(1.5, 2), {"x": 3, "y": -4.25}]), out)
+    bfloat16 = torch.tensor(third, dtype=torch.float64).to(torch.bfloat16).item()  # rounded once, to nearest even
+    assert out.tolist() == [1, bfloat16, 65535, 0.1, 1.5, 2, 3, -4.25, 32]
+    with pytest.raises(ValueError, match=r"field 'on' cannot hold the int 2"):
+        kernel(1, 1, (2, third, 1, 0.1, [(1, 2), (3, 4)]), out)
+    with pytest.raises(ValueError, match=r"field 'u' cannot hold the int -1"):
+        kernel(1, 1, (True, third, -1, 0.1, [(1, 2), (3, 4)]), out)
+    with pytest.raises(ValueError, match=r"field 'pairs'\[1\] is a float2 of 2 fields, got a tuple or list of 3"):
+        kernel(1, 1, (True, third, 1, 0.1, [(1, 2), (3, 4, 5)]), out)
 
 
 BIG = r"""
