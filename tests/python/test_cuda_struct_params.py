@@ -84,6 +84,10 @@ extern "C" __global__ void accumulate(Sink sink, int n) {
 """
 
 
+# The same, the struct read in place (CUDA 11.7's __grid_constant__).
+GRID_CONSTANT = ACCUMULATE.replace("void accumulate(Sink sink, int n)",
+                                   "void accumulate(const __grid_constant__ Sink sink, int n)")
+
 # Fields of the remaining kinds: bool, bfloat16 (rounded once, as a scalar
 # parameter is), unsigned short, double and an array of vectors.
 MIXED = r"""
@@ -138,7 +142,8 @@ def test_every_field_reaches_the_kernel_where_the_host_compiler_puts_it(as_dict)
     (VECTORS, "vectors", [16, 8, 16, 4, 4, 4, 8, 8]),
     (ACCUMULATE, "accumulate", [8, 4]),
     (MIXED, "mixed", [8, 8]),
-])
+    (GRID_CONSTANT, "accumulate", [8, 4]),
+], ids=["layout", "vectors", "accumulate", "mixed", "grid_constant"])
 def test_the_layout_read_is_nvrtcs(source, name, aligns):
     kernel = st.CudaKernel(source, name)
     compiled = ptx_params(kernel.ptx("sm_80"), name)
@@ -155,6 +160,14 @@ def test_vector_types_by_value():
     assert [(p.type, p.bytes) for p in kernel.params[:7]] == [
         ("float4", 16), ("int2", 8), ("double2", 16), ("__half2", 4), ("char4", 4), ("float3", 12), ("One", 8)]
     assert [f.name for f in kernel.params[0].fields] == ["x", "y", "z", "w"]
+
+
+def test_a_grid_constant_struct():
+    total, seen = torch.zeros(1, dtype=torch.int32), torch.zeros(5)
+    kernel = st.CudaKernel(GRID_CONSTANT, "accumulate")
+    kernel(1, 32, (total, seen, 2), 5)
+    assert total.item() == 20 and seen.tolist() == [0, 2, 4, 6, 8]
+    assert kernel.params[0].declaration == "const __grid_constant__ Sink sink" and kernel.params[0].bytes == 24
 
 
 @pytest.mark.parametrize("n", [1, 100, 1000])

@@ -54,6 +54,7 @@ enum { warpSize = 32 };
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __grid_constant__
 #define __shared__ static thread_local
 #define __align__(n) __attribute__((aligned(n)))
 #define SPARSETIR_DEVICE static inline
