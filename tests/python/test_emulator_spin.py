@@ -51,6 +51,19 @@ extern "C" __global__ void chain(int* flags, int* out) {
 }
 """
 
+# Every thread sums a row through cuda::atomic_ref<const int> loads, which
+# are spin points though nothing spins here.
+CONST_LOADS = r"""
+#include <cuda/atomic>
+extern "C" __global__ void const_loads(const int* v, int n, long long* out) {
+  long long s = 0;
+  for (int i = 0; i < n; ++i) {
+    s += cuda::atomic_ref<const int, cuda::thread_scope_device>(v[threadIdx.x * n + i]).load();
+  }
+  out[threadIdx.x] = s;
+}
+"""
+
 # The block's last warp fills a shared table and publishes it through a
 # cuda::atomic_ref flag (store, notify_all); the other warps wait() on the
 # flag, then read the table.
@@ -124,7 +137,7 @@ extern "C" __global__ void never(int* flag) {
 }
 """
 
-SOURCES = {"locked_sum": LOCKED_SUM, "chain": CHAIN, "publish": PUBLISH,
+SOURCES = {"locked_sum": LOCKED_SUM, "chain": CHAIN, "publish": PUBLISH, "const_loads": CONST_LOADS,
            "latch_barrier_semaphore": LATCH_BARRIER_SEMAPHORE, "never": NEVER}
 
 
@@ -168,6 +181,13 @@ def test_waiters_on_an_atomic_see_what_was_published(emulation_order, warps):
         for t in range((warps - 1) * 32):
             expected[b * warps * 32 + t] = 2.0 * x[b * 32 + (t * 7) % 32] + t
     torch.testing.assert_close(out, expected, rtol=0, atol=0)
+
+
+def test_loads_through_a_const_atomic_ref(emulation_order):
+    v = torch.arange(64 * 50, dtype=torch.int32)
+    out = torch.zeros(64, dtype=torch.int64)
+    st.emulate_cuda(CONST_LOADS, "const_loads", 1, 64, v, 50, out)
+    assert out.tolist() == v.view(64, 50).long().sum(1).tolist()
 
 
 @pytest.mark.parametrize("blocks,threads", [(1, 8), (6, 64), (3, 256)])

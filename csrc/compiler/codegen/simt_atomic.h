@@ -45,19 +45,19 @@ template <typename T> class sparsetir_atomic_ref {
   // A load is a spin point (a spin's look at the value): the block's other
   // threads run first, so that it reads what they wrote meanwhile.
   T load(memory_order order = memory_order_seq_cst) const {
-    sparsetir_spin("a cuda::atomic load");
+    sparsetir_spin("a cuda::atomic load", p_, sparsetir_weak_look);
     return raw_load(order);
   }
   void store(T v, memory_order order = memory_order_seq_cst) const { __atomic_store(p_, &v, order); }
   T exchange(T v, memory_order order = memory_order_seq_cst) const {
     T old;
     __atomic_exchange(p_, &v, &old, order);
-    if (memcmp(&old, &v, sizeof(T)) == 0) sparsetir_spin("a cuda::atomic exchange that changed nothing");
+    if (memcmp(&old, &v, sizeof(T)) == 0) sparsetir_spin("a cuda::atomic exchange that changed nothing", p_, sparsetir_strong_look);
     return old;
   }
   bool compare_exchange_strong(T& expected, T desired, memory_order success, memory_order failure) const {
     if (__atomic_compare_exchange(p_, &expected, &desired, false, success, failure)) return true;
-    sparsetir_spin("a failed cuda::atomic compare_exchange");
+    sparsetir_spin("a failed cuda::atomic compare_exchange", p_, sparsetir_strong_look);
     return false;
   }
   bool compare_exchange_strong(T& expected, T desired, memory_order order = memory_order_seq_cst) const {
@@ -74,7 +74,7 @@ template <typename T> class sparsetir_atomic_ref {
   T fetch_add(T v, memory_order order = memory_order_seq_cst) const {
     static_assert(kArithmetic, "fetch_add of an integer or a floating-point type");
     if constexpr (kInteger) {
-      return sparsetir_spin_if_zero(__atomic_fetch_add(p_, v, order), v, "a cuda::atomic fetch_add of 0");
+      return sparsetir_spin_if_zero(p_, __atomic_fetch_add(p_, v, order), v, "a cuda::atomic fetch_add of 0");
     } else {
       return update([v](T old) { return old + v; }, order);
     }
@@ -82,22 +82,22 @@ template <typename T> class sparsetir_atomic_ref {
   T fetch_sub(T v, memory_order order = memory_order_seq_cst) const {
     static_assert(kArithmetic, "fetch_sub of an integer or a floating-point type");
     if constexpr (kInteger) {
-      return sparsetir_spin_if_zero(__atomic_fetch_sub(p_, v, order), v, "a cuda::atomic fetch_sub of 0");
+      return sparsetir_spin_if_zero(p_, __atomic_fetch_sub(p_, v, order), v, "a cuda::atomic fetch_sub of 0");
     } else {
       return update([v](T old) { return old - v; }, order);
     }
   }
   T fetch_and(T v, memory_order order = memory_order_seq_cst) const {
     static_assert(kInteger, "fetch_and of an integer type");
-    return sparsetir_spin_if_zero(__atomic_fetch_and(p_, v, order), T(~v), "a cuda::atomic fetch_and of all ones");
+    return sparsetir_spin_if_zero(p_, __atomic_fetch_and(p_, v, order), T(~v), "a cuda::atomic fetch_and of all ones");
   }
   T fetch_or(T v, memory_order order = memory_order_seq_cst) const {
     static_assert(kInteger, "fetch_or of an integer type");
-    return sparsetir_spin_if_zero(__atomic_fetch_or(p_, v, order), v, "a cuda::atomic fetch_or of 0");
+    return sparsetir_spin_if_zero(p_, __atomic_fetch_or(p_, v, order), v, "a cuda::atomic fetch_or of 0");
   }
   T fetch_xor(T v, memory_order order = memory_order_seq_cst) const {
     static_assert(kInteger, "fetch_xor of an integer type");
-    return sparsetir_spin_if_zero(__atomic_fetch_xor(p_, v, order), v, "a cuda::atomic fetch_xor of 0");
+    return sparsetir_spin_if_zero(p_, __atomic_fetch_xor(p_, v, order), v, "a cuda::atomic fetch_xor of 0");
   }
   // Returns once the value differs from `old`: the waiting thread spins, and
   // the others run in turn; so a notification has nothing left to wake.
@@ -105,7 +105,7 @@ template <typename T> class sparsetir_atomic_ref {
     for (;;) {
       const T now = raw_load(order);
       if (memcmp(&now, &old, sizeof(T)) != 0) return;
-      sparsetir_spin("a cuda::atomic wait");
+      sparsetir_spin("a cuda::atomic wait", p_, sparsetir_strong_look);
     }
   }
   void notify_one() const {}
@@ -128,7 +128,7 @@ template <typename T> class sparsetir_atomic_ref {
 
  protected:
   T raw_load(memory_order order) const {
-    T v;
+    typename ::std::remove_cv<T>::type v;  // atomic_ref<const T> loads too
     __atomic_load(p_, &v, order);
     return v;
   }

@@ -240,31 +240,31 @@ static inline long long clock64() {
 // The atomics beyond the emulator header's: pasted after it.
 inline constexpr const char* kSimtDeviceAtomics = R"LIBRARY(
 // A thread that sleeps waits for another: a spin point.
-static inline void __nanosleep(unsigned int) { sparsetir_spin("__nanosleep"); }
+static inline void __nanosleep(unsigned int) { sparsetir_spin("__nanosleep", nullptr, sparsetir_strong_look); }
 // Those that change nothing are spin points (sparsetir_spin_if_*).
 #define SPARSETIR_ATOMIC_BITS(T)                                                                   \
   static inline T atomicAnd(T* p, T v) {                                                           \
-    return sparsetir_spin_if_zero(__atomic_fetch_and(p, v, __ATOMIC_RELAXED), (T)~v, "atomicAnd of all ones");  \
+    return sparsetir_spin_if_zero(p, __atomic_fetch_and(p, v, __ATOMIC_RELAXED), (T)~v, "atomicAnd of all ones");  \
   }                                                                                                \
   static inline T atomicOr(T* p, T v) {                                                            \
-    return sparsetir_spin_if_zero(__atomic_fetch_or(p, v, __ATOMIC_RELAXED), v, "atomicOr of 0");  \
+    return sparsetir_spin_if_zero(p, __atomic_fetch_or(p, v, __ATOMIC_RELAXED), v, "atomicOr of 0");  \
   }                                                                                                \
   static inline T atomicXor(T* p, T v) {                                                           \
-    return sparsetir_spin_if_zero(__atomic_fetch_xor(p, v, __ATOMIC_RELAXED), v, "atomicXor of 0"); \
+    return sparsetir_spin_if_zero(p, __atomic_fetch_xor(p, v, __ATOMIC_RELAXED), v, "atomicXor of 0"); \
   }
 SPARSETIR_ATOMIC_BITS(int)
 SPARSETIR_ATOMIC_BITS(unsigned int)
 SPARSETIR_ATOMIC_BITS(unsigned long long)
 #undef SPARSETIR_ATOMIC_BITS
 static inline unsigned int atomicSub(unsigned int* p, unsigned int v) {
-  return sparsetir_spin_if_zero(__atomic_fetch_sub(p, v, __ATOMIC_RELAXED), v, "atomicSub of 0");
+  return sparsetir_spin_if_zero(p, __atomic_fetch_sub(p, v, __ATOMIC_RELAXED), v, "atomicSub of 0");
 }
 static inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
-  return sparsetir_spin_if_same(__atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
+  return sparsetir_spin_if_same(p, __atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
 }
 static inline float atomicExch(float* p, float v) {
   unsigned int bits = __atomic_exchange_n((unsigned int*)p, __float_as_uint(v), __ATOMIC_RELAXED);
-  return __uint_as_float(sparsetir_spin_if_same(bits, __float_as_uint(v), "an atomicExch that changed nothing"));
+  return __uint_as_float(sparsetir_spin_if_same(p, bits, __float_as_uint(v), "an atomicExch that changed nothing"));
 }
 static inline long long atomicMax(long long* p, long long v) { return sparsetir_emulated_atomic_extremum(p, v, true); }
 static inline long long atomicMin(long long* p, long long v) { return sparsetir_emulated_atomic_extremum(p, v, false); }
@@ -307,7 +307,7 @@ static inline unsigned int atomicDec(unsigned int* p, unsigned int limit) {
 #define atomicXor_block atomicXor
 static inline void __threadfence_system() {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  sparsetir_spin("__threadfence_system");
+  sparsetir_spin("__threadfence_system", nullptr, sparsetir_weak_look);
 }
 )LIBRARY";
 

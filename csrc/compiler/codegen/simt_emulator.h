@@ -69,18 +69,22 @@ static inline void* sparsetir_dynamic_shared() { return sparsetir_simt->dynamic_
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
 
-// A spin point (simt_abi.h): the atomics that may be a spin's look at a value
-// another thread writes (a failed compare-and-swap, one that changes nothing)
-// let the block's other threads run before their thread goes on, since
-// fibers switch only where the kernel lets them.
-static inline void sparsetir_spin(const char* what);
+// A spin point (simt_abi.h): an operation that may be a spin's look at a
+// value another thread writes lets the block's other threads run before its
+// thread goes on, since fibers switch only where the kernel lets them. A
+// strong look (a failed compare-and-swap, an atomic that changed nothing,
+// __nanosleep) always does; a weak one (an atomic load, a fence), which
+// plain code makes too, when it looks again at what it looked at before it
+// last waited, or every so many looks.
+enum { sparsetir_weak_look = 0, sparsetir_strong_look = 1 };
+static inline void sparsetir_spin(const char* what, const volatile void* address, int strong);
 // An atomic that left the value as it was: a read, perhaps a spin's.
-template <typename T> static inline T sparsetir_spin_if_same(T old, T now, const char* what) {
-  if (old == now) sparsetir_spin(what);
+template <typename T> static inline T sparsetir_spin_if_same(const volatile void* p, T old, T now, const char* what) {
+  if (old == now) sparsetir_spin(what, p, sparsetir_strong_look);
   return old;
 }
-template <typename T> static inline T sparsetir_spin_if_zero(T old, T v, const char* what) {
-  if (v == 0) sparsetir_spin(what);
+template <typename T> static inline T sparsetir_spin_if_zero(const volatile void* p, T old, T v, const char* what) {
+  if (v == 0) sparsetir_spin(what, p, sparsetir_strong_look);
   return old;
 }
 
@@ -100,22 +104,22 @@ template <typename T, typename Bits> static inline T sparsetir_emulated_atomic_a
 static inline float atomicAdd(float* p, float v) { return sparsetir_emulated_atomic_add<float, uint32_t>(p, v); }
 static inline double atomicAdd(double* p, double v) { return sparsetir_emulated_atomic_add<double, uint64_t>(p, v); }
 static inline int atomicAdd(int* p, int v) {
-  return sparsetir_spin_if_zero(__atomic_fetch_add(p, v, __ATOMIC_RELAXED), v, "atomicAdd of 0");
+  return sparsetir_spin_if_zero(p, __atomic_fetch_add(p, v, __ATOMIC_RELAXED), v, "atomicAdd of 0");
 }
 static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) {
-  return sparsetir_spin_if_zero(__atomic_fetch_add(p, v, __ATOMIC_RELAXED), v, "atomicAdd of 0");
+  return sparsetir_spin_if_zero(p, __atomic_fetch_add(p, v, __ATOMIC_RELAXED), v, "atomicAdd of 0");
 }
 static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
-  return sparsetir_spin_if_zero(__atomic_fetch_add(p, v, __ATOMIC_RELAXED), v, "atomicAdd of 0");
+  return sparsetir_spin_if_zero(p, __atomic_fetch_add(p, v, __ATOMIC_RELAXED), v, "atomicAdd of 0");
 }
 static inline int atomicSub(int* p, int v) {
-  return sparsetir_spin_if_zero(__atomic_fetch_sub(p, v, __ATOMIC_RELAXED), v, "atomicSub of 0");
+  return sparsetir_spin_if_zero(p, __atomic_fetch_sub(p, v, __ATOMIC_RELAXED), v, "atomicSub of 0");
 }
 static inline int atomicExch(int* p, int v) {
-  return sparsetir_spin_if_same(__atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
+  return sparsetir_spin_if_same(p, __atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
 }
 static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
-  return sparsetir_spin_if_same(__atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
+  return sparsetir_spin_if_same(p, __atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
 }
 template <typename T> static inline T sparsetir_emulated_atomic_extremum(T* p, T v, bool max) {
   T old = __atomic_load_n(p, __ATOMIC_RELAXED);
@@ -130,7 +134,7 @@ static inline unsigned int atomicMax(unsigned int* p, unsigned int v) { return s
 static inline unsigned int atomicMin(unsigned int* p, unsigned int v) { return sparsetir_emulated_atomic_extremum(p, v, false); }
 template <typename T> static inline T sparsetir_emulated_atomic_cas(T* p, T expected, T desired) {
   if (!__atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-    sparsetir_spin("a failed atomicCAS");
+    sparsetir_spin("a failed atomicCAS", p, sparsetir_strong_look);
   }
   return expected;
 }
@@ -143,11 +147,11 @@ static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long 
 // A fence is a spin point: a spin may read plain memory between fences.
 static inline void __threadfence() {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  sparsetir_spin("__threadfence");
+  sparsetir_spin("__threadfence", nullptr, sparsetir_weak_look);
 }
 static inline void __threadfence_block() {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  sparsetir_spin("__threadfence_block");
+  sparsetir_spin("__threadfence_block", nullptr, sparsetir_weak_look);
 }
 
 )EMULATOR" + std::string(kSimtDeviceAtomics) + R"EMULATOR(
@@ -307,8 +311,8 @@ struct sparsetir_struct_arg {
 };
 
 // A thread whose launch failed while it spun stops, as a trapped one does.
-static inline void sparsetir_spin(const char* what) {
-  if (sparsetir_simt->spin(sparsetir_simt->ctx, what)) throw sparsetir_trapped();
+static inline void sparsetir_spin(const char* what, const volatile void* address, int strong) {
+  if (sparsetir_simt->spin(sparsetir_simt->ctx, what, (const void*)address, strong)) throw sparsetir_trapped();
 }
 static inline void sparsetir_assert_failed(const char* expression, const char* file, int line) {
   char why[512];

@@ -35,7 +35,7 @@ template <thread_scope Scope> class sparsetir_latch {
   }
   bool try_wait() const { return __atomic_load_n(&count_, __ATOMIC_ACQUIRE) == 0; }
   void wait() const {
-    while (!try_wait()) sparsetir_spin("a cuda::latch wait");
+    while (!try_wait()) sparsetir_spin("a cuda::latch wait", &count_, sparsetir_strong_look);
   }
   void arrive_and_wait(ptrdiff_t update = 1) {
     count_down(update);
@@ -91,7 +91,7 @@ template <thread_scope Scope, ptrdiff_t LeastMax> class sparsetir_semaphore {
     return false;
   }
   void acquire() {
-    while (!try_acquire()) sparsetir_spin("a cuda::counting_semaphore acquire");
+    while (!try_acquire()) sparsetir_spin("a cuda::counting_semaphore acquire", &count_, sparsetir_strong_look);
   }
 
  private:
