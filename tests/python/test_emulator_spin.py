@@ -8,6 +8,8 @@ launch after SPARSETIR_EMULATE_SPIN_SECONDS, naming where each thread is.
 Results are checked against Python; every kernel is also compiled by NVRTC
 where CUDA's headers are found, and run on a GPU where there is one."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -61,6 +63,25 @@ extern "C" __global__ void const_loads(const int* v, int n, long long* out) {
     s += cuda::atomic_ref<const int, cuda::thread_scope_device>(v[threadIdx.x * n + i]).load();
   }
   out[threadIdx.x] = s;
+}
+"""
+
+# The chain's waits as weak spin points: a cuda::atomic_ref load (which
+# waits at a look again at its flag), and a volatile read between fences
+# (which waits once in so many fences).
+CHAIN_LOADS = "#include <cuda/atomic>\n" + CHAIN.replace(
+    "while (atomicAdd(&flags[base + t - 1], 0) == 0) {",
+    "while (cuda::atomic_ref<int, cuda::thread_scope_block>(flags[base + t - 1]).load() == 0) {")
+CHAIN_FENCES = CHAIN.replace("while (atomicAdd(&flags[base + t - 1], 0) == 0) {",
+                             "while (*(volatile int*)&flags[base + t - 1] == 0) {\n      __threadfence_block();")
+
+# Threads that look at two flags by turns, which nobody sets.
+NEVER_TWO = r"""
+#include <cuda/atomic>
+extern "C" __global__ void never_two(int* flags) {
+  cuda::atomic_ref<int, cuda::thread_scope_device> a(flags[0]), b(flags[1]);
+  while (a.load() == 0 && b.load() == 0) {
+  }
 }
 """
 
@@ -137,7 +158,8 @@ extern "C" __global__ void never(int* flag) {
 }
 """
 
-SOURCES = {"locked_sum": LOCKED_SUM, "chain": CHAIN, "publish": PUBLISH, "const_loads": CONST_LOADS,
+SOURCES = {"locked_sum": LOCKED_SUM, "chain": CHAIN, "chain_loads": CHAIN_LOADS, "chain_fences": CHAIN_FENCES,
+           "never_two": NEVER_TWO, "publish": PUBLISH, "const_loads": CONST_LOADS,
            "latch_barrier_semaphore": LATCH_BARRIER_SEMAPHORE, "never": NEVER}
 
 
@@ -163,10 +185,12 @@ def test_a_spin_lock_orders_plain_updates(emulation_order, blocks, threads, n, b
 
 
 @pytest.mark.parametrize("blocks,threads", [(1, 1), (1, 33), (3, 256), (2, 1024)])
-def test_a_chain_of_waits_through_the_block(emulation_order, blocks, threads):
+@pytest.mark.parametrize("look", ["atomicAdd", "load", "fence"])
+def test_a_chain_of_waits_through_the_block(emulation_order, blocks, threads, look):
+    source = {"atomicAdd": CHAIN, "load": CHAIN_LOADS, "fence": CHAIN_FENCES}[look]
     flags = torch.zeros(blocks * threads, dtype=torch.int32)
     out = torch.zeros(blocks * threads, dtype=torch.int32)
-    st.emulate_cuda(CHAIN, "chain", blocks, threads, flags, out)
+    st.emulate_cuda(source, "chain", blocks, threads, flags, out)
     expected = [sum(range(1, t + 2)) for t in range(threads)] * blocks
     assert out.tolist() == expected and flags.tolist() == [1] * (blocks * threads)
 
@@ -217,6 +241,14 @@ def test_a_spin_that_never_ends_names_the_kernel_block_and_threads(monkeypatch):
     flags, out = torch.zeros(64, dtype=torch.int32), torch.zeros(64, dtype=torch.int32)
     st.emulate_cuda(CHAIN, "chain", 1, 64, flags, out)
     assert out[-1].item() == 64 * 65 // 2
+
+
+def test_a_spin_over_two_flags_by_atomic_loads_is_found_endless(monkeypatch):
+    monkeypatch.setenv("SPARSETIR_EMULATE_SPIN_SECONDS", "0.3")
+    with pytest.raises(RuntimeError, match=r"endless spin in kernel 'never_two', block \(0, 0, 0\) of 8 threads: .* "
+                                           r"threads 0-7 spin at a cuda::atomic load\."):
+        st.emulate_cuda(NEVER_TWO, "never_two", 1, 8, torch.zeros(2, dtype=torch.int32))
+    st.emulate_cuda(NEVER_TWO, "never_two", 1, 8, torch.tensor([0, 1], dtype=torch.int32))
 
 
 @pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "1e9"])
@@ -300,7 +332,8 @@ ALL = dict(SOURCES, past_zero=LATCH_PAST_ZERO, past_max=SEMAPHORE_PAST_MAX, hidd
 @needs_nvrtc
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_every_kernel_here_is_valid_cuda(name):
-    assert_valid_cuda(ALL[name], name, "cuda/atomic", "cuda/latch", "cuda/semaphore", "cuda/std/barrier")
+    entry = re.search(r"__global__ void (\w+)", ALL[name]).group(1)
+    assert_valid_cuda(ALL[name], entry, "cuda/atomic", "cuda/latch", "cuda/semaphore", "cuda/std/barrier")
 
 
 GPU_REASON = st.cuda_unavailable_reason()
