@@ -52,7 +52,9 @@ template <typename T> class sparsetir_atomic_ref {
   T exchange(T v, memory_order order = memory_order_seq_cst) const {
     T old;
     __atomic_exchange(p_, &v, &old, order);
-    if (memcmp(&old, &v, sizeof(T)) == 0) sparsetir_spin("a cuda::atomic exchange that changed nothing", p_, sparsetir_strong_look);
+    if (memcmp(&old, &v, sizeof(T)) == 0) {
+      sparsetir_spin("a cuda::atomic exchange that changed nothing", p_, sparsetir_strong_look);
+    }
     return old;
   }
   bool compare_exchange_strong(T& expected, T desired, memory_order success, memory_order failure) const {

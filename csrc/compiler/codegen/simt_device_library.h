@@ -242,15 +242,15 @@ inline constexpr const char* kSimtDeviceAtomics = R"LIBRARY(
 // A thread that sleeps waits for another: a spin point.
 static inline void __nanosleep(unsigned int) { sparsetir_spin("__nanosleep", nullptr, sparsetir_strong_look); }
 // Those that change nothing are spin points (sparsetir_spin_if_*).
-#define SPARSETIR_ATOMIC_BITS(T)                                                                   \
-  static inline T atomicAnd(T* p, T v) {                                                           \
-    return sparsetir_spin_if_zero(p, __atomic_fetch_and(p, v, __ATOMIC_RELAXED), (T)~v, "atomicAnd of all ones");  \
-  }                                                                                                \
-  static inline T atomicOr(T* p, T v) {                                                            \
-    return sparsetir_spin_if_zero(p, __atomic_fetch_or(p, v, __ATOMIC_RELAXED), v, "atomicOr of 0");  \
-  }                                                                                                \
-  static inline T atomicXor(T* p, T v) {                                                           \
-    return sparsetir_spin_if_zero(p, __atomic_fetch_xor(p, v, __ATOMIC_RELAXED), v, "atomicXor of 0"); \
+#define SPARSETIR_ATOMIC_BITS(T)                                                                                  \
+  static inline T atomicAnd(T* p, T v) {                                                                          \
+    return sparsetir_spin_if_zero(p, __atomic_fetch_and(p, v, __ATOMIC_RELAXED), (T)~v, "atomicAnd of all ones"); \
+  }                                                                                                               \
+  static inline T atomicOr(T* p, T v) {                                                                           \
+    return sparsetir_spin_if_zero(p, __atomic_fetch_or(p, v, __ATOMIC_RELAXED), v, "atomicOr of 0");              \
+  }                                                                                                               \
+  static inline T atomicXor(T* p, T v) {                                                                          \
+    return sparsetir_spin_if_zero(p, __atomic_fetch_xor(p, v, __ATOMIC_RELAXED), v, "atomicXor of 0");            \
   }
 SPARSETIR_ATOMIC_BITS(int)
 SPARSETIR_ATOMIC_BITS(unsigned int)
@@ -260,7 +260,8 @@ static inline unsigned int atomicSub(unsigned int* p, unsigned int v) {
   return sparsetir_spin_if_zero(p, __atomic_fetch_sub(p, v, __ATOMIC_RELAXED), v, "atomicSub of 0");
 }
 static inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) {
-  return sparsetir_spin_if_same(p, __atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
+  return sparsetir_spin_if_same(p, __atomic_exchange_n(p, v, __ATOMIC_RELAXED), v,
+                                "an atomicExch that changed nothing");
 }
 static inline float atomicExch(float* p, float v) {
   unsigned int bits = __atomic_exchange_n((unsigned int*)p, __float_as_uint(v), __ATOMIC_RELAXED);

@@ -116,10 +116,12 @@ static inline int atomicSub(int* p, int v) {
   return sparsetir_spin_if_zero(p, __atomic_fetch_sub(p, v, __ATOMIC_RELAXED), v, "atomicSub of 0");
 }
 static inline int atomicExch(int* p, int v) {
-  return sparsetir_spin_if_same(p, __atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
+  return sparsetir_spin_if_same(p, __atomic_exchange_n(p, v, __ATOMIC_RELAXED), v,
+                                "an atomicExch that changed nothing");
 }
 static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
-  return sparsetir_spin_if_same(p, __atomic_exchange_n(p, v, __ATOMIC_RELAXED), v, "an atomicExch that changed nothing");
+  return sparsetir_spin_if_same(p, __atomic_exchange_n(p, v, __ATOMIC_RELAXED), v,
+                                "an atomicExch that changed nothing");
 }
 template <typename T> static inline T sparsetir_emulated_atomic_extremum(T* p, T v, bool max) {
   T old = __atomic_load_n(p, __ATOMIC_RELAXED);
