@@ -128,6 +128,23 @@ std::shared_ptr<const EmulatedCudaModule> ModuleFor(const std::string& source, c
   return module;
 }
 
+// The kernel's parameters as read from its source, once per process for
+// each source, kernel and options (a call would otherwise read it again).
+std::shared_ptr<const std::vector<CudaKernelParam>> ParamsOf(const std::string& source, const std::string& kernel,
+                                                             const std::vector<std::string>& options) {
+  std::string key = kernel + '\n';
+  for (const std::string& option : options) key += option + '\n';
+  key += source;
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::shared_ptr<const std::vector<CudaKernelParam>>> read;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = read.find(key); it != read.end()) return it->second;
+  auto params = std::make_shared<const std::vector<CudaKernelParam>>(CudaKernelParams(source, kernel, options));
+  if (read.size() >= 256) read.clear();  // as ModuleFor's modules
+  read.emplace(std::move(key), params);
+  return params;
+}
+
 // The bytes of each struct or vector argument (a tuple, list or dict) as
 // its parameter lays them out, behind their count (which the emulated entry
 // checks against the parameter's size); empty for the other arguments. The
@@ -137,20 +154,20 @@ std::vector<std::vector<unsigned char>> StructArgs(const std::string& source, co
                                                    const std::vector<HandWrittenArg>& args,
                                                    const std::vector<std::string>& options) {
   std::vector<std::vector<unsigned char>> out(args.size());
-  std::vector<CudaKernelParam> params;
+  std::shared_ptr<const std::vector<CudaKernelParam>> read;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i].kind != HandWrittenArg::Kind::kAggregate) continue;
-    if (params.empty()) {
+    if (!read) {
       try {
-        params = CudaKernelParams(source, kernel, options);
+        read = ParamsOf(source, kernel, options);
       } catch (const UserError& e) {
         TORCH_CHECK_VALUE(false, kOp, ": argument ", i, " is a tuple, list or dict (a struct's fields), but ",
                           e.what());
       }
-      TORCH_CHECK_VALUE(params.size() == args.size(), kOp, ": kernel '", kernel, "' takes ", params.size(),
+      TORCH_CHECK_VALUE(read->size() == args.size(), kOp, ": kernel '", kernel, "' takes ", read->size(),
                         " parameters, got ", args.size(), " arguments");
     }
-    const CudaParamValue value = CudaParamValueOf(kOp, kernel, params[i], i, args[i]);
+    const CudaParamValue value = CudaParamValueOf(kOp, kernel, (*read)[i], i, args[i]);
     const uint64_t bytes = value.bytes.size();
     out[i].resize(sizeof(bytes) + bytes);
     std::memcpy(out[i].data(), &bytes, sizeof(bytes));
