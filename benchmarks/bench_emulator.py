@@ -7,6 +7,11 @@ Two parts, each timed after a warm-up call (median of --rounds calls, millisecon
                butterfly sums: 10 shuffles a thread), warp votes (8 ballots a thread). Reported as emulated
                threads per second and, where threads meet, nanoseconds per meeting of one thread (time / threads /
                meetings per thread).
+    spins      threads that wait for each other's writes through spin points: --blocks blocks of 256 threads summing
+               256 elements each by plain loads and by cuda::atomic_ref loads (each a weak spin point); a chain
+               through one block of 1024 threads (thread t spins on thread t-1's flag) run forward and reversed;
+               a spin lock taken by every thread of --blocks blocks of 128; and the cost of one st.CudaKernel call
+               of a 32-thread axpy with its arguments as a struct by value against four scalars (microseconds).
     operators  torch.ops.sparsetir on CPU tensors with SPARSETIR_EMULATE_CUDA=1 (their CUDA kernels under the
                emulator): spmm (sum, max), sddmm, sparse_attention forward and forward + backward, bsrmm, on a
                random graph (--rows, --density, seed 0) with --k features, float32, int32 indices. Reported as
@@ -18,7 +23,7 @@ gradients) against the same operator on its CPU kernels.
 This is what a user debugging a kernel on a laptop waits for, and what the test suite's emulated pass spends
 its time on. Nothing here is a GPU figure.
 
-    python3 benchmarks/bench_emulator.py [--threads 1] [--rounds 7] [--parts kernels operators]
+    python3 benchmarks/bench_emulator.py [--threads 1] [--rounds 7] [--parts kernels spins operators]
 """
 from __future__ import annotations
 
@@ -108,6 +113,120 @@ def kernels(rounds: int, blocks: int) -> None:
         print(f"{name:<16} {threads:>8} {meetings:>9} {ms:9.2f} {threads / ms / 1e3:12.2f} {per_meeting}")
 
 
+LOADS = r"""
+#include <cuda/atomic>
+extern "C" __global__ void row_sums(const int* v, long long* out, int atomic_loads) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  long long s = 0;
+  for (int i = 0; i < 256; ++i) {
+    const int& x = v[row * 256 + i];
+    s += atomic_loads ? cuda::atomic_ref<const int, cuda::thread_scope_device>(x).load(cuda::memory_order_relaxed) : x;
+  }
+  out[row] = s;
+}
+"""
+
+CHAIN = r"""
+extern "C" __global__ void chain(int* flags, int* out) {
+  const int t = threadIdx.x;
+  if (t > 0) {
+    while (atomicAdd(&flags[t - 1], 0) == 0) {
+    }
+  }
+  out[t] = t == 0 ? 1 : out[t - 1] + 1;
+  __threadfence();
+  atomicExch(&flags[t], 1);
+}
+"""
+
+SPIN_LOCK = r"""
+extern "C" __global__ void locked_sum(int* lock, long long* total) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  while (atomicCAS(lock, 0, 1) != 0) {
+  }
+  __threadfence();
+  *total += i;  // plain: the lock orders the threads
+  __threadfence();
+  atomicExch(lock, 0);
+}
+"""
+
+AXPY_STRUCT = r"""
+struct Axpy { const float* x; float* y; float alpha; int n; };
+extern "C" __global__ void axpy(Axpy a) {
+  const int i = threadIdx.x;
+  if (i < a.n) a.y[i] += a.alpha * a.x[i];
+}
+"""
+
+AXPY_SCALARS = r"""
+extern "C" __global__ void axpy(const float* x, float* y, float alpha, int n) {
+  const int i = threadIdx.x;
+  if (i < n) y[i] += alpha * x[i];
+}
+"""
+
+
+def spins(rounds: int, blocks: int) -> None:
+    import time
+
+    import sparsetir_torch as st
+
+    gen = torch.Generator().manual_seed(0)
+    v = torch.randint(-100, 100, (blocks * 256 * 256,), dtype=torch.int32, generator=gen)
+    sums = v.view(-1, 256).long().sum(1)
+    print(f"\n{'spins':<16} {'threads':>8} {'ms':>9}")
+
+    def row(name, threads, run, check):
+        run()
+        if not check():
+            raise SystemExit(f"{name}: the emulated kernel's output is wrong; not timed")
+        print(f"{name:<16} {threads:>8} {median_ms(run, rounds):9.2f}")
+
+    for name, atomic in (("plain loads", 0), ("atomic loads", 1)):
+        out = torch.zeros(blocks * 256, dtype=torch.int64)
+        row(name, blocks * 256, lambda: st.emulate_cuda(LOADS, "row_sums", blocks, 256, v, out, atomic),
+            lambda: torch.equal(out, sums))
+    flags, chained = torch.zeros(1024, dtype=torch.int32), torch.zeros(1024, dtype=torch.int32)
+    for name, order in (("chain forward", "forward"), ("chain reversed", "reverse")):
+        def chain():
+            flags.zero_()
+            os.environ["SPARSETIR_EMULATE_ORDER"] = order
+            try:
+                st.emulate_cuda(CHAIN, "chain", 1, 1024, flags, chained)
+            finally:
+                del os.environ["SPARSETIR_EMULATE_ORDER"]
+
+        row(name, 1024, chain, lambda: torch.equal(chained, torch.arange(1, 1025, dtype=torch.int32)))
+    lock, total = torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int64)
+
+    def locked():
+        total.zero_()
+        st.emulate_cuda(SPIN_LOCK, "locked_sum", blocks, 128, lock, total)
+
+    n = blocks * 128
+    row("spin lock", n, locked, lambda: total.item() == n * (n - 1) // 2 and lock.item() == 0)
+
+    # One call's cost: the argument conversion, the emulated module's lookup and a 32-thread launch.
+    x, y = torch.ones(32), torch.zeros(32)
+    by_struct, by_scalars = st.CudaKernel(AXPY_STRUCT, "axpy"), st.CudaKernel(AXPY_SCALARS, "axpy")
+    calls = {"struct call": lambda: by_struct(1, 32, {"x": x, "y": y, "alpha": 2.0, "n": 32}),
+             "scalar call": lambda: by_scalars(1, 32, x, y, 2.0, 32)}
+    print(f"\n{'call':<16} {'us':>9}")
+    for name, call in calls.items():
+        y.zero_()
+        call()
+        if not torch.equal(y, torch.full((32,), 2.0)):
+            raise SystemExit(f"{name}: the emulated kernel's output is wrong; not timed")
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(200):
+                call()
+            times.append((time.perf_counter() - start) / 200 * 1e6)
+        print(f"{name:<16} {float(np.median(times)):9.1f}")
+
+
 def operators(rounds: int, rows: int, density: float, k: int) -> None:
     from sparsetir_torch import _C
 
@@ -165,7 +284,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, default=1, help="host threads the launches spread blocks over")
     p.add_argument("--rounds", type=int, default=7)
-    p.add_argument("--parts", nargs="+", default=["kernels", "operators"], choices=["kernels", "operators"])
+    p.add_argument("--parts", nargs="+", default=["kernels", "spins", "operators"],
+                   choices=["kernels", "spins", "operators"])
     p.add_argument("--blocks", type=int, default=256, help="blocks of 256 threads each hand-written kernel runs")
     p.add_argument("--rows", type=int, default=256)
     p.add_argument("--density", type=float, default=0.05)
@@ -179,6 +299,8 @@ def main() -> None:
     print(machine_line(machine_info()))
     if "kernels" in args.parts:
         kernels(args.rounds, args.blocks)
+    if "spins" in args.parts:
+        spins(args.rounds, args.blocks)
     if "operators" in args.parts:
         operators(args.rounds, args.rows, args.density, args.k)
 
