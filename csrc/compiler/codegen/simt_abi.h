@@ -56,10 +56,10 @@
     void (*wait_phase)(void* ctx, const volatile uint32_t* phase, uint32_t old);              \
     /* A spin point (a failed compare-and-swap, an atomic load, __nanosleep, ...): the */     \
     /* thread may be waiting for a value another thread writes at `address` (null:   */      \
-    /* none in particular), so the other threads of its block run first; at a weak   */      \
-    /* one (a load, a fence) only if it looks again or has looked many times. `what` */      \
-    /* names the point in messages. Nonzero: the launch failed, the thread must stop. */     \
-    int32_t (*spin)(void* ctx, const char* what, const void* address, int32_t strong);        \
+    /* none in particular), so the other threads of its block run first (the module  */      \
+    /* calls at one weak look, a load or a fence, in so many). `what` names the      */      \
+    /* point in messages. Nonzero: the launch failed, the thread must stop.          */      \
+    int32_t (*spin)(void* ctx, const char* what, const void* address);                        \
     /* Threads run as fibers that meet at barriers (1), or one after another (0): a  */       \
     /* kernel that never synchronizes needs no fibers.                              */        \
     int32_t cooperative;                                                                      \

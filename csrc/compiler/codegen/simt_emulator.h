@@ -74,8 +74,9 @@ static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; 
 // thread goes on, since fibers switch only where the kernel lets them. A
 // strong look (a failed compare-and-swap, an atomic that changed nothing,
 // __nanosleep) always does; a weak one (an atomic load, a fence), which
-// plain code makes too, when it looks again at what it looked at before it
-// last waited, or every so many looks.
+// plain code makes too, where it looks again at the address of the last weak
+// look, and else once in sparsetir_looks_per_turn: both told here, so that
+// the other looks cost no call.
 enum { sparsetir_weak_look = 0, sparsetir_strong_look = 1 };
 static inline void sparsetir_spin(const char* what, const volatile void* address, int strong);
 // An atomic that left the value as it was: a read, perhaps a spin's.
@@ -313,8 +314,22 @@ struct sparsetir_struct_arg {
 };
 
 // A thread whose launch failed while it spun stops, as a trapped one does.
+enum { sparsetir_looks_per_turn = 256 };
+// The block's weak looks (its threads are fibers of this host thread): the
+// last one's address and how many. A thread runs on without a switch until
+// it waits, so the look before its own is its own unless it just resumed.
+static thread_local struct {
+  const volatile void* last;
+  unsigned count;
+} sparsetir_weak_looks;
 static inline void sparsetir_spin(const char* what, const volatile void* address, int strong) {
-  if (sparsetir_simt->spin(sparsetir_simt->ctx, what, (const void*)address, strong)) throw sparsetir_trapped();
+  if (!strong) {
+    auto& looks = sparsetir_weak_looks;
+    const bool again = address && looks.last == address;
+    looks.last = address;
+    if (!again && ++looks.count % sparsetir_looks_per_turn != 0) return;
+  }
+  if (sparsetir_simt->spin(sparsetir_simt->ctx, what, (const void*)address)) throw sparsetir_trapped();
 }
 static inline void sparsetir_assert_failed(const char* expression, const char* file, int line) {
   char why[512];

@@ -20,9 +20,6 @@ namespace {
 
 constexpr int64_t kWarpSize = 32;
 constexpr int64_t kMaxBlockThreads = 1024;  // CUDA's limit
-// A thread waits at one weak spin point (a load, a fence: plain code makes
-// them too) in this many, unless it looks again at an address it waited at.
-constexpr int kLooksPerTurn = 16;
 // The addresses a thread's last spins waited at: a spin over this many
 // flags or fewer is one, a look elsewhere is the thread moving on.
 constexpr int kRecentLooks = 4;
@@ -75,7 +72,6 @@ class SimtBlock {
     // At a cuda::barrier: its phase, which must differ from `value` first.
     const volatile uint32_t* phase = nullptr;
     const char* spin = nullptr;  // at a spin point: what it is
-    int looks = 0;               // weak looks since it last waited at one
     const void* recent[kRecentLooks] = {};
     int next_recent = 0;
 
@@ -181,16 +177,12 @@ class SimtBlock {
 
   // From a kernel thread at a spin point: the other runnable lanes of its
   // warp, then (unless the warp progressed meanwhile) the other warps, run
-  // before it goes on. A weak look waits only where it looks again, or once
-  // in kLooksPerTurn; a wait at an address none of its last spins waited at
+  // before it goes on. A wait at an address none of its last spins waited at
   // is the thread moving on (a loop over many addresses is no spin).
-  static void Spin(const char* what, const void* address, bool strong) {
+  static void Spin(const char* what, const void* address) {
     SimtBlock* block = current_;
     Thread& me = block->threads_[block->running_];
-    const bool again = me.LookedAt(address);
-    if (!strong && !again && ++me.looks < kLooksPerTurn) return;
-    me.looks = 0;
-    if (address && !again) {
+    if (address && !me.LookedAt(address)) {
       me.recent[me.next_recent] = address;
       me.next_recent = (me.next_recent + 1) % kRecentLooks;
       ++block->events_;
@@ -575,7 +567,6 @@ void* DynamicShared(void* ctx);
 // no barrier, warp operation or spin point), and since when it spins.
 struct LoneThread {
   int64_t thread = 0;
-  int looks = 0;  // weak looks since it last stepped aside
   uint32_t x = 0, y = 0, z = 0;
   int64_t threads = 0;
   std::optional<std::chrono::steady_clock::time_point> spinning_since;
@@ -588,11 +579,9 @@ thread_local LoneThread lone_thread;
 // runs until it returns, so it may only wait for another block's; the host
 // thread steps aside for those. False once the launch failed: past the spin
 // limit (this thread's spin, which fails it) or elsewhere.
-bool SimtLaunch::LoneSpin(SimtLaunch* launch, const char* what, bool strong) {
+bool SimtLaunch::LoneSpin(SimtLaunch* launch, const char* what) {
   if (launch->failed()) return false;
   LoneThread& lone = lone_thread;
-  if (!strong && ++lone.looks < kLooksPerTurn) return true;
-  lone.looks = 0;
   std::this_thread::yield();
   const auto now = std::chrono::steady_clock::now();
   if (!lone.spinning_since) lone.spinning_since = now;
@@ -667,7 +656,7 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
       // No thread waits for another: one after another, on this stack.
       for (int64_t i = 0; i < threads; ++i) {
         const int64_t t = launch->abi_.order == static_cast<int32_t>(SimtOrder::kForward) ? i : threads - 1 - i;
-        lone_thread = {t, 0, index[0], index[1], index[2], threads, std::nullopt};
+        lone_thread = {t, index[0], index[1], index[2], threads, std::nullopt};
         enter(closure, t);
         main(closure, t);
       }
@@ -734,9 +723,9 @@ SimtLaunch::SimtLaunch(std::string kernel, bool cooperative, SimtOrder order, si
     }
     SimtBlock::WaitForPhase(phase, old);
   };
-  abi_.spin = [](void* ctx, const char* what, const void* address, int32_t strong) -> int32_t {
-    if (!SimtBlock::Active()) return LoneSpin(LaunchOf(ctx), what, strong != 0) ? 0 : 1;
-    SimtBlock::Spin(what, address, strong != 0);
+  abi_.spin = [](void* ctx, const char* what, const void* address) -> int32_t {
+    if (!SimtBlock::Active()) return LoneSpin(LaunchOf(ctx), what) ? 0 : 1;
+    SimtBlock::Spin(what, address);
     return 0;  // a block that fails never resumes its threads
   };
   abi_.trap = [](void* ctx, const char* message) {

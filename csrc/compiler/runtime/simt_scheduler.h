@@ -80,7 +80,7 @@ class SimtLaunch {
  private:
   friend class SimtBlock;
   void Fail(const std::string& message);
-  static bool LoneSpin(SimtLaunch* launch, const char* what, bool strong);
+  static bool LoneSpin(SimtLaunch* launch, const char* what);
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
 
   std::string kernel_;
