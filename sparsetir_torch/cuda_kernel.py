@@ -46,7 +46,8 @@ class CudaKernelParam(NamedTuple):
 
 
 class CudaKernel:
-    """`name` (an ``extern "C" __global__`` function of `source`) with
+    """`name` (an ``extern "C" __global__`` function of `source`, or an
+    instance of a template kernel: ``"scale<float, 4>"``) with
     NVRTC's `options` (macros: ``-DTILE=32``; on a GPU any NVRTC option).
     Calling it as ``kernel(grid, block, *args, shared_bytes=0)`` runs
     ``name<<<grid, block, shared_bytes>>>(*args)``: through st.launch_cuda
@@ -58,6 +59,7 @@ class CudaKernel:
             raise TypeError("st.CudaKernel: 'source' and 'name' must be strings")
         self._source = source
         self._name = name
+        self._instance = "<" in name  # a template kernel's ("k<float, 4>"): NVRTC names it in the output
         self._options = tuple(checked_options("st.CudaKernel", options))
         self._signature = _C.CudaKernelSignature(source, name, list(self._options), "st.CudaKernel")
         self._params = tuple(CudaKernelParam(*p[:4], tuple(CudaStructField(*f) for f in p[4]))
@@ -96,9 +98,19 @@ class CudaKernel:
         compiled by NVRTC with CUDA's headers and the options, on any machine
         where NVRTC loads (no GPU needed); ``ptxas -arch=sm_90 -v`` reports
         its registers and spills."""
+        return self._compiled(arch)[0]
+
+    def entry(self, arch="sm_90") -> str:
+        """The kernel's name in its PTX and CUBIN: `name` for an ``extern
+        "C"`` kernel, the mangled name NVRTC gives a template's instance."""
+        return self._compiled(arch)[1]
+
+    def _compiled(self, arch):
         include = ["-I" + d for d in cuda_include_dirs()]
-        return nvrtc_ptx(f"st.CudaKernel {self._name}.ptx()", self._source, self._name + ".cu", arch,
-                         include + list(self._options))
+        base = self._name.split("<")[0].strip()
+        done = nvrtc_ptx(f"st.CudaKernel {self._name}.ptx()", self._source, base + ".cu", arch,
+                         include + list(self._options), self._name if self._instance else "")
+        return done if self._instance else (done, self._name)
 
     def resources(self, arch="sm_90") -> dict:
         """What the kernel takes of an `arch` multiprocessor, by ptxas (of a
@@ -110,9 +122,9 @@ class CudaKernel:
         ptxas = find_ptxas()
         if ptxas is None:
             raise RuntimeError(f"st.CudaKernel {self._name}.resources(): no ptxas here (it comes with a CUDA toolkit)")
-        ptx = self.ptx(arch)
+        ptx, entry = self._compiled(arch)
         number = int(re.search(r"\.target\s+sm_(\d+)", ptx).group(1))
-        return ptxas_report(ptxas, ptx.encode(), number, entry=self._name)
+        return ptxas_report(ptxas, ptx.encode(), number, entry=entry)
 
     def __repr__(self) -> str:
         return f"<CudaKernel {self._name}({', '.join(p.declaration for p in self._params)})>"

@@ -79,7 +79,8 @@ def check_no_leaf_requires_grad(op: str, args) -> None:
 
 def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, shared_bytes: int = 0,
                  options: Sequence[str] = ()) -> None:
-    """Runs `kernel` (an ``extern "C" __global__`` function of `source`) on
+    """Runs `kernel` (an ``extern "C" __global__`` function of `source`, or
+    an instance of a template kernel, ``"scale<float, 4>"``) on
     `grid` blocks of `block` threads (ints or up to three dimensions), as
     ``kernel<<<grid, block, shared_bytes>>>(*args)`` would on a GPU.
 

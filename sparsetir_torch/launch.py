@@ -21,7 +21,8 @@ from .emulator import Dims, check_no_leaf_requires_grad, checked_options, launch
 
 def launch_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, shared_bytes: int = 0,
                 options: Sequence[str] = ()) -> None:
-    """Runs `kernel` (an ``extern "C" __global__`` function of `source`) on
+    """Runs `kernel` (an ``extern "C" __global__`` function of `source`, or
+    an instance of a template kernel, ``"scale<float, 4>"``) on
     `grid` blocks of `block` threads (ints or up to three dimensions), as
     ``kernel<<<grid, block, shared_bytes>>>(*args)`` would.
 

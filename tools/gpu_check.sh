@@ -74,7 +74,7 @@ step tests "$(budget "${TEST_LIMIT:-180}")" "$PY" -m pytest tests/python/test_cu
   tests/python/test_tensor_cores.py tests/python/test_online_attention.py tests/python/test_shared_caches.py \
   tests/python/test_shared_buffers.py tests/python/test_launch_cuda.py tests/python/test_cuda_kernel.py \
   tests/python/test_emulator_barrier.py tests/python/test_emulator_pipeline.py tests/python/test_emulator_atomic.py \
-  tests/python/test_emulator_spin.py tests/python/test_cuda_struct_params.py \
+  tests/python/test_emulator_spin.py tests/python/test_cuda_struct_params.py tests/python/test_cuda_templates.py \
   -q -rs -p no:cacheprovider -n "${TEST_WORKERS:-4}" \
   -k "${TEST_K:-gpu or mixed_device or nvrtc}"
 # SWEEP_SETTINGS: bench_cuda_segments.py's L:V pairs; BENCH_ARGS: bench_cuda.py's selection.

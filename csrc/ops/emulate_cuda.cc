@@ -184,8 +184,13 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
   CheckLaunchShape(kOp, grid, block);
   TORCH_CHECK_VALUE(dynamic_shared_bytes >= 0, kOp, ": argument 'shared_bytes' must be non-negative, got ",
                     dynamic_shared_bytes);
-  TORCH_CHECK_VALUE(!kernel.empty() && source.find(kernel) != std::string::npos, kOp, ": the source defines no '",
-                    kernel, "'");
+  CudaKernelName name;
+  try {
+    name = ParseCudaKernelName(kernel);
+  } catch (const UserError& e) {
+    TORCH_CHECK_VALUE(false, kOp, ": ", e.what());
+  }
+  TORCH_CHECK_VALUE(source.find(name.name) != std::string::npos, kOp, ": the source defines no '", name.name, "'");
   // Every tensor, those in a struct's fields too: on the CPU, contiguous,
   // and restored between the race check's runs.
   std::vector<at::Tensor> tensors;

@@ -71,10 +71,15 @@ Loaded& LoadedFor(const std::string& source, const std::string& kernel, const st
   CudaDriver& driver = CudaDriver::Get();
   driver.MakeCurrent(device);
   const auto capability = driver.compute_capability(device);
-  auto module = CudaModule::Load(GetOrBuildCudaImage(source, capability.first * 10 + capability.second, options));
+  const int arch = capability.first * 10 + capability.second;
+  // A template kernel's instance: NVRTC instantiates it and names it.
+  const bool instance = ParseCudaKernelName(kernel).instance;
+  const CudaImage image = instance ? GetOrBuildCudaImage(source, arch, options, kernel)
+                                   : CudaImage{GetOrBuildCudaImage(source, arch, options), kernel};
+  auto module = CudaModule::Load(image.image);
   CUfunction function = nullptr;
   try {
-    function = module->Function(kernel);
+    function = module->Function(image.lowered_name);
   } catch (const UserError& e) {
     throw UserError(UserErrorKind::kArgument, std::string(kOp) + ": the compiled source has no kernel '" + kernel +
                                                   "' (" + e.what() + "); declare it extern \"C\" so that its "

@@ -514,22 +514,25 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "nvrtc_compile",
       [](const std::string& source, const std::string& name, int arch, bool cubin,
-         const std::vector<std::string>& options) {
+         const std::vector<std::string>& options, const std::vector<std::string>& name_expressions) {
         NvrtcResult r;
         {
           py::gil_scoped_release release;
-          r = Nvrtc::Get().Compile(source, name, arch, cubin, options);
+          r = Nvrtc::Get().Compile(source, name, arch, cubin, options, name_expressions);
         }
         py::dict out;
         out["ptx"] = py::bytes(r.ptx);
         out["cubin"] = py::bytes(r.cubin);
         out["log"] = r.log;
         out["ms"] = r.compile_ms;
+        out["lowered_names"] = r.lowered_names;
         return out;
       },
       py::arg("source"), py::arg("name"), py::arg("arch"), py::arg("cubin"),
-      py::arg("options") = std::vector<std::string>(),
-      "Compiles CUDA source with NVRTC for sm_<arch> (cubin=True) or compute_<arch> (PTX), with NVRTC's options.");
+      py::arg("options") = std::vector<std::string>(), py::arg("name_expressions") = std::vector<std::string>(),
+      "Compiles CUDA source with NVRTC for sm_<arch> (cubin=True) or compute_<arch> (PTX), with NVRTC's options; "
+      "each of name_expressions (a template kernel's instance, 'k<float>') is instantiated and its name in the "
+      "output returned in lowered_names.");
   m.def(
       "op_kernel",
       [](const std::string& script, const std::string& recipe, const std::string& value_dtype,

@@ -67,9 +67,15 @@ std::string CodeOnly(const std::string& source) {
   return out;
 }
 
-// The text between the parentheses of the first `kernel(` whose declaration
-// (back to the previous ';', '{' or '}') says __global__.
-std::string ParameterList(const std::string& code, const std::string& kernel) {
+// A kernel's declaration: the text between the parentheses of the first
+// `kernel(` whose declaration (back to the previous ';', '{' or '}') says
+// __global__, and that declaration's text before the name.
+struct KernelDeclaration {
+  std::string parameters;
+  std::string prefix;  // "template <typename T> __global__ void"
+};
+
+KernelDeclaration FindKernel(const std::string& code, const std::string& kernel) {
   for (size_t at = code.find(kernel); at != std::string::npos; at = code.find(kernel, at + 1)) {
     const size_t end = at + kernel.size();
     if ((at > 0 && IsIdentifierChar(code[at - 1])) || (end < code.size() && IsIdentifierChar(code[end]))) continue;
@@ -82,7 +88,7 @@ std::string ParameterList(const std::string& code, const std::string& kernel) {
     int depth = 0;
     for (size_t k = open; k < code.size(); ++k) {
       depth += code[k] == '(' ? 1 : code[k] == ')' ? -1 : 0;
-      if (depth == 0) return code.substr(open + 1, k - open - 1);
+      if (depth == 0) return {code.substr(open + 1, k - open - 1), prefix};
     }
     Fail(kernel, "its parameter list has no closing ')'");
   }
@@ -741,17 +747,102 @@ CudaKernelParam ReadParameter(const std::string& kernel, size_t position, const 
 
 }  // namespace
 
+CudaKernelName ParseCudaKernelName(const std::string& kernel) {
+  CudaKernelName out;
+  const size_t open = kernel.find('<');
+  out.name = Trimmed(kernel.substr(0, open));
+  bool identifier = !out.name.empty() && !std::isdigit(static_cast<unsigned char>(out.name[0]));
+  for (char c : out.name) identifier &= IsIdentifierChar(c);
+  const std::string trimmed = Trimmed(kernel);
+  if (!identifier || (open != std::string::npos && trimmed.back() != '>')) {
+    throw UserError(UserErrorKind::kArgument, "'" + kernel + "' names no kernel: a kernel is named by its name, or "
+                                                             "a template kernel's by an instance such as 'k<float, 4>'");
+  }
+  if (open == std::string::npos) return out;
+  out.instance = true;
+  const std::string inside = Trimmed(trimmed.substr(trimmed.find('<') + 1, trimmed.size() - trimmed.find('<') - 2));
+  if (!inside.empty()) {
+    for (const std::string& arg : SplitParameters(inside)) out.template_args.push_back(Trimmed(arg));
+  }
+  return out;
+}
+
+namespace {
+
+// The template parameters of a declaration's `prefix` ("template <typename
+// T, int N = 4> __global__ void"), each with its default ("" if none);
+// empty for a plain function.
+std::vector<std::pair<std::string, std::string>> TemplateParameters(const std::string& kernel,
+                                                                    const std::string& prefix) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::vector<size_t> at = WordsAt(prefix, "template");
+  if (at.empty()) return out;
+  const size_t open = prefix.find('<', at[0]);
+  size_t close = open;
+  for (int depth = 0; close != std::string::npos && close < prefix.size(); ++close) {
+    depth += prefix[close] == '<' || prefix[close] == '(' ? 1 : prefix[close] == '>' || prefix[close] == ')' ? -1 : 0;
+    if (depth == 0) break;
+  }
+  if (open == std::string::npos || close >= prefix.size()) Fail(kernel, "its template parameter list has no '>'");
+  const std::string list = Trimmed(prefix.substr(open + 1, close - open - 1));
+  if (list.empty()) return out;
+  for (const std::string& piece : SplitParameters(list)) {
+    if (piece.find("...") != std::string::npos) {
+      Fail(kernel, "its template parameter '" + Trimmed(piece) + "' is a pack, which st.launch_cuda cannot name");
+    }
+    const size_t equals = piece.find('=');
+    const std::vector<std::string> words = Tokens(piece.substr(0, equals));
+    if (words.empty() || !IsIdentifierChar(words.back()[0]) || words.size() < 2) {
+      Fail(kernel, "its template parameter '" + Trimmed(piece) + "' names nothing");
+    }
+    out.emplace_back(words.back(), equals == std::string::npos ? "" : Trimmed(piece.substr(equals + 1)));
+  }
+  return out;
+}
+
+// `aliases` with each template parameter of the declaration standing for
+// the instance's argument (or its default).
+Aliases WithTemplateArguments(Aliases aliases, const CudaKernelName& name, const std::string& prefix) {
+  const auto parameters = TemplateParameters(name.name, prefix);
+  if (parameters.empty() && name.instance) {
+    Fail(name.name, "it is no template, so it is named without <...>");
+  }
+  if (!parameters.empty() && !name.instance) {
+    Fail(name.name, "it is a template kernel: name an instance of it, such as '" + name.name + "<" +
+                        (parameters[0].second.empty() ? "float" : parameters[0].second) + ">'");
+  }
+  if (name.template_args.size() > parameters.size()) {
+    Fail(name.name, "it has " + std::to_string(parameters.size()) + " template parameters, got " +
+                        std::to_string(name.template_args.size()) + " arguments");
+  }
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    const auto& [parameter, fallback] = parameters[i];
+    if (i >= name.template_args.size() && fallback.empty()) {
+      Fail(name.name, "its template parameter '" + parameter + "' has no default, and the instance gives it no "
+                                                               "argument");
+    }
+    aliases[parameter] = i < name.template_args.size() ? name.template_args[i] : fallback;
+  }
+  return aliases;
+}
+
+}  // namespace
+
 std::vector<CudaKernelParam> CudaKernelParams(const std::string& source, const std::string& kernel,
                                               const std::vector<std::string>& options) {
+  const CudaKernelName name = ParseCudaKernelName(kernel);
   const std::string code = CodeOnly(source);
-  const std::string list = ParameterList(code, kernel);
-  const Aliases aliases = AliasesOf(source, code, options);
+  const KernelDeclaration declaration = FindKernel(code, name.name);
+  const std::string& list = declaration.parameters;
+  const Aliases aliases = WithTemplateArguments(AliasesOf(source, code, options), name, declaration.prefix);
   StructTypes structs(code, aliases);
   std::vector<CudaKernelParam> params;
   const std::string trimmed = Trimmed(list);
   if (trimmed.empty() || trimmed == "void") return params;
   const std::vector<std::string> pieces = SplitParameters(list);
-  for (size_t i = 0; i < pieces.size(); ++i) params.push_back(ReadParameter(kernel, i, pieces[i], aliases, structs));
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    params.push_back(ReadParameter(kernel, i, pieces[i], aliases, structs));
+  }
   return params;
 }
 

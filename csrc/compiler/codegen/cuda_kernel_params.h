@@ -43,6 +43,17 @@ struct CudaStructField {
   CudaKernelParam type;
 };
 
+// A kernel named as an instance of a template kernel ("k<float, 4>"): the
+// template's name and its arguments as written; a plain name ("k") has none.
+struct CudaKernelName {
+  std::string name;
+  std::vector<std::string> template_args;
+  bool instance = false;  // named with <...>, perhaps empty
+};
+// Throws a UserError where `kernel` is neither an identifier nor one followed
+// by a balanced <...>.
+CudaKernelName ParseCudaKernelName(const std::string& kernel);
+
 // The parameters, in order, of the first `__global__` function named
 // `kernel` in `source` (comments, string literals and preprocessor lines are
 // skipped). A parameter is a pointer (or an array, which is one), one of C's
@@ -59,6 +70,9 @@ struct CudaStructField {
 // parameter where the source has no such kernel or a parameter is of another
 // type (a template parameter, a reference, a struct with a base, a bit-field
 // or a union), or an option is a malformed -D / -U.
+// A template kernel is named by an instance ("k<float, 4>", its omitted
+// trailing arguments their defaults): its parameters as that instance has
+// them, each template parameter standing for its argument.
 std::vector<CudaKernelParam> CudaKernelParams(const std::string& source, const std::string& kernel,
                                               const std::vector<std::string>& options = {});
 

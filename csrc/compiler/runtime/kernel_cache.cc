@@ -242,6 +242,28 @@ std::shared_ptr<CpuModule> GetOrBuildCpuModule(const std::string& source, const 
 }
 
 std::string GetOrBuildCudaImage(const std::string& source, int arch, const std::vector<std::string>& options) {
+  return GetOrBuildCudaImage(source, arch, options, "").image;
+}
+
+namespace {
+
+// An instance's cached object: its lowered name on a first line, then the
+// image (a plain kernel's object is the image alone).
+constexpr const char* kLoweredNameLine = "sparsetir lowered name: ";
+
+CudaImage ImageFrom(const std::string& object, bool named) {
+  if (!named) return {object, ""};
+  const size_t end = object.find('\n');
+  const size_t prefix = std::strlen(kLoweredNameLine);
+  if (end == std::string::npos || object.compare(0, prefix, kLoweredNameLine) != 0) return {"", ""};
+  return {object.substr(end + 1), object.substr(prefix, end - prefix)};
+}
+
+}  // namespace
+
+CudaImage GetOrBuildCudaImage(const std::string& source, int arch, const std::vector<std::string>& options,
+                              const std::string& name_expression) {
+  const bool named = !name_expression.empty();
   const Nvrtc& nvrtc = Nvrtc::Get();
   const auto version = nvrtc.version();
   std::string described = source + "\n// nvrtc " + std::to_string(version.first) + "." +
@@ -249,9 +271,10 @@ std::string GetOrBuildCudaImage(const std::string& source, int arch, const std::
                           "\n// sparsetir " SPARSETIR_VERSION "\n// target: cuda";
   // One option a line (st.launch_cuda refuses an option with a newline).
   for (const std::string& option : options) described += "\n// option: " + option;
+  if (named) described += "\n// name expression: " + name_expression;
   const std::string key = Sha256Hex(described).substr(0, 32);
   static std::mutex mutex;
-  static std::map<std::string, std::string> table;
+  static std::map<std::string, CudaImage> table;
   std::lock_guard<std::mutex> guard(mutex);
   if (auto found = table.find(key); found != table.end()) {
     ++GetCacheStats().memory_hits;
@@ -261,24 +284,26 @@ std::string GetOrBuildCudaImage(const std::string& source, int arch, const std::
   const fs::path image_path = dir / (key + ".cubin");
   const fs::path checksum = dir / (key + ".cubin.sha256");
   FileLock lock((dir / (key + ".lock")).string());
-  std::string image = TrustedObject(key, image_path, checksum);
-  if (!image.empty()) {
+  CudaImage image = ImageFrom(TrustedObject(key, image_path, checksum), named);
+  if (!image.image.empty()) {
     ++GetCacheStats().disk_hits;
   } else {
-    image = BuildWithSpaceFallback(dir, [&](const fs::path& where) {
+    image = ImageFrom(BuildWithSpaceFallback(dir, [&](const fs::path& where) {
       const fs::path source_path = where / (key + ".cu");
       WritePrivateFile(source_path.string(), source);
       NvrtcResult result;
       try {
-        result = nvrtc.Compile(source, key + ".cu", arch, /*want_cubin=*/true, options);
+        result = nvrtc.Compile(source, key + ".cu", arch, /*want_cubin=*/true, options,
+                               named ? std::vector<std::string>{name_expression} : std::vector<std::string>{});
       } catch (const UserError& e) {
         throw UserError(UserErrorKind::kCompile, std::string(e.what()) + "\n(the CUDA source is " + source_path.string() + ")");
       }
       std::string built = result.cubin.empty() ? result.ptx : result.cubin;
+      if (named) built = kLoweredNameLine + result.lowered_names.at(0) + "\n" + built;
       WritePrivateFile((where / (key + ".cubin.sha256")).string(), Checksum(key, built));
       WritePrivateFile((where / (key + ".cubin")).string(), built);
       return built;
-    });
+    }), named);
     ++GetCacheStats().compiles;
   }
   table[key] = image;

@@ -49,6 +49,16 @@ std::shared_ptr<CpuModule> GetOrBuildCpuModule(const std::string& source, const 
 // compile error carries NVRTC's log and the path of the saved source.
 std::string GetOrBuildCudaImage(const std::string& source, int arch, const std::vector<std::string>& options = {});
 
+// The same for an instance of a template kernel (`name_expression`, such as
+// "k<float, 4>", part of the key): the image and the instance's name in it
+// (cached with the image, which NVRTC alone can tell).
+struct CudaImage {
+  std::string image;
+  std::string lowered_name;
+};
+CudaImage GetOrBuildCudaImage(const std::string& source, int arch, const std::vector<std::string>& options,
+                              const std::string& name_expression);
+
 // The directory in use (resolving the fallback on first call).
 std::string CacheDirectory();
 CacheStats& GetCacheStats();

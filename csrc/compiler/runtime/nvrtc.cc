@@ -32,6 +32,8 @@ struct Nvrtc::Api {
   nvrtcResult (*GetPTX)(nvrtcProgram, char*);
   nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t*);
   nvrtcResult (*GetCUBIN)(nvrtcProgram, char*);
+  nvrtcResult (*AddNameExpression)(nvrtcProgram, const char*);
+  nvrtcResult (*GetLoweredName)(nvrtcProgram, const char*, const char**);
 };
 
 namespace {
@@ -139,6 +141,8 @@ Nvrtc::Nvrtc() {
   Bind(*lib, "nvrtcGetPTX", &api->GetPTX);
   Bind(*lib, "nvrtcGetCUBINSize", &api->GetCUBINSize);
   Bind(*lib, "nvrtcGetCUBIN", &api->GetCUBIN);
+  Bind(*lib, "nvrtcAddNameExpression", &api->AddNameExpression);
+  Bind(*lib, "nvrtcGetLoweredName", &api->GetLoweredName);
   api_ = api;
   path_ = lib->path();
   library_ = std::move(lib);
@@ -151,7 +155,8 @@ Nvrtc::Nvrtc() {
 }
 
 NvrtcResult Nvrtc::Compile(const std::string& source, const std::string& name, int arch, bool want_cubin,
-                           const std::vector<std::string>& extra_options) const {
+                           const std::vector<std::string>& extra_options,
+                           const std::vector<std::string>& name_expressions) const {
   if (want_cubin && !archs_.empty() && std::find(archs_.begin(), archs_.end(), arch) == archs_.end()) {
     int fallback = 0;
     for (int a : archs_) {
@@ -169,6 +174,12 @@ NvrtcResult Nvrtc::Compile(const std::string& source, const std::string& name, i
   nvrtcProgram program = nullptr;
   if (nvrtcResult r = api_->CreateProgram(&program, source.c_str(), name.c_str(), 0, nullptr, nullptr); r != 0) {
     throw UserError(UserErrorKind::kCompile, std::string("nvrtcCreateProgram: ") + api_->GetErrorString(r));
+  }
+  for (const std::string& expression : name_expressions) {
+    if (nvrtcResult r = api_->AddNameExpression(program, expression.c_str()); r != 0) {
+      api_->DestroyProgram(&program);
+      throw UserError(UserErrorKind::kCompile, "nvrtcAddNameExpression(" + expression + "): " + api_->GetErrorString(r));
+    }
   }
   std::vector<std::string> options = {(want_cubin ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_") +
                                           std::to_string(arch),
@@ -195,6 +206,11 @@ NvrtcResult Nvrtc::Compile(const std::string& source, const std::string& name, i
       fetched = api_->GetCUBINSize(program, &size);
       result.cubin.resize(fetched == 0 ? size : 0);
       if (fetched == 0) fetched = api_->GetCUBIN(program, result.cubin.data());
+    }
+    for (const std::string& expression : name_expressions) {
+      const char* lowered = nullptr;  // the program's: copied before it is destroyed
+      if (fetched == 0) fetched = api_->GetLoweredName(program, expression.c_str(), &lowered);
+      result.lowered_names.push_back(fetched == 0 && lowered ? lowered : "");
     }
   }
   api_->DestroyProgram(&program);

@@ -26,6 +26,9 @@ struct NvrtcResult {
   std::string cubin;  // the CUBIN (sm_XY targets)
   std::string log;    // NVRTC's log (warnings on success)
   double compile_ms = 0;
+  // The name each of Compile's name expressions ("k<float, 4>") has in the
+  // output (its mangled name), in their order.
+  std::vector<std::string> lowered_names;
 };
 
 class Nvrtc {
@@ -45,9 +48,12 @@ class Nvrtc {
   // compute_<arch> to PTX. A CUBIN for an architecture NVRTC does not list
   // falls back to PTX for the newest listed one below it (the driver
   // compiles PTX for newer devices). Throws a compile UserError holding
-  // NVRTC's log when the source does not compile.
+  // NVRTC's log when the source does not compile. Each of
+  // `name_expressions` (a template kernel's instance, "k<float, 4>") is
+  // instantiated and its name in the output returned.
   NvrtcResult Compile(const std::string& source, const std::string& name, int arch, bool want_cubin,
-                      const std::vector<std::string>& extra_options) const;
+                      const std::vector<std::string>& extra_options,
+                      const std::vector<std::string>& name_expressions = {}) const;
 
  private:
   Nvrtc();

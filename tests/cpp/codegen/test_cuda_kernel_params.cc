@@ -174,11 +174,65 @@ TEST(CudaKernelParams, RefusesWhatItCannotPassNamingTheParameter) {
             std::string::npos);
   const std::string unknown = ErrorOf("__global__ void k(float* x, float5 v) {}", "k");
   EXPECT_NE(unknown.find("parameter 1 ('float5 v') has type 'float5'"), std::string::npos) << unknown;
+  // A template kernel is named by an instance (ReadsATemplateInstancesParameters); a template parameter
+  // of a function that is no template is an unknown type.
   const std::string templated = ErrorOf("template <typename T> __global__ void k(T* x, T v) {}", "k");
-  EXPECT_NE(templated.find("parameter 1 ('T v') has type 'T'"), std::string::npos) << templated;
+  EXPECT_NE(templated.find("it is a template kernel: name an instance of it"), std::string::npos) << templated;
+  const std::string untyped = ErrorOf("__global__ void k(T* x, T v) {}", "k");
+  EXPECT_NE(untyped.find("parameter 1 ('T v') has type 'T'"), std::string::npos) << untyped;
   const std::string reference = ErrorOf("__global__ void k(const int& n) {}", "k");
   EXPECT_NE(reference.find("parameter 0 ('const int& n') is a reference"), std::string::npos) << reference;
   EXPECT_NE(ErrorOf("__global__ void k(float* x", "k").find("no closing ')'"), std::string::npos);
+}
+
+TEST(CudaKernelParams, ParsesAKernelsNameAndTemplateArguments) {
+  const CudaKernelName plain = ParseCudaKernelName("saxpy");
+  EXPECT_EQ(plain.name, "saxpy");
+  EXPECT_FALSE(plain.instance);
+  const CudaKernelName instance = ParseCudaKernelName(" scale < Pair<int, 2>, 4 > ");
+  EXPECT_EQ(instance.name, "scale");
+  EXPECT_TRUE(instance.instance);
+  EXPECT_EQ(instance.template_args, (std::vector<std::string>{"Pair<int, 2>", "4"}));
+  EXPECT_TRUE(ParseCudaKernelName("k<>").instance);
+  EXPECT_TRUE(ParseCudaKernelName("k<>").template_args.empty());
+  for (const char* bad : {"", "k<", "1k", "k<int>x", "a b", "k>"}) {
+    EXPECT_THROW(ParseCudaKernelName(bad), UserError) << bad;
+  }
+}
+
+// A template kernel's instance: each template parameter stands for its
+// argument, or its default.
+TEST(CudaKernelParams, ReadsATemplateInstancesParameters) {
+  const std::string source = R"(
+    template <typename T, typename Index = int, int kTile = 4>
+    __global__ void __launch_bounds__(256) gather(const T* __restrict__ x, const Index* idx, T* out, Index n, T scale) {}
+  )";
+  const auto doubles = CudaKernelParams(source, "gather<double>");
+  ASSERT_EQ(doubles.size(), 5u);
+  EXPECT_EQ(doubles[0].type, "double*");
+  EXPECT_EQ(doubles[0].element_kind, Kind::kFloat);
+  EXPECT_EQ(doubles[0].element_bytes, 8u);
+  EXPECT_EQ(doubles[1].type, "int*");
+  EXPECT_EQ(doubles[3].bytes, 4u);
+  EXPECT_EQ(doubles[4].type, "double");
+  const auto halves = CudaKernelParams(source, "gather<__half, long long, 8>");
+  EXPECT_EQ(halves[0].element_kind, Kind::kHalf);
+  EXPECT_EQ(halves[3].bytes, 8u);
+  EXPECT_EQ(halves[4].kind, Kind::kHalf);
+}
+
+TEST(CudaKernelParams, RefusesAnInstanceThatDoesNotMatchItsDeclaration) {
+  const std::string source = "template <typename T, int N> __global__ void k(T* x) {}\n"
+                             "template <typename... Ts> __global__ void pack(int* x) {}\n"
+                             "extern \"C\" __global__ void plain(float* x) {}\n";
+  EXPECT_NE(ErrorOf(source, "k").find("it is a template kernel: name an instance of it, such as 'k<float>'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(source, "plain<float>").find("it is no template"), std::string::npos);
+  EXPECT_NE(ErrorOf(source, "k<float, 1, 2>").find("it has 2 template parameters, got 3 arguments"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(source, "k<float>").find("its template parameter 'N' has no default"), std::string::npos);
+  EXPECT_NE(ErrorOf(source, "pack<int>").find("is a pack"), std::string::npos);
+  EXPECT_NE(ErrorOf(source, "k<").find("names no kernel"), std::string::npos);
 }
 
 // The field of `param` at `path` ("inner.b"): its offset from the start.

@@ -13,6 +13,7 @@
 
 #include "runtime/cache_trust.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/kernel_cache.h"
 #include "runtime/nvrtc.h"
 #include "support/error.h"
 #include "support/process.h"
@@ -89,6 +90,43 @@ TEST(Nvrtc, CompilesCubinForSm80AndSm90) {
     EXPECT_EQ(r.ptx.find('\0'), std::string::npos) << "the terminating NUL is dropped";
     EXPECT_GT(r.compile_ms, 0);
   }
+}
+
+const char* kScale =
+    "template <typename T, int kTimes = 2>\n"
+    "__global__ void scale(T* y, int n) {\n"
+    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < n) y[i] *= (T)kTimes;\n"
+    "}\n";
+
+// A template kernel's instances by their name expressions: each gets the
+// mangled name it has in the output, which the PTX's .entry carries.
+TEST(Nvrtc, NamesTheInstancesOfATemplateKernel) {
+  NVRTC_OR_SKIP(nvrtc);
+  NvrtcResult r = nvrtc->Compile(kScale, "scale.cu", 80, /*want_cubin=*/false, {}, {"scale<float>", "scale<double, 3>"});
+  ASSERT_EQ(r.lowered_names.size(), 2u);
+  EXPECT_NE(r.lowered_names[0], r.lowered_names[1]);
+  for (const std::string& lowered : r.lowered_names) {
+    EXPECT_EQ(lowered.rfind("_Z", 0), 0u) << lowered;
+    EXPECT_NE(r.ptx.find(".entry " + lowered), std::string::npos) << lowered;
+  }
+  EXPECT_THROW(nvrtc->Compile(kScale, "scale.cu", 80, false, {}, {"scale<float, int>"}), UserError);
+}
+
+// The instance's name is cached with its image: a disk hit knows it too.
+TEST(KernelCache, KeepsATemplateInstancesNameWithItsImage) {
+  NVRTC_OR_SKIP(nvrtc);
+  const CudaImage built = GetOrBuildCudaImage(kScale, 80, {}, "scale<float, 5>");
+  ASSERT_GT(built.image.size(), 4u);
+  EXPECT_EQ(built.image.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(built.lowered_name.rfind("_Z5scale", 0), 0u) << built.lowered_name;
+  ClearMemoryCache();
+  const CudaImage read = GetOrBuildCudaImage(kScale, 80, {}, "scale<float, 5>");
+  EXPECT_EQ(read.image, built.image);
+  EXPECT_EQ(read.lowered_name, built.lowered_name);
+  EXPECT_NE(GetOrBuildCudaImage(kScale, 80, {}, "scale<int>").lowered_name, built.lowered_name);
+  // A plain kernel's image carries no name line.
+  EXPECT_EQ(GetOrBuildCudaImage(kAxpy, 80, {}).substr(0, 4), "\x7f" "ELF");
 }
 
 TEST(Nvrtc, CompilesPtxForCompute80) {
