@@ -755,8 +755,9 @@ CudaKernelName ParseCudaKernelName(const std::string& kernel) {
   for (char c : out.name) identifier &= IsIdentifierChar(c);
   const std::string trimmed = Trimmed(kernel);
   if (!identifier || (open != std::string::npos && trimmed.back() != '>')) {
-    throw UserError(UserErrorKind::kArgument, "'" + kernel + "' names no kernel: a kernel is named by its name, or "
-                                                             "a template kernel's by an instance such as 'k<float, 4>'");
+    throw UserError(UserErrorKind::kArgument,
+                    "'" + kernel + "' names no kernel: a kernel is named by its name, or a template kernel's by an "
+                                   "instance such as 'k<float, 4>'");
   }
   if (open == std::string::npos) return out;
   out.instance = true;

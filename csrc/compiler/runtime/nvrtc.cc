@@ -178,7 +178,8 @@ NvrtcResult Nvrtc::Compile(const std::string& source, const std::string& name, i
   for (const std::string& expression : name_expressions) {
     if (nvrtcResult r = api_->AddNameExpression(program, expression.c_str()); r != 0) {
       api_->DestroyProgram(&program);
-      throw UserError(UserErrorKind::kCompile, "nvrtcAddNameExpression(" + expression + "): " + api_->GetErrorString(r));
+      throw UserError(UserErrorKind::kCompile,
+                      "nvrtcAddNameExpression(" + expression + "): " + api_->GetErrorString(r));
     }
   }
   std::vector<std::string> options = {(want_cubin ? "--gpu-architecture=sm_" : "--gpu-architecture=compute_") +

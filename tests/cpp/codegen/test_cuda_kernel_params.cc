@@ -205,7 +205,8 @@ TEST(CudaKernelParams, ParsesAKernelsNameAndTemplateArguments) {
 TEST(CudaKernelParams, ReadsATemplateInstancesParameters) {
   const std::string source = R"(
     template <typename T, typename Index = int, int kTile = 4>
-    __global__ void __launch_bounds__(256) gather(const T* __restrict__ x, const Index* idx, T* out, Index n, T scale) {}
+    __global__ void __launch_bounds__(256)
+    gather(const T* __restrict__ x, const Index* idx, T* out, Index n, T scale) {}
   )";
   const auto doubles = CudaKernelParams(source, "gather<double>");
   ASSERT_EQ(doubles.size(), 5u);

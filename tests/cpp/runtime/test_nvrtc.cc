@@ -103,7 +103,8 @@ const char* kScale =
 // mangled name it has in the output, which the PTX's .entry carries.
 TEST(Nvrtc, NamesTheInstancesOfATemplateKernel) {
   NVRTC_OR_SKIP(nvrtc);
-  NvrtcResult r = nvrtc->Compile(kScale, "scale.cu", 80, /*want_cubin=*/false, {}, {"scale<float>", "scale<double, 3>"});
+  NvrtcResult r =
+      nvrtc->Compile(kScale, "scale.cu", 80, /*want_cubin=*/false, {}, {"scale<float>", "scale<double, 3>"});
   ASSERT_EQ(r.lowered_names.size(), 2u);
   EXPECT_NE(r.lowered_names[0], r.lowered_names[1]);
   for (const std::string& lowered : r.lowered_names) {
