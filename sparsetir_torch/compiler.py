@@ -84,7 +84,7 @@ class Kernel:
                              "st.compile(..., target=\"cuda\") builds a cuda kernel")
         from .cuda_runtime import nvrtc_ptx
 
-        return nvrtc_ptx(f"{self.name}.ptx()", self.source, self.name + ".cu", arch)
+        return nvrtc_ptx(f"{self.name}.ptx()", self.source, self.name + ".cu", arch)[0]
 
     @property
     def lowered(self) -> PrimFunc:

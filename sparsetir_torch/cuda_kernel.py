@@ -60,6 +60,7 @@ class CudaKernel:
         self._source = source
         self._name = name
         self._instance = "<" in name  # a template kernel's ("k<float, 4>"): NVRTC names it in the output
+        self._compiled_for = {}  # arch -> (PTX, entry): .ptx(), .entry() and .resources() compile once
         self._options = tuple(checked_options("st.CudaKernel", options))
         self._signature = _C.CudaKernelSignature(source, name, list(self._options), "st.CudaKernel")
         self._params = tuple(CudaKernelParam(*p[:4], tuple(CudaStructField(*f) for f in p[4]))
@@ -106,11 +107,13 @@ class CudaKernel:
         return self._compiled(arch)[1]
 
     def _compiled(self, arch):
-        include = ["-I" + d for d in cuda_include_dirs()]
-        base = self._name.split("<")[0].strip()
-        done = nvrtc_ptx(f"st.CudaKernel {self._name}.ptx()", self._source, base + ".cu", arch,
-                         include + list(self._options), self._name if self._instance else "")
-        return done if self._instance else (done, self._name)
+        if arch not in self._compiled_for:
+            include = ["-I" + d for d in cuda_include_dirs()]
+            base = self._name.split("<")[0].strip()
+            ptx, lowered = nvrtc_ptx(f"st.CudaKernel {self._name}.ptx()", self._source, base + ".cu", arch,
+                                     include + list(self._options), self._name if self._instance else "")
+            self._compiled_for[arch] = (ptx, lowered or self._name)
+        return self._compiled_for[arch]
 
     def resources(self, arch="sm_90") -> dict:
         """What the kernel takes of an `arch` multiprocessor, by ptxas (of a

@@ -102,10 +102,11 @@ def find_ptxas() -> Optional[str]:
     return shutil.which("ptxas") or next((p for p in candidates if os.access(p, os.X_OK)), None)
 
 
-def nvrtc_ptx(who: str, source: str, file_name: str, arch, options: Sequence[str] = (), instance: str = ""):
+def nvrtc_ptx(who: str, source: str, file_name: str, arch, options: Sequence[str] = (),
+              instance: str = "") -> Tuple[str, str]:
     """The PTX NVRTC compiles `source` to for `arch` ("sm_80", "sm_90", or
-    the number), which needs no GPU; errors name `who`. With `instance` (a
-    template kernel's, "k<float>"): (the PTX, the instance's name in it)."""
+    the number), which needs no GPU, and the name a template kernel's
+    `instance` ("k<float>") has in it ("" without one); errors name `who`."""
     match = re.fullmatch(r"(?:sm_|compute_)?(\d+)", str(arch).strip())
     if not match:
         raise ValueError(f"{who}: arch is an sm_XY value such as 'sm_90', got {arch!r}")
@@ -114,5 +115,4 @@ def nvrtc_ptx(who: str, source: str, file_name: str, arch, options: Sequence[str
         raise RuntimeError(f"{who}: NVRTC cannot be loaded: {why}")
     expressions = [instance] if instance else []
     done = _C.nvrtc_compile(source, file_name, int(match.group(1)), False, list(options), expressions)
-    ptx = done["ptx"].decode()
-    return (ptx, done["lowered_names"][0]) if instance else ptx
+    return done["ptx"].decode(), done["lowered_names"][0] if instance else ""
