@@ -84,6 +84,153 @@ struct HandleBinding {
   Buffer buffer;
 };
 
+// The names that errors about a call's arguments use.
+struct ArgumentNames {
+  const std::string& kernel;
+  const std::vector<Var>& params;
+  const std::vector<KernelArg>& args;
+
+  std::string Where(size_t i) const { return kernel + "(): argument '" + params[i]->name + "'"; }
+
+  // "'n' = -3, 'k' = -1": the negative scalar arguments, which a negative size comes from.
+  std::string Negative() const {
+    std::string text;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (params[i]->dtype != DataType::kHandle && args[i].int_value < 0) {
+        text += (text.empty() ? "" : ", ") + std::string("'") + params[i]->name + "' = " +
+                std::to_string(args[i].int_value);
+      }
+    }
+    return text;
+  }
+};
+
+// Every argument is present and of its parameter's kind; a scalar fits its
+// type and equals the value the kernel was specialized for, if any. The
+// scalars are bound in `eval`.
+void CheckScalars(const std::string& kernel, const PrimFunc& f, const std::vector<KernelArg>& args,
+                  ContractEvaluator* eval) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Var& p = f->params[i];
+    const KernelArg& a = args[i];
+    const std::string where = kernel + "(): argument '" + p->name + "'";
+    if (a.kind == KernelArg::Kind::kMissing) ThrowArgumentError(kernel + "(): missing argument '" + p->name + "'");
+    if (p->dtype == DataType::kHandle) {
+      if (a.kind != KernelArg::Kind::kTensor) ThrowArgumentError(where + " must be a tensor, got " + a.type_name);
+      continue;
+    }
+    if (a.kind != KernelArg::Kind::kInt) ThrowArgumentError(where + " must be an int, got " + a.type_name);
+    if (p->dtype == DataType::kInt32 && (a.int_value > INT32_MAX || a.int_value < INT32_MIN)) {
+      ThrowArgumentError(where + " = " + std::to_string(a.int_value) + " does not fit its type int32");
+    }
+    eval->scalars[p.get()] = a.int_value;
+  }
+  for (const auto& [name, value] : SpecializedValues(f)) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (f->params[i]->name == name && args[i].int_value != value) {
+        ThrowArgumentError(kernel + "(): argument '" + name + "' must be " + std::to_string(value) +
+                           ": the kernel was specialized for it (got " + std::to_string(args[i].int_value) + ")");
+      }
+    }
+  }
+}
+
+// Each tensor argument's device (one for all, and one the target runs on),
+// dtype (its buffer's) and layout (contiguous); returns the tensors with
+// their buffers. Workspaces are the host's and are not checked.
+std::vector<HandleBinding> CheckTensors(const std::string& kernel, const PrimFunc& f, const Target& target,
+                                        const std::vector<KernelArg>& args) {
+  std::map<const VarNode*, size_t> index_of;
+  for (size_t i = 0; i < f->params.size(); ++i) index_of[f->params[i].get()] = i;
+  std::vector<HandleBinding> bindings;
+  std::string device, device_param;
+  for (const Buffer& b : f->buffers) {
+    if (b->kind != BufferKind::kMatch || IsWorkspace(b.get())) continue;
+    const size_t i = index_of.at(b->data.get());
+    const KernelArg& a = args[i];
+    const std::string where = kernel + "(): argument '" + f->params[i]->name + "'";
+    if (target.is_cpu() && a.device != "cpu") {
+      ThrowArgumentError(where + " is on " + a.device + " but the kernel was compiled for cpu");
+    }
+    if (target.is_cuda() && a.device != "cpu" && a.device.rfind("cuda", 0) != 0) {
+      ThrowArgumentError(where + " is on " + a.device + "; a cuda kernel takes CUDA tensors (or CPU tensors, run "
+                         "under the SIMT emulator)");
+    }
+    if (!device.empty() && a.device != device) {
+      ThrowArgumentError(where + " is on " + a.device + " but argument '" + device_param + "' is on " + device +
+                         "; all tensors must be on one device");
+    }
+    if (device.empty()) {
+      device = a.device;
+      device_param = f->params[i]->name;
+    }
+    if (a.dtype != b->dtype) {
+      ThrowArgumentError(where + " must have dtype " + ToString(b->dtype) + " (buffer '" + b->name + "'), got " +
+                         a.type_name);
+    }
+    if (!a.contiguous) ThrowArgumentError(where + " must be contiguous (call .contiguous() on it)");
+    bindings.push_back({i, b});
+  }
+  return bindings;
+}
+
+// The tensor's shape is its buffer's, evaluated from the scalars and the
+// structure arrays checked so far; returns it.
+std::vector<int64_t> CheckShape(const ArgumentNames& names, const HandleBinding& h, const ContractEvaluator& eval) {
+  std::vector<int64_t> expected;
+  for (const Expr& dim : h.buffer->shape) expected.push_back(eval.Eval(dim));
+  for (int64_t d : expected) {
+    if (d >= 0) continue;
+    const std::string negative = names.Negative();
+    ThrowArgumentError(names.kernel + "(): argument" + (negative.empty() ? "s" : " " + negative) +
+                       " give argument '" + names.params[h.param]->name + "' the negative shape " +
+                       ShapeText(expected) + "; sizes must be non-negative");
+  }
+  const KernelArg& a = names.args[h.param];
+  if (a.shape != expected) {
+    ThrowArgumentError(names.Where(h.param) + " must have shape " + ShapeText(expected) + " (buffer '" +
+                       h.buffer->name + "', from the scalar arguments), got " + ShapeText(a.shape));
+  }
+  return expected;
+}
+
+// A row pointer array starts at 0, never decreases and ends at its rule's nnz.
+void CheckIndptr(const std::string& where, const KernelArg& a, const std::vector<int64_t>& shape,
+                 const IndptrRule& rule, const ContractEvaluator& eval) {
+  const int64_t length = shape.empty() ? 1 : shape[0];
+  if (length <= 0) return;
+  auto at = [&](int64_t k) { return ContractEvaluator::Element(a, k); };
+  if (at(0) != 0) ThrowArgumentError(where + " (indptr) must start at 0, got " + std::to_string(at(0)));
+  for (int64_t k = 1; k < length; ++k) {
+    if (at(k) < at(k - 1)) {
+      ThrowArgumentError(where + " (indptr) must be non-decreasing, but element " + std::to_string(k) + " (" +
+                         std::to_string(at(k)) + ") is smaller than element " + std::to_string(k - 1) + " (" +
+                         std::to_string(at(k - 1)) + ")");
+    }
+  }
+  if (!rule.nnz) return;
+  const int64_t nnz = eval.Eval(rule.nnz);
+  if (at(length - 1) != nnz) {
+    ThrowArgumentError(where + " (indptr) must end at nnz = " + std::to_string(nnz) + ", got " +
+                       std::to_string(at(length - 1)));
+  }
+}
+
+// Every element of an index array lies in the range its assume_buffer_domain gives.
+void CheckDomain(const std::string& where, const KernelArg& a, const std::vector<int64_t>& shape,
+                 const std::pair<Expr, Expr>& range, const ContractEvaluator& eval) {
+  const int64_t lo = eval.Eval(range.first), hi = eval.Eval(range.second);
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t v = ContractEvaluator::Element(a, k);
+    if (v < lo || v > hi) {
+      ThrowArgumentError(where + ": element " + std::to_string(k) + " is " + std::to_string(v) +
+                         ", outside the valid range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+  }
+}
+
 }  // namespace
 
 
@@ -208,131 +355,29 @@ std::vector<size_t> Contract::WrittenParams() const {
 }
 
 void Contract::Check(const std::vector<KernelArg>& args, bool contents) const {
-  const auto& params = func_->params;  // the call's, then the workspaces
-  const size_t n = call_params_;
-  if (args.size() != n) {
-    ThrowArgumentError(name_ + "() takes " + std::to_string(n) + " arguments but got " + std::to_string(args.size()));
+  if (args.size() != call_params_) {
+    ThrowArgumentError(name_ + "() takes " + std::to_string(call_params_) + " arguments but got " +
+                       std::to_string(args.size()));
   }
   ContractEvaluator eval;
-  // 1. Kinds and scalars.
-  for (size_t i = 0; i < n; ++i) {
-    const Var& p = params[i];
-    const KernelArg& a = args[i];
-    const std::string where = name_ + "(): argument '" + p->name + "'";
-    if (a.kind == KernelArg::Kind::kMissing) ThrowArgumentError(name_ + "(): missing argument '" + p->name + "'");
-    if (p->dtype == DataType::kHandle) {
-      if (a.kind != KernelArg::Kind::kTensor) ThrowArgumentError(where + " must be a tensor, got " + a.type_name);
-      continue;
-    }
-    if (a.kind != KernelArg::Kind::kInt) ThrowArgumentError(where + " must be an int, got " + a.type_name);
-    if (p->dtype == DataType::kInt32 && (a.int_value > INT32_MAX || a.int_value < INT32_MIN)) {
-      ThrowArgumentError(where + " = " + std::to_string(a.int_value) + " does not fit its type int32");
-    }
-    eval.scalars[p.get()] = a.int_value;
-  }
-  for (const auto& [name, value] : SpecializedValues(func_)) {
-    for (size_t i = 0; i < n; ++i) {
-      if (params[i]->name == name && args[i].int_value != value) {
-        ThrowArgumentError(name_ + "(): argument '" + name + "' must be " + std::to_string(value) +
-                           ": the kernel was specialized for it (got " + std::to_string(args[i].int_value) + ")");
-      }
-    }
-  }
-  // 2. Tensors: device, dtype, layout; then shapes and contents, structure arrays
-  // first (other shapes may read them).
-  std::map<const VarNode*, size_t> index_of;
-  for (size_t i = 0; i < params.size(); ++i) index_of[params[i].get()] = i;
-  std::vector<HandleBinding> bindings;
-  std::string device, device_param;
-  for (const Buffer& b : func_->buffers) {
-    if (b->kind != BufferKind::kMatch || IsWorkspace(b.get())) continue;  // workspaces: the host's
-    size_t i = index_of.at(b->data.get());
-    const KernelArg& a = args[i];
-    const std::string where = name_ + "(): argument '" + params[i]->name + "'";
-    if (target_.is_cpu() && a.device != "cpu") {
-      ThrowArgumentError(where + " is on " + a.device + " but the kernel was compiled for cpu");
-    }
-    if (target_.is_cuda() && a.device != "cpu" && a.device.rfind("cuda", 0) != 0) {
-      ThrowArgumentError(where + " is on " + a.device + "; a cuda kernel takes CUDA tensors (or CPU tensors, run "
-                         "under the SIMT emulator)");
-    }
-    if (!device.empty() && a.device != device) {
-      ThrowArgumentError(where + " is on " + a.device + " but argument '" + device_param + "' is on " + device +
-                         "; all tensors must be on one device");
-    }
-    if (device.empty()) {
-      device = a.device;
-      device_param = params[i]->name;
-    }
-    if (a.dtype != b->dtype) {
-      ThrowArgumentError(where + " must have dtype " + ToString(b->dtype) + " (buffer '" + b->name + "'), got " +
-                         a.type_name);
-    }
-    if (!a.contiguous) ThrowArgumentError(where + " must be contiguous (call .contiguous() on it)");
-    bindings.push_back({i, b});
-  }
-  std::map<const VarNode*, const IndptrRule*> indptr_of;
-  for (const IndptrRule& rule : indptr_rules_) indptr_of[rule.handle.get()] = &rule;
-  const auto& domain = domain_;
+  CheckScalars(name_, func_, args, &eval);
+  const std::vector<HandleBinding> bindings = CheckTensors(name_, func_, target_, args);
+  // Shapes and contents, structure arrays first: other shapes may read them.
+  const ArgumentNames names{name_, func_->params, args};
   for (int pass = 0; pass < 2; ++pass) {
     for (const HandleBinding& h : bindings) {
       if (IsStructure(h.buffer) != (pass == 0)) continue;
       const KernelArg& a = args[h.param];
-      const std::string where = name_ + "(): argument '" + params[h.param]->name + "'";
-      std::vector<int64_t> expected;
-      for (const Expr& dim : h.buffer->shape) expected.push_back(eval.Eval(dim));
-      for (int64_t d : expected) {
-        if (d >= 0) continue;
-        std::string negative;
-        for (size_t i = 0; i < n; ++i) {
-          if (params[i]->dtype != DataType::kHandle && args[i].int_value < 0) {
-            negative += (negative.empty() ? "" : ", ") + std::string("'") + params[i]->name + "' = " +
-                        std::to_string(args[i].int_value);
-          }
-        }
-        ThrowArgumentError(name_ + "(): argument" + (negative.empty() ? "s" : " " + negative) +
-                           " give argument '" + params[h.param]->name + "' the negative shape " + ShapeText(expected) +
-                           "; sizes must be non-negative");
-      }
-      if (a.shape != expected) {
-        ThrowArgumentError(where + " must have shape " + ShapeText(expected) + " (buffer '" + h.buffer->name +
-                           "', from the scalar arguments), got " + ShapeText(a.shape));
-      }
+      const std::vector<int64_t> shape = CheckShape(names, h, eval);
       if (pass != 0) continue;
       eval.arrays[h.buffer.get()] = &a;
       if (!contents) continue;
-      int64_t length = expected.empty() ? 1 : expected[0];
-      auto rule = indptr_of.find(h.buffer->data.get());
-      if (rule != indptr_of.end() && length > 0) {
-        if (ContractEvaluator::Element(a, 0) != 0) ThrowArgumentError(where + " (indptr) must start at 0, got " + std::to_string(ContractEvaluator::Element(a, 0)));
-        for (int64_t k = 1; k < length; ++k) {
-          if (ContractEvaluator::Element(a, k) < ContractEvaluator::Element(a, k - 1)) {
-            ThrowArgumentError(where + " (indptr) must be non-decreasing, but element " + std::to_string(k) + " (" +
-                               std::to_string(ContractEvaluator::Element(a, k)) + ") is smaller than element " +
-                               std::to_string(k - 1) + " (" + std::to_string(ContractEvaluator::Element(a, k - 1)) + ")");
-          }
-        }
-        if (rule->second->nnz) {
-          int64_t nnz = eval.Eval(rule->second->nnz);
-          int64_t last = ContractEvaluator::Element(a, length - 1);
-          if (last != nnz) {
-            ThrowArgumentError(where + " (indptr) must end at nnz = " + std::to_string(nnz) + ", got " + std::to_string(last));
-          }
-        }
+      const std::string where = names.Where(h.param);
+      for (const IndptrRule& rule : indptr_rules_) {
+        if (rule.handle == h.buffer->data) CheckIndptr(where, a, shape, rule, eval);
       }
-      auto range = domain.find(h.buffer.get());
-      if (range != domain.end()) {
-        int64_t lo = eval.Eval(range->second.first), hi = eval.Eval(range->second.second);
-        int64_t count = 1;
-        for (int64_t d : expected) count *= d;
-        for (int64_t k = 0; k < count; ++k) {
-          int64_t v = ContractEvaluator::Element(a, k);
-          if (v < lo || v > hi) {
-            ThrowArgumentError(where + ": element " + std::to_string(k) + " is " + std::to_string(v) +
-                               ", outside the valid range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-          }
-        }
-      }
+      auto range = domain_.find(h.buffer.get());
+      if (range != domain_.end()) CheckDomain(where, a, shape, range->second, eval);
     }
   }
 }
