@@ -68,6 +68,29 @@ def test_gradients_match_the_dense_masked_weight():
     torch.testing.assert_close(gb, expected)
 
 
+@pytest.mark.parametrize("idtype", (torch.int32, torch.int64))
+def test_second_derivatives(idtype):
+    """_bsr_linear_grad_blocks is differentiable in x and in the incoming
+    gradient, so bsr_linear has second derivatives: gradgradcheck, and the
+    derivative of the blocks' gradient against the dense formula. A block row
+    is empty and x has two batch dimensions."""
+    w, bsr = block_sparse_weight(12, 12, 2, 3, 0.5, seed=9, empty_rows=(1,))
+    ip, ix = bsr.crow_indices().to(idtype), bsr.col_indices().to(idtype)
+    blocks = bsr.values().clone().requires_grad_()
+    x = torch.randn(2, 3, 12, dtype=torch.float64, requires_grad=True)
+    f = lambda a, b: ops.bsr_linear(a, ip, ix, b)  # noqa: E731
+    assert torch.autograd.gradgradcheck(f, (x, blocks))
+    # d/dx of sum(grad_blocks * c) with grad_blocks = g^T x on the kept blocks:
+    # sum over the kept blocks of g[:, rows] c_e, the dense g @ C for the BSR
+    # matrix C of the blocks c.
+    g = torch.randn(2, 3, 12, dtype=torch.float64)
+    (gb,) = torch.autograd.grad(f(x, blocks), blocks, g, create_graph=True)
+    c = torch.randn_like(gb)
+    (gx,) = torch.autograd.grad((gb * c).sum(), x)
+    dense_c = torch.sparse_bsr_tensor(bsr.crow_indices(), bsr.col_indices(), c, w.shape).to_dense()
+    torch.testing.assert_close(gx, g @ dense_c)
+
+
 def test_opcheck_and_torch_compile():
     w, bsr = block_sparse_weight(32, 64, 16, 16, 0.5, seed=3, dtype=torch.float32)
     ip, ix = bsr.crow_indices().int(), bsr.col_indices().int()
@@ -147,3 +170,8 @@ def test_prune_state_dict_and_errors():
         st.nn.BlockSparseLinear(64, 60, block_shape=(16, 16))
     with pytest.raises(ValueError, match="density must be in \\(0, 1\\]"):
         st.nn.BlockSparseLinear(64, 64, block_shape=(16, 16), density=1.5)
+    # x with other than in_features features: the operator alone would read
+    # the first 64 of 80 (W's width comes from x), so the layer refuses it.
+    for shape in ((3, 80), (3, 48), ()):
+        with pytest.raises(ValueError, match="BlockSparseLinear: argument 'x' of shape .* must have in_features = 64"):
+            layer(torch.randn(shape))
