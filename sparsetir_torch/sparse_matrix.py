@@ -57,8 +57,8 @@ class SparseMatrix:
 
     def __init__(self, indptr: torch.Tensor, indices: torch.Tensor, values: torch.Tensor, shape):
         shape = tuple(int(s) for s in shape)
-        if len(shape) != 2:
-            raise ValueError(f"SparseMatrix: shape must have two dimensions, got {shape}")
+        if len(shape) != 2 or min(shape) < 0:
+            raise ValueError(f"SparseMatrix: shape must be two non-negative sizes, got {shape}")
         for name, t in (("indptr", indptr), ("indices", indices), ("values", values)):
             if not isinstance(t, torch.Tensor):
                 raise ValueError(f"SparseMatrix: {name} must be a tensor, got {type(t).__name__}")
@@ -114,6 +114,16 @@ class SparseMatrix:
         if t.layout == torch.sparse_coo:
             if t.dim() != 2:
                 raise ValueError(f"SparseMatrix.from_torch: a COO tensor must be 2-D, got {t.dim()}-D")
+            _check_coo_indices(t)
+            if t.is_coalesced():
+                if _coo_in_csr_order(t):
+                    return _coalesced_coo_matrix(t)
+                # Marked coalesced (is_coalesced=True) but unsorted or with
+                # duplicates: coalesce() would trust the mark, so the entries
+                # are sorted (and duplicates summed) here. values() keeps the
+                # autograd edge to t.
+                rows, cols = t._indices()
+                return cls.from_coo(rows, cols, t.values(), t.shape)
             with quiet_sparse_warnings():
                 csr = t.coalesce().to_sparse_csr()
             return cls(csr.crow_indices(), csr.col_indices(), csr.values(), csr.shape)
@@ -140,6 +150,9 @@ class SparseMatrix:
 
     @classmethod
     def from_dense(cls, dense: torch.Tensor, index_dtype=torch.int64) -> "SparseMatrix":
+        if not isinstance(dense, torch.Tensor) or dense.dim() != 2:
+            got = f"shape {tuple(dense.shape)}" if isinstance(dense, torch.Tensor) else type(dense).__name__
+            raise ValueError(f"SparseMatrix.from_dense: expected a 2-D tensor, got {got}")
         with quiet_sparse_warnings():
             csr = dense.to_sparse_csr()
         return cls(csr.crow_indices().to(index_dtype), csr.col_indices().to(index_dtype), csr.values(), dense.shape)
@@ -202,6 +215,7 @@ class SparseMatrix:
         self._check_not_block("ell")
         key = ("ell", int(width))
         if key not in self._derived:
+            _C.check_csr("SparseMatrix.ell", self.indptr, self.indices, self.shape[1], f"the columns of shape {self.shape}")
             self._derived[key] = ops._csr_to_ell(self.indptr, self.indices, int(width))
         indices, slot = self._derived[key]
         values = scatter_values(self.values, slot, indices.numel(), self.indptr).view(indices.shape)
@@ -259,6 +273,8 @@ class SparseMatrix:
         """The same structure (and its cached derived formats) with new values
         of the same shape (checked; the structure was checked already); a CSR
         matrix also takes (nnz,) or (nnz, heads) values, one per head."""
+        if not isinstance(values, torch.Tensor):
+            raise ValueError(f"SparseMatrix.with_values: values must be a tensor, got {type(values).__name__}")
         per_head = (not self.is_block and values.dim() in (1, 2) and values.shape[0] == self.nnz)
         if values.shape != self.values.shape and not per_head:
             expected = f"(nnz,) or (nnz, heads) with nnz = {self.nnz}" if not self.is_block else \
@@ -295,6 +311,45 @@ class SparseMatrix:
         kind = f"BSR {tuple(self.values.shape[1:])}" if self.is_block else \
             "CSR" if self.heads is None else f"CSR, heads={self.heads}"
         return f"SparseMatrix({kind}, shape={self.shape}, nnz={self.nnz}, dtype={self.dtype})"
+
+
+# --------------------------------------------------------------------------- COO tensors
+
+
+def _check_coo_indices(t: torch.Tensor) -> None:
+    """Every index of a 2-D COO tensor is in range. torch does not look at
+    them when a tensor is made with check_invariants=False, and its coalesce()
+    then writes out of bounds: they are checked first."""
+    indices = t._indices()
+    for axis, (name, size) in enumerate((("row", t.shape[0]), ("column", t.shape[1]))):
+        bad = ((indices[axis] < 0) | (indices[axis] >= size)).nonzero()
+        if bad.numel():
+            k = int(bad[0, 0])
+            raise ValueError(f"SparseMatrix.from_torch: the COO tensor's entry {k} has {name} index "
+                             f"{int(indices[axis, k])}, out of range for {size} {name}s")
+
+
+def _coo_in_csr_order(t: torch.Tensor) -> bool:
+    """Whether a 2-D COO tensor's entries are sorted by (row, column) without
+    repeats, as a coalesced one's are. False for other tensors."""
+    if t.dim() != 2:
+        return False
+    rows, cols = t._indices()
+    if rows.numel() < 2:
+        return True
+    # Indices out of range are refused before any use; here they only must not overflow.
+    keys = rows.clamp(0, t.shape[0]) * (t.shape[1] + 1) + cols.clamp(0, t.shape[1])
+    return bool((keys[1:] > keys[:-1]).all())
+
+
+def _coalesced_coo_matrix(t: torch.Tensor) -> SparseMatrix:
+    """The SparseMatrix of a COO tensor in CSR order: its columns as they are,
+    row pointers counted from its rows, values() (which keeps the autograd
+    edge to t, unlike _values())."""
+    rows, cols = t._indices()
+    indptr = torch.zeros(t.shape[0] + 1, dtype=torch.int64, device=rows.device)
+    indptr[1:] = torch.bincount(rows, minlength=t.shape[0]).cumsum(0)
+    return SparseMatrix(indptr, cols.contiguous(), t.values(), t.shape)
 
 
 # --------------------------------------------------------------------------- implicit cache
@@ -381,15 +436,8 @@ class _ConversionCache:
 
     @staticmethod
     def _convert(t: torch.Tensor) -> SparseMatrix:
-        if t.layout != torch.sparse_coo:
-            return SparseMatrix.from_torch(t)
-        if t.dim() != 2:
-            raise ValueError(f"expected a 2-D sparse COO tensor, got {t.dim()}-D")
-        rows, cols = t._indices()[0], t._indices()[1]
-        # Coalesced COO is sorted by (row, column): CSR order already.
-        indptr = torch.zeros(t.shape[0] + 1, dtype=torch.int64, device=rows.device)
-        indptr[1:] = torch.bincount(rows, minlength=t.shape[0]).cumsum(0)
-        return SparseMatrix(indptr, cols.contiguous(), t._values(), t.shape)
+        # COO tensors come here only coalesced and in CSR order (as_sparse_matrix).
+        return SparseMatrix.from_torch(t)
 
     def clear(self):
         with self._lock:
@@ -445,8 +493,8 @@ def as_sparse_matrix(a, what: str) -> SparseMatrix:
     if isinstance(a, torch.Tensor):
         if a.layout in (torch.sparse_csr, torch.sparse_bsr, torch.sparse_coo):
             try:
-                if a.layout == torch.sparse_coo and not a.is_coalesced():
-                    # Coalescing makes a new tensor each time: nothing to key a cache on.
+                if a.layout == torch.sparse_coo and not (a.is_coalesced() and _coo_in_csr_order(a)):
+                    # Coalescing (or sorting) makes new values each time: nothing to key a cache on.
                     return SparseMatrix.from_torch(a)
                 return _TORCH_SPARSE_CACHE.get(a)
             except ValueError as e:  # a batched tensor, wrong hybrid dimensions: named for the operator

@@ -52,7 +52,9 @@ bool SparseTensorFingerprint::Matches(const at::Tensor& t) const {
 
 at::Tensor SparseTensorFingerprint::Values(const at::Tensor& t) {
   at::Tensor held = IsCoo(t) ? CooImpl(t)->values() : at::sparse_csr::get_sparse_csr_impl(t)->values();
-  if (t.requires_grad() || held.requires_grad()) return IsCoo(t) ? t._values() : t.values();
+  // values() keeps the autograd edge to t (COO's _values() would not); only
+  // coalesced COO tensors are fingerprinted, which values() requires.
+  if (t.requires_grad() || held.requires_grad()) return t.values();
   return held;
 }
 

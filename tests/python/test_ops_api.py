@@ -590,6 +590,90 @@ def test_grad_to_torch_csr_values(coo_cache):
     assert coo_cache.calls == 1
 
 
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_grad_to_torch_coo_values(coo_cache, requires_grad):
+    """A coalesced COO tensor that requires grad gets the gradient of its values
+    (as torch.sparse.mm gives it), on every call (hits included); its entry
+    still goes when it is freed."""
+    a, c = dense_matrix(seed=31)
+    t = a.to_sparse().coalesce().requires_grad_(requires_grad)
+    rng = np.random.default_rng(31)
+    B, G = randn(rng, c.n, K), randn(rng, c.m, K)
+    for _ in range(2):
+        out = st.spmm(t, B)
+        torch.testing.assert_close(out, a @ B, rtol=1e-12, atol=1e-12)
+        if requires_grad:
+            out.backward(G)
+    if requires_grad:
+        peer = a.to_sparse().coalesce().requires_grad_()
+        for _ in range(2):
+            torch.sparse.mm(peer, B).backward(G)
+        torch.testing.assert_close(t.grad.to_dense(), 2 * (G @ B.T) * (a != 0), rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(t.grad.to_dense(), peer.grad.to_dense(), rtol=1e-12, atol=1e-12)
+    assert coo_cache.calls == 1 and len(coo_cache.cache) == 1
+    del t, out  # out's graph holds t (its gradient's accumulator) until then
+    gc.collect()
+    assert len(coo_cache.cache) == 0
+
+
+def marked_coalesced(rows, cols, values, shape):
+    """A COO tensor marked coalesced whatever its entries' order: torch trusts the mark."""
+    t = torch.sparse_coo_tensor(torch.tensor([rows, cols]), torch.tensor(values, dtype=F64), shape,
+                                is_coalesced=True)
+    assert t.is_coalesced()
+    return t
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("entries", [
+    ([2, 0], [0, 1], [1.0, 2.0]),                        # rows out of order
+    ([1, 1, 1], [3, 0, 2], [1.0, -2.0, 4.0]),            # columns out of order in a row
+    ([0, 2, 0, 2], [1, 3, 1, 0], [1.0, 2.0, 5.0, -1.0]),  # a repeated entry
+], ids=["rows", "columns", "duplicate"])
+def test_coo_marked_coalesced_but_unsorted_is_sorted_here(coo_cache, entries, requires_grad):
+    """is_coalesced=True on entries that are not sorted (or repeat): torch.sparse.mm
+    reads the entries as they are (repeats add up), and so does st.spmm; such a
+    tensor is not cached (its values are not in CSR order). Gradients reach
+    its values."""
+    rows, cols, values = entries
+    t = marked_coalesced(rows, cols, values, (3, 4)).requires_grad_(requires_grad)
+    dense = torch.zeros(3, 4, dtype=F64)
+    for r, col, v in zip(rows, cols, values):
+        dense[r, col] += v
+    B = randn(np.random.default_rng(32), 4, K)
+    for reduce in ("sum", "max"):
+        ref = dense @ B if reduce == "sum" else None
+        out = st.spmm(t, B, reduce)
+        if ref is not None:
+            torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
+            torch.testing.assert_close(out, torch.sparse.mm(t.detach(), B), rtol=1e-12, atol=1e-12)
+    assert len(coo_cache.cache) == 0
+    if requires_grad:
+        G = randn(np.random.default_rng(33), 3, K)
+        st.spmm(t, B).backward(G)
+        per_entry = (G[torch.tensor(rows)] * B[torch.tensor(cols)]).sum(1)
+        torch.testing.assert_close(t.grad._values(), per_entry, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("coalesced", [False, True])
+@pytest.mark.parametrize("bad", [(5, 1, "row index 5, out of range for 3 rows"),
+                                 (-1, 1, "row index -1, out of range for 3 rows"),
+                                 (0, 4, "column index 4, out of range for 4 columns")], ids=["row", "negative", "column"])
+def test_coo_indices_out_of_range_are_named(coo_cache, bad, coalesced):
+    """A COO tensor made without torch's checks (check_invariants=False) whose
+    indices lie outside its shape: torch's coalesce() would write out of
+    bounds, so the indices are checked first."""
+    row, col, message = bad
+    idx = torch.tensor([[0, row], [0, col]]) if coalesced else torch.tensor([[0, row, 0], [0, col, 0]])
+    t = torch.sparse_coo_tensor(idx, torch.ones(idx.shape[1], dtype=F64), (3, 4), check_invariants=False,
+                                is_coalesced=coalesced)
+    B = randn(np.random.default_rng(34), 4, K)
+    with pytest.raises(ValueError, match=f"st.spmm: argument 'A': .*entry 1 has {message}"):
+        st.spmm(t, B)
+    with pytest.raises(ValueError, match=f"entry 1 has {message}"):
+        st.SparseMatrix.from_torch(t)
+
+
 def test_inference_tensors_are_not_cached(coo_cache):
     """Inference tensors have no version counters: they are converted on every
     call, so an in-place edit is still seen."""
