@@ -250,10 +250,19 @@ _SPMM_HYB = ops._spmm_hyb.default
 def run_choice(A, B: torch.Tensor, choice: dict) -> torch.Tensor:
     if choice["format"] == "hyb":
         return _SPMM_HYB(A.indptr, A.indices, A.values, B, choice["parts"], choice["max_width"])
-    if choice["format"] == "bsr":
+    if choice["format"] == "bsr" and _blocks_give_csr_result(B):
         indptr, indices, blocks = bsr_operands(A, choice["block"])
         return _BSRMM(indptr, indices, blocks, B)
     return _SPMM(A.indptr, A.indices, A.values, B, "sum")
+
+
+def _blocks_give_csr_result(B: torch.Tensor) -> bool:
+    """Whether A's blocks multiply B to the result A's CSR form gives. Blocks
+    hold zeros where A has no entry, and 0 * inf is NaN: a B with an infinity
+    or a NaN would put NaN in rows whose entries never meet it (CSR and
+    torch.sparse.mm keep them finite), so such a call runs CSR. Inside
+    torch.compile the check would be control flow on data: CSR there."""
+    return not torch.compiler.is_compiling() and bool(torch.isfinite(B).all())
 
 
 # --------------------------------------------------------------------------- the search

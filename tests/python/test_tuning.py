@@ -411,6 +411,33 @@ def test_choose_through_spmm_uses_the_argmin(monkeypatch):
     assert_within_bound(out, ref, mag, 40, "float32", "spmm through a bsr choice")
 
 
+@pytest.mark.parametrize("bad", [float("inf"), float("nan")])
+def test_a_bsr_choice_gives_the_csr_result_for_non_finite_operands(monkeypatch, bad):
+    """BSR blocks hold zeros where A has no entry, and 0 * inf is NaN: for a B
+    with an infinity or a NaN, a BSR choice runs CSR, so the result is
+    torch.sparse.mm's (non-finite only in rows with an entry in that column);
+    a finite B still runs the blocks."""
+    dense = block_structured(10, 10, 4, 0.3, seed=3).to_dense()
+    dense[0, 1] = 0.0  # a hole in the first block: BSR(4) stores a zero there
+    A = st.SparseMatrix.from_dense(dense)
+    fixed_times(monkeypatch, {("bsr", 4): 1e-4, ("csr", None): 2e-3})
+    assert choice_key(tuning.choose(A, "spmm", K, torch.float32)) == ("bsr", 4)
+    monkeypatch.undo()
+    forbid_measuring(monkeypatch)
+    blocks_ran = []
+    real_bsrmm = tuning._BSRMM
+    monkeypatch.setattr(tuning, "_BSRMM", lambda *args: blocks_ran.append(1) or real_bsrmm(*args))
+    B = torch.randn(40, K)
+    st.spmm(A, B)
+    assert blocks_ran == [1]
+    B[1, 0] = bad  # row 0 has no entry in column 1, the rest of its block does
+    out = st.spmm(A, B)
+    assert blocks_ran == [1]
+    ref = torch.sparse.mm(dense.double().to_sparse_csr(), B.double())
+    assert torch.isfinite(out[0]).all() and torch.equal(torch.isfinite(out), torch.isfinite(ref))
+    torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
 def test_budget_with_many_candidates(monkeypatch):
     A = st.SparseMatrix.from_dense(torch.rand(96, 96) + 0.5)  # every block size divides and fills exactly
     assert len(tuning.block_candidates(A)) == len(tuning.BLOCK_SIZES)
