@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from . import tuning
+from . import _C, tuning
 from .ops import ops
 from .sparse_matrix import SparseMatrix, as_sparse_matrix
 from .torch_warnings import quiet_sparse_warnings
@@ -117,6 +117,10 @@ def edge_softmax(A, scores: torch.Tensor) -> torch.Tensor:
     _check_dense("st.edge_softmax", "scores", scores, -1)
     if A.is_block:
         raise ValueError("st.edge_softmax: A must be CSR or COO, not block-sparse")
+    if not torch.compiler.is_compiling():
+        # The operator reads no column, so it cannot check them; a column out of
+        # A's range is a malformed A all the same (cached per graph).
+        _C.check_csr("st.edge_softmax", A.indptr, A.indices, A.shape[1], f"the columns of A's shape {A.shape}")
     return ops.edge_softmax(A.indptr, A.indices, scores)
 
 

@@ -93,9 +93,9 @@ class Graph:
 
     def edge_values(self, values: torch.Tensor) -> torch.Tensor:
         """Per-edge values given in the input's edge order (E, ...) in CSR order."""
-        if values.shape[0] != self.num_edges:
+        if not isinstance(values, torch.Tensor) or values.dim() == 0 or values.shape[0] != self.num_edges:
             raise ValueError(f"st.nn: per-edge values must have one row per edge ({self.num_edges}), "
-                             f"got shape {tuple(values.shape)}")
+                             f"got {_shape_or_type(values)}")
         if self.edge_order is None:
             return values
         inverse = self.derived("edge_order_inverse", lambda: torch.argsort(self.edge_order))
@@ -313,3 +313,7 @@ def as_graph(a, num_nodes: int | None = None, what: str = "st.nn: argument 'edge
         return graph
     raise ValueError(f"{what}: expected an edge_index (2, E) tensor, a torch_geometric EdgeIndex, a torch_sparse "
                      f"SparseTensor, a torch sparse tensor or st.SparseMatrix, got {type(a).__name__}")
+
+
+def _shape_or_type(values) -> str:
+    return f"shape {tuple(values.shape)}" if isinstance(values, torch.Tensor) else type(values).__name__

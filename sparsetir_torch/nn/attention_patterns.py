@@ -9,7 +9,7 @@ import functools
 import torch
 
 from ..ops import _row_ids
-from ..sparse_matrix import SparseMatrix
+from ..sparse_matrix import SparseMatrix, as_sparse_matrix
 
 
 def _from_mask_rows(rows: torch.Tensor, cols: torch.Tensor, L: int, S: int) -> SparseMatrix:
@@ -22,9 +22,9 @@ def _from_mask_rows(rows: torch.Tensor, cols: torch.Tensor, L: int, S: int) -> S
 
 
 def _check(L: int, what: str, **sizes) -> None:
-    if L < 0:
-        raise ValueError(f"{what}: the sequence length must be >= 0, got {L}")
-    for name, value in sizes.items():
+    for name, value in {"the sequence length": L, **sizes}.items():
+        if isinstance(value, bool) or not hasattr(value, "__index__"):
+            raise ValueError(f"{what}: {name} must be an int, got {value!r}")
         if value < 0:
             raise ValueError(f"{what}: {name} must be >= 0, got {value}")
 
@@ -69,8 +69,12 @@ def block_sparse(L: int, block: int, density: float = 0.25, seed: int = 0, diago
     block grid kept (with the diagonal blocks when `diagonal`), as in
     BigBird's and the Sparse Transformer's block layouts."""
     _check(L, "block_sparse", block=block)
-    if block < 1 or L % block:
+    if block < 1:
+        raise ValueError(f"block_sparse: the block size must be >= 1, got {block}")
+    if L % block:
         raise ValueError(f"block_sparse: L ({L}) must be a multiple of the block size ({block})")
+    if not 0.0 <= density <= 1.0:
+        raise ValueError(f"block_sparse: density must be in [0, 1], got {density}")
     nb = L // block
     g = torch.Generator().manual_seed(seed)
     layout = torch.rand(nb, nb, generator=g) < density
@@ -95,9 +99,11 @@ def random(L: int, per_row: int, seed: int = 0, S: int | None = None) -> SparseM
 
 
 def union(*patterns: SparseMatrix) -> SparseMatrix:
-    """The positions allowed by any of the patterns (all of one shape)."""
+    """The positions allowed by any of the patterns (all of one shape):
+    st.SparseMatrix objects or torch sparse tensors."""
     if not patterns:
         raise ValueError("union: give at least one pattern")
+    patterns = [as_sparse_matrix(p, f"union: pattern {k}") for k, p in enumerate(patterns)]
     shape = patterns[0].shape
     if any(p.shape != shape for p in patterns):
         raise ValueError(f"union: patterns must have one shape, got {[p.shape for p in patterns]}")

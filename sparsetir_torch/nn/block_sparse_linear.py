@@ -132,8 +132,14 @@ class BlockSparseLinear(torch.nn.Module):
                                            (self.out_features, self.in_features)).to_dense()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # The operator reads W's width from x, so a wider x would pass it with
+        # its extra features ignored: the layer knows in_features.
+        if x.dim() == 0 or x.shape[-1] != self.in_features:
+            raise ValueError(f"st.nn.BlockSparseLinear: argument 'x' of shape {tuple(x.shape)} must have "
+                             f"in_features = {self.in_features} features in its last dimension")
         y = ops.bsr_linear(x, self.indptr, self.indices, self.blocks)
-        return y + self.bias if self.bias is not None else y
+        # Under autocast y has autocast's dtype; the bias follows it, as torch.nn.Linear's does.
+        return y + self.bias.to(y.dtype) if self.bias is not None else y
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

@@ -35,6 +35,8 @@ class GATConv(torch.nn.Module):
             raise ValueError("st.nn.GATConv: edge features (edge_dim) are not supported")
         if isinstance(in_channels, (tuple, list)):
             raise ValueError("st.nn.GATConv: bipartite in_channels (source, target) are not supported")
+        if heads < 1:
+            raise ValueError(f"st.nn.GATConv: heads must be >= 1, got {heads}")
         self.in_channels, self.out_channels, self.heads, self.concat = in_channels, out_channels, heads, concat
         self.negative_slope, self.dropout, self.add_self_loops = negative_slope, dropout, add_self_loops
         self.fill_value = fill_value

@@ -37,6 +37,10 @@ class GCNConv(torch.nn.Module):
         graph = as_graph(edge_index, x.shape[0])
         if edge_weight is None:
             edge_weight = adjacency_weights(edge_index)  # a weighted adjacency's values (CSR order)
+        elif not isinstance(edge_weight, torch.Tensor) or edge_weight.dim() != 1:
+            got = f"shape {tuple(edge_weight.shape)}" if isinstance(edge_weight, torch.Tensor) else \
+                type(edge_weight).__name__
+            raise ValueError(f"st.nn.GCNConv: edge_weight must be 1-D, one weight per edge, got {got}")
         if self.normalize:
             graph, values = gcn_norm(graph, edge_weight, improved=self.improved,
                                      add_self_loops=self.add_self_loops, dtype=x.dtype)

@@ -85,3 +85,17 @@ def test_autocast_traces_under_torch_compile():
     out = torch.compile(f, fullgraph=True)(indptr, indices, values, B)
     assert out.dtype == torch.bfloat16
     torch.testing.assert_close(out.double(), dense @ B.double(), rtol=2e-2, atol=2e-2 * (dense @ B.double()).abs().max().item())
+
+
+def test_block_sparse_linear_under_autocast_returns_the_region_dtype():
+    """As torch.nn.Linear does: the bias is added in the region's dtype, not
+    promoted back to float32 (the layer's parameters stay float32)."""
+    torch.manual_seed(4)
+    layer = st.nn.BlockSparseLinear(32, 16, block_shape=(8, 8), density=0.5)
+    x = torch.randn(5, 32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = layer(x)
+        peer = torch.nn.functional.linear(x, layer.to_dense().detach(), layer.bias.detach())
+    assert y.dtype == peer.dtype == torch.bfloat16
+    ref = x.double() @ layer.to_dense().detach().double().t() + layer.bias.detach().double()
+    torch.testing.assert_close(y.double(), ref, rtol=3e-2, atol=3e-2 * ref.abs().max().item())

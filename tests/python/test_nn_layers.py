@@ -372,6 +372,13 @@ def test_bad_graphs_and_features_name_the_problem():
         stnn.SAGEConv(4, 2, aggr="lstm")
     with pytest.raises(ValueError, match="the adjacency has 4 rows but there are 5 nodes"):
         conv(x, torch.eye(4).to_sparse_csr())
+    edges = torch.tensor([[0, 1, 2], [1, 2, 3]])
+    with pytest.raises(ValueError, match="GCNConv: edge_weight must be 1-D, one weight per edge, got shape \\(3, 1\\)"):
+        conv(x, edges, torch.ones(3, 1))
+    with pytest.raises(ValueError, match="GCNConv: edge_weight must be 1-D, one weight per edge, got list"):
+        conv(x, edges, [1.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="GATConv: heads must be >= 1, got 0"):
+        stnn.GATConv(4, 2, heads=0)
 
 
 @needs_pyg

@@ -77,3 +77,25 @@ def test_errors_name_the_problem():
         layer(torch.randn(4, 8), pattern=ap.sliding_window(4, 1))
     with pytest.raises(ValueError, match="block_sparse: L \\(10\\) must be a multiple of the block size \\(4\\)"):
         ap.block_sparse(10, 4)
+    with pytest.raises(ValueError, match="block_sparse: the block size must be >= 1, got 0"):
+        ap.block_sparse(6, 0)
+    for density in (-0.5, 2.0):
+        with pytest.raises(ValueError, match=f"block_sparse: density must be in \\[0, 1\\], got {density}"):
+            ap.block_sparse(8, 4, density=density)
+    with pytest.raises(ValueError, match="sliding_window: window must be an int, got 1.5"):
+        ap.sliding_window(8, 1.5)
+    with pytest.raises(ValueError, match="dilated: the sequence length must be an int, got '8'"):
+        ap.dilated("8", 1, 2)
+    with pytest.raises(ValueError, match="union: pattern 1: expected a sparse tensor"):
+        ap.union(ap.sliding_window(4, 1), torch.eye(4))
+
+
+def test_union_takes_torch_sparse_tensors():
+    """Patterns may be torch sparse tensors too (CSR or COO), as the operators take them."""
+    L = 12
+    window = ap.sliding_window(L, 1)
+    extra = torch.zeros(L, L)
+    extra[3, 9] = extra[0, 11] = 1.0
+    for t in (extra.to_sparse_csr(), extra.to_sparse()):
+        u = ap.union(window, t)
+        assert torch.equal(dense(u), dense(window) | extra.bool())
