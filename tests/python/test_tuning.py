@@ -438,6 +438,25 @@ def test_a_bsr_choice_gives_the_csr_result_for_non_finite_operands(monkeypatch, 
     torch.testing.assert_close(out.double(), ref, rtol=1e-5, atol=1e-5, equal_nan=True)
 
 
+@pytest.mark.parametrize("bad", [float("inf"), float("nan")])
+def test_a_hyb_choice_keeps_finite_results_finite(bad):
+    """hyb pads an ELL row with a column the row already reads (value 0), so a
+    non-finite value of B reaches the same rows as in CSR: the finite results
+    are CSR's, whichever column holds it."""
+    d = torch.zeros(6, 8, dtype=torch.float64)
+    d[0, 0] = 1; d[1, 1:3] = 2; d[2, :3] = 1; d[3, :5] = 2; d[4, 7] = 1; d[5, 3:] = 1  # noqa: E702
+    A = st.SparseMatrix.from_dense(d)
+    for column in range(8):
+        B = torch.randn(8, 3, dtype=torch.float64)
+        B[column, 1] = bad
+        ref = torch.sparse.mm(d.to_sparse_csr(), B)
+        for parts, width in ((1, 2), (1, 4), (2, 2), (1, 8)):
+            out = tuning.run_choice(A, B, {"format": "hyb", "parts": parts, "max_width": width})
+            finite = torch.isfinite(ref)
+            assert torch.equal(torch.isfinite(out), finite), (column, parts, width)
+            torch.testing.assert_close(out[finite], ref[finite], rtol=1e-12, atol=1e-12)
+
+
 def test_budget_with_many_candidates(monkeypatch):
     A = st.SparseMatrix.from_dense(torch.rand(96, 96) + 0.5)  # every block size divides and fills exactly
     assert len(tuning.block_candidates(A)) == len(tuning.BLOCK_SIZES)
