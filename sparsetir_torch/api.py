@@ -57,8 +57,8 @@ def spmm(A, B: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
         # The format chosen for this graph (tuning.py); inside torch.compile
         # only a choice made earlier in eager mode is used. Every format runs
         # through a torch.ops operator, so each is traceable.
-        # Formats are chosen among CPU kernels; CUDA tensors run CSR.
-        if A.values.dtype == B.dtype and not B.is_cuda and not torch.compiler.is_compiling():
+        # Formats are chosen among CPU kernels; tensors elsewhere (CUDA, meta) run CSR.
+        if A.values.dtype == B.dtype and B.device.type == "cpu" and not torch.compiler.is_compiling():
             choice = tuning.choose(A, "spmm", B.shape[1], B.dtype)  # made once per graph, K and dtype
         else:
             choice = A._derived.get(("choice", "spmm", B.shape[1], B.dtype))
@@ -153,7 +153,8 @@ def _mask_matrix(mask, L: int, S: int, device: torch.device) -> SparseMatrix:
         if mask.dtype != torch.bool or mask.shape != (L, S):
             raise ValueError(f"st.sparse_attention: a dense mask must be a bool tensor of shape ({L}, {S}), "
                              f"got {mask.dtype} {tuple(mask.shape)}")
-        return SparseMatrix.from_dense(mask.to(torch.float32))
+        # Moved like a sparse pattern: a dense mask is a pattern too.
+        return SparseMatrix.from_dense(mask.to(torch.float32)).to(device)
     m = as_sparse_matrix(mask, "st.sparse_attention: argument 'mask'")
     if m.shape != (L, S):
         raise ValueError(f"st.sparse_attention: mask has shape {m.shape}, expected (L, S) = ({L}, {S})")

@@ -228,6 +228,26 @@ def test_sparse_attention_bsr_mask(block):
     torch.testing.assert_close(out, attention_ref(block_mask, q, k, v), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("form", ["dense_bool", "csr"])
+def test_attention_mask_follows_q_to_its_device(form):
+    """A mask built on the CPU serves q, k, v on another device, dense or
+    sparse alike (moved once); meta tensors stand for that device here."""
+    mask = torch.rand(5, 6, generator=torch.Generator().manual_seed(5)) < 0.5
+    q, k, v = (torch.empty(2, n, d, device="meta") for n, d in ((5, 4), (6, 4), (6, 3)))
+    out = st.sparse_attention(q, k, v, mask if form == "dense_bool" else mask.to_sparse_csr())
+    assert out.device.type == "meta" and out.shape == (2, 5, 3)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+def test_spmm_on_meta_tensors_gives_the_output_shape(reduce):
+    """Every reduce of st.spmm on meta tensors (shape propagation) returns a
+    meta tensor of the output's shape: no format is chosen off the CPU."""
+    _, c = dense_matrix(seed=35)
+    A = st.SparseMatrix(*c.torch_structure("int64"), torch.from_numpy(c.values), c.shape).to("meta")
+    out = st.spmm(A, torch.empty(c.n, K, dtype=F64, device="meta"), reduce)
+    assert out.device.type == "meta" and out.shape == (c.m, K) and out.dtype == F64
+
+
 def test_sparse_attention_mask_errors():
     mask, q, k, v = attention_inputs()
     with pytest.raises(ValueError, match="bool"):
