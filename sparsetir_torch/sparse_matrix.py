@@ -491,6 +491,12 @@ def as_sparse_matrix(a, what: str) -> SparseMatrix:
     if cached is not None:
         return cached
     if isinstance(a, torch.Tensor):
+        if a.layout == torch.sparse_bsr and a.requires_grad and torch.is_grad_enabled():
+            # Its values' gradient would be a BSR tensor, which torch's gradient
+            # accumulation cannot take (it fails in backward, naming no operator).
+            raise ValueError(f"{what}: a torch BSR tensor cannot receive gradients (torch accumulates no BSR "
+                             f"gradient); pass st.SparseMatrix(A.crow_indices(), A.col_indices(), values, A.shape) "
+                             f"with values that require grad")
         if a.layout in (torch.sparse_csr, torch.sparse_bsr, torch.sparse_coo):
             try:
                 if a.layout == torch.sparse_coo and not (a.is_coalesced() and _coo_in_csr_order(a)):

@@ -248,6 +248,27 @@ def test_spmm_on_meta_tensors_gives_the_output_shape(reduce):
     assert out.device.type == "meta" and out.shape == (c.m, K) and out.dtype == F64
 
 
+def test_a_torch_bsr_tensor_that_requires_grad_is_refused_by_name():
+    """torch cannot accumulate a BSR gradient (its backward fails naming no
+    operator), so such an A is refused up front with the way that works: an
+    st.SparseMatrix whose values require grad, whose gradient is checked here
+    against the dense one. Without grad mode the tensor is taken as it is."""
+    a, c, blocks = block_matrix()
+    A = a.to_sparse_bsr((2, 3)).requires_grad_()
+    B = randn(np.random.default_rng(36), a.shape[1], K)
+    with pytest.raises(ValueError, match=r"st\.spmm: argument 'A': a torch BSR tensor cannot receive gradients"):
+        st.spmm(A, B)
+    with torch.no_grad():
+        torch.testing.assert_close(st.spmm(A, B), a @ B, rtol=1e-12, atol=1e-12)
+    values = A.detach().values().clone().requires_grad_()
+    M = st.SparseMatrix(A.crow_indices(), A.col_indices(), values, A.shape)
+    G = randn(np.random.default_rng(37), a.shape[0], K)
+    st.spmm(M, B).backward(G)
+    dense_grad = (G @ B.T).reshape(a.shape[0] // 2, 2, a.shape[1] // 3, 3).permute(0, 2, 1, 3)
+    rows = torch.repeat_interleave(torch.arange(a.shape[0] // 2), A.crow_indices().diff())
+    torch.testing.assert_close(values.grad, dense_grad[rows, A.col_indices()], rtol=1e-12, atol=1e-12)
+
+
 def test_sparse_attention_mask_errors():
     mask, q, k, v = attention_inputs()
     with pytest.raises(ValueError, match="bool"):
