@@ -1,6 +1,6 @@
 """The operators' autograd kernels, all in C++ (csrc/ops/autograd_<op>.cc),
 for the ops whose gradients test_ops_autograd.py checks less closely: bsrmm,
-bsr_linear, sparse_attention (and _sparse_attention_backward), edge_softmax
+bsr_linear (and _bsr_linear_grad_blocks), sparse_attention (and _sparse_attention_backward), edge_softmax
 (and _edge_softmax_backward), _scatter_by_slot and _spmm_extremum_backward.
 
 * Every sparsetir op with an Autograd kernel has a C++ one (the dispatcher
@@ -137,7 +137,8 @@ def _ops_with_autograd():
 
 def test_every_autograd_kernel_is_registered_in_cpp():
     with_autograd = _ops_with_autograd()
-    expected = {"spmm", "_spmm_extremum_backward", "_spmm_hyb", "sddmm", "bsrmm", "bsr_linear", "sparse_attention",
+    expected = {"spmm", "_spmm_extremum_backward", "_spmm_hyb", "sddmm", "bsrmm", "bsr_linear", "_bsr_linear_grad_blocks",
+                "sparse_attention",
                 "_sparse_attention_backward", "edge_softmax", "_edge_softmax_backward", "_scatter_by_slot",
                 "gat_attention", "_gat_attention_backward", "_spmm_dense_backward", "dropout"}
     assert {n.split("::")[1] for n in with_autograd} == expected
@@ -146,7 +147,8 @@ def test_every_autograd_kernel_is_registered_in_cpp():
         short = name.split("::")[1]
         file = {"_spmm_extremum_backward": "spmm", "_spmm_dense_backward": "spmm",
                 "_sparse_attention_backward": "sparse_attention", "_edge_softmax_backward": "edge_softmax", "_scatter_by_slot": "scatter_by_slot",
-                "_spmm_hyb": "spmm_hyb", "_gat_attention_backward": "gat_attention"}.get(short, short)
+                "_spmm_hyb": "spmm_hyb", "_gat_attention_backward": "gat_attention",
+                "_bsr_linear_grad_blocks": "bsr_linear"}.get(short, short)
         assert re.fullmatch(rf"Autograd\[alias\]: registered at \S*csrc/ops/autograd_{file}\.cc:\d+ .*",
                             registration), f"{name}: {registration}"
 
