@@ -1,5 +1,6 @@
 """A bad kernel call raises ValueError naming the offending parameter, has no
 side effect on the output, and leaves the process able to run correct calls."""
+import re
 import warnings
 
 import numpy as np
@@ -271,3 +272,78 @@ def test_validated_structure_still_checks_shapes(kernel):
     k(**args)
     with pytest.raises(ValueError, match=r"'b' must have shape"):
         k(**dict(args, b=torch.rand(N + 1, F)))
+
+
+# --------------------------------------------------------------------------- integer division by zero
+
+ELEMENTWISE = """
+@T.prim_func
+def ew(a: T.handle, b: T.handle, c: T.handle, n: T.int32) -> None:
+    I = T.sp.dense_fixed(n)
+    A = T.sp.match_buffer(a, (I,), "{dtype}")
+    B = T.sp.match_buffer(b, (I,), "{dtype}")
+    C = T.sp.match_buffer(c, (I,), "{dtype}")
+    with T.sp.iteration([I], "S", "ew") as [i]:
+        C[i] = {expr}
+"""
+
+DIVISIONS = {  # the script's expression and Python's value of it
+    "floordiv": ("A[i] // B[i]", lambda a, b: a // b),
+    "floormod": ("A[i] % B[i]", lambda a, b: a % b),
+    "truncdiv": ("T.truncdiv(A[i], B[i])", lambda a, b: abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)),
+}
+
+
+def division_kernel(division, dtype, target):
+    import sparsetir_torch as st
+
+    f = st.parse(ELEMENTWISE.format(dtype=dtype, expr=DIVISIONS[division][0]))
+    if target == "cpu":
+        return st.compile(f)
+    sch = st.Schedule(f)
+    sch.bind(sch.get_loops("ew")[0], "threadIdx.x")
+    return st.compile(sch, target="cuda")  # CPU tensors: run under the SIMT emulator
+
+
+def wrapped(value, bits):
+    """value as a signed integer of `bits` bits (two's complement wrap-around)."""
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+@pytest.mark.parametrize("target", ["cpu", "cuda"])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("division", sorted(DIVISIONS))
+def test_integer_division_by_zero_raises_and_the_rest_is_exact(division, dtype, target):
+    """A zero divisor would stop the process (SIGFPE on x86): the call raises,
+    naming the kernel, and the process goes on. The smallest integer divided
+    by -1 wraps (as on a GPU) instead of trapping; every other quotient and
+    remainder is Python's."""
+    bits = 32 if dtype == "int32" else 64
+    smallest = -(1 << (bits - 1))
+    kernel = division_kernel(division, dtype, target)
+    tdtype = getattr(torch, dtype)
+    a = [7, -7, 7, -7, 5, 0, smallest, smallest, 1 - (1 << (bits - 1))]
+    b = [2, 2, -2, -2, 5, 3, -1, 3, -1]
+    c = torch.zeros(len(a), dtype=tdtype)
+    kernel(a=torch.tensor(a, dtype=tdtype), b=torch.tensor(b, dtype=tdtype), c=c, n=len(a))
+    expected = [wrapped(DIVISIONS[division][1](x, y), bits) for x, y in zip(a, b)]
+    assert c.tolist() == expected
+    message = (r"ew\(\): an integer division or remainder by zero" if target == "cpu"
+               else r"an integer division or remainder by zero")
+    with pytest.raises((ValueError, RuntimeError), match=message):
+        kernel(a=torch.tensor([4, 9, 1], dtype=tdtype), b=torch.tensor([2, 0, 1], dtype=tdtype),
+               c=torch.zeros(3, dtype=tdtype), n=3)
+    # The process and the kernel are fine afterwards.
+    c = torch.zeros(2, dtype=tdtype)
+    kernel(a=torch.tensor([9, -9], dtype=tdtype), b=torch.tensor([4, 4], dtype=tdtype), c=c, n=2)
+    assert c.tolist() == [DIVISIONS[division][1](9, 4), DIVISIONS[division][1](-9, 4)]
+
+
+@pytest.mark.parametrize("expr,what", [("A[i] // 0", "'//'"), ("A[i] % 0", "'%'"), ("T.truncdiv(A[i], 0)", "T.truncdiv"),
+                                       ("T.floordiv(A[i], 0)", "T.floordiv")])
+def test_a_constant_zero_divisor_is_a_script_error(expr, what):
+    import sparsetir_torch as st
+
+    with pytest.raises(st.ScriptError, match=f"{re.escape(what)} by zero"):
+        st.parse(ELEMENTWISE.format(dtype="int32", expr=expr))

@@ -31,5 +31,8 @@ SPARSETIR_ABI_DECLS
 
 namespace sparsetir {
 inline constexpr const char* kEntrySymbol = "sparsetir_main";
+// What the entry returns besides 0: a kernel that divides integers by a divisor
+// that may be 0 stores 1 in its status when one is (prelude_cpu.h).
+inline constexpr int32_t kStatusDivisionByZero = 1;
 inline constexpr const char* kAbiText = SPARSETIR_STRINGIFY(SPARSETIR_ABI_DECLS);
 }  // namespace sparsetir

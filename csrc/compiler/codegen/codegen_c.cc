@@ -318,6 +318,19 @@ std::string CodegenC::LaneShuffle(const CallNode* n) {
                                             "the cuda target has; compile it with target=\"cuda\"");
 }
 
+std::string CodegenC::IntegerDivision(BinaryOp op, const std::string& a, const std::string& b) {
+  switch (op) {
+    case BinaryOp::kFloorDiv: return "sparsetir_floordiv(" + a + ", " + b + ")";
+    case BinaryOp::kFloorMod: return "sparsetir_floormod(" + a + ", " + b + ")";
+    default: return "(" + a + " / " + b + ")";
+  }
+}
+
+bool CodegenC::DivisorMayTrap(const Expr& divisor) {
+  const auto* imm = divisor->as<IntImmNode>();
+  return !imm || imm->value == 0 || imm->value == -1;
+}
+
 std::string CodegenC::Expr2C(const Expr& e) {
   switch (e->kind) {
     case ExprKind::kIntImm: {
@@ -338,8 +351,14 @@ std::string CodegenC::Expr2C(const Expr& e) {
       switch (n->op) {
         case BinaryOp::kMin: return "sparsetir_min<" + std::string(ValueType(e->dtype)) + ">(" + a + ", " + b + ")";
         case BinaryOp::kMax: return "sparsetir_max<" + std::string(ValueType(e->dtype)) + ">(" + a + ", " + b + ")";
-        case BinaryOp::kFloorDiv: return "sparsetir_floordiv(" + a + ", " + b + ")";
-        case BinaryOp::kFloorMod: return "sparsetir_floormod(" + a + ", " + b + ")";
+        case BinaryOp::kFloorDiv:
+        case BinaryOp::kFloorMod:
+          if (DivisorMayTrap(n->b)) return IntegerDivision(n->op, a, b);
+          return std::string(n->op == BinaryOp::kFloorDiv ? "sparsetir_floordiv(" : "sparsetir_floormod(") + a +
+                 ", " + b + ")";
+        case BinaryOp::kDiv:
+          if (IsInteger(e->dtype) && DivisorMayTrap(n->b)) return IntegerDivision(n->op, a, b);
+          return "(" + a + " / " + b + ")";
         case BinaryOp::kAnd: return "(" + a + " && " + b + ")";
         case BinaryOp::kOr: return "(" + a + " || " + b + ")";
         default: return "(" + a + " " + ToString(n->op) + " " + b + ")";

@@ -41,6 +41,10 @@ class CodegenC {
  public:
   virtual ~CodegenC() = default;
 
+  // Whether integer division by `divisor` needs IntegerDivision's checks: not
+  // for a constant other than 0 and -1.
+  static bool DivisorMayTrap(const Expr& divisor);
+
  protected:
   // The whole translation unit: a banner, the prelude, then the functions
   // EmitEntry (and the statements it emits) put in functions_.
@@ -59,6 +63,10 @@ class CodegenC {
   virtual std::string LaneReduction(const CallNode* n);
   // A lane's value given to its group (Intrinsic::kLaneShuffle): cuda only.
   virtual std::string LaneShuffle(const CallNode* n);
+  // An integer division or remainder (op kDiv: C's truncating one, kFloorDiv,
+  // kFloorMod) of a divisor that may be 0 or -1 at run time; by default the
+  // prelude's functions as they are.
+  virtual std::string IntegerDivision(BinaryOp op, const std::string& a, const std::string& b);
 
   // The span of T.sp.horizontal_sum, checked: a constant power of two that
   // stays within the buffer's last axis.

@@ -24,6 +24,7 @@ class CodegenCpuImpl : public CodegenC {
   void EmitEntry(const PrimFunc& f) override;
   void EmitFor(const ForNode* loop) override;
   void EmitPrefetch(const PrefetchNode* n) override;
+  std::string IntegerDivision(BinaryOp op, const std::string& a, const std::string& b) override;
 
  private:
   // A parallel loop's body becomes a task over a sub-range of iterations,
@@ -44,6 +45,26 @@ class CodegenCpuImpl : public CodegenC {
 
   int task_count_ = 0;
 };
+
+// Whether the body divides integers by a divisor that may be 0 (or -1, whose
+// quotient of the smallest integer overflows): on x86 both stop the process
+// with SIGFPE, so such a kernel takes a status it reports them through.
+bool HasTrappingDivision(const Stmt& body) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void Visit(const BinaryNode* n) override {
+      const bool integer = n->op == BinaryOp::kFloorDiv || n->op == BinaryOp::kFloorMod ||
+                           (n->op == BinaryOp::kDiv && IsInteger(n->dtype));
+      if (integer && CodegenC::DivisorMayTrap(n->b)) found = true;
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  if (body) finder.VisitStmt(body);
+  return finder.found;
+}
+
+// The status variable of a kernel that may divide by zero (codegen/abi.h).
+constexpr char kStatus[] = "sparsetir_status";
 
 void CodegenCpuImpl::EmitPrelude() {
   out_ << kCpuPrelude << "\n" << kAbiText << "\n";
@@ -70,6 +91,8 @@ void CodegenCpuImpl::EmitEntry(const PrimFunc& f) {
   std::vector<std::string> unpack;
   scope_.push_back({"const SparsetirLauncher*", "launcher"});
   taken_.insert("launcher");
+  const bool status = HasTrappingDivision(f->body);
+  if (status) scope_.push_back({"int32_t*", kStatus});
   for (size_t i = 0; i < f->params.size(); ++i) {
     const Var& p = f->params[i];
     if (p->dtype == DataType::kHandle) continue;
@@ -103,10 +126,18 @@ void CodegenCpuImpl::EmitEntry(const PrimFunc& f) {
   std::ostringstream entry;
   entry << "extern \"C\" int32_t " << kEntrySymbol
         << "(const SparsetirArg* __restrict__ args, const SparsetirLauncher* launcher) {\n";
-  entry << "  sparsetir_kernel(launcher";
+  if (status) entry << "  int32_t " << kStatus << " = 0;\n";
+  entry << "  sparsetir_kernel(launcher" << (status ? std::string(", &") + kStatus : "");
   for (const std::string& value : unpack) entry << ",\n      " << value;
-  entry << ");\n  return 0;\n}\n";
+  entry << ");\n  return " << (status ? kStatus : "0") << ";\n}\n";
   functions_.push_back(entry.str());
+}
+
+std::string CodegenCpuImpl::IntegerDivision(BinaryOp op, const std::string& a, const std::string& b) {
+  const char* function = op == BinaryOp::kFloorDiv ? "sparsetir_checked_floordiv"
+                         : op == BinaryOp::kFloorMod ? "sparsetir_checked_floormod"
+                                                     : "sparsetir_checked_truncdiv";
+  return std::string(function) + "(" + a + ", " + b + ", " + kStatus + ")";
 }
 
 void CodegenCpuImpl::EmitPrefetch(const PrefetchNode* n) {
@@ -357,8 +388,10 @@ std::string CodegenCpuImpl::VectorExpr(const Expr& e, const VarNode* lane, const
       switch (n->op) {
         case BinaryOp::kAdd:
         case BinaryOp::kSub:
-        case BinaryOp::kMul:
-        case BinaryOp::kDiv: return "(" + a + " " + ToString(n->op) + " " + b + ")";
+        case BinaryOp::kMul: return "(" + a + " " + ToString(n->op) + " " + b + ")";
+        case BinaryOp::kDiv:
+          if (IsInteger(e->dtype)) break;  // integer lanes: the scalar code checks the divisor
+          return "(" + a + " " + ToString(n->op) + " " + b + ")";
         case BinaryOp::kMin: return "sparsetir_vmin(" + a + ", " + b + ")";
         case BinaryOp::kMax: return "sparsetir_vmax(" + a + ", " + b + ")";
         default: break;

@@ -64,6 +64,11 @@ class CodegenCudaImpl : public CodegenC {
 
  protected:
   void EmitPrelude() override { out_ << kCudaPrelude << "\n"; }
+  // Through the prelude's functions, which the emulator checks (a zero divisor traps).
+  std::string IntegerDivision(BinaryOp op, const std::string& a, const std::string& b) override {
+    if (op == BinaryOp::kDiv) return "sparsetir_truncdiv(" + a + ", " + b + ")";
+    return CodegenC::IntegerDivision(op, a, b);
+  }
 
   void EmitEntry(const PrimFunc& f) override {
     std::string params;

@@ -110,6 +110,29 @@ template <typename T> static inline T sparsetir_floordiv(T a, T b) {
 template <typename T> static inline T sparsetir_floormod(T a, T b) {
   T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+// Integer division by a divisor that may be 0 or -1 at run time. x86 stops the
+// process with SIGFPE on a zero divisor and on the smallest integer divided by
+// -1, so a zero divisor sets the call's status (the host raises once the
+// kernel returns; the quotient is 0 meanwhile) and -1 negates in unsigned
+// arithmetic (wrapping, as the GPU does).
+template <typename T> static inline bool sparsetir_divisor_is_zero(T b, int32_t* status) {
+  if (__builtin_expect(b != 0, 1)) return false;
+  __atomic_store_n(status, 1, __ATOMIC_RELAXED);
+  return true;
+}
+template <typename T> static inline T sparsetir_negate(T a) { return (T)(0ULL - (unsigned long long)a); }
+template <typename T> static inline T sparsetir_checked_truncdiv(T a, T b, int32_t* status) {
+  if (sparsetir_divisor_is_zero(b, status)) return 0;
+  return b == -1 ? sparsetir_negate(a) : a / b;
+}
+template <typename T> static inline T sparsetir_checked_floordiv(T a, T b, int32_t* status) {
+  if (sparsetir_divisor_is_zero(b, status)) return 0;
+  return b == -1 ? sparsetir_negate(a) : sparsetir_floordiv(a, b);
+}
+template <typename T> static inline T sparsetir_checked_floormod(T a, T b, int32_t* status) {
+  if (sparsetir_divisor_is_zero(b, status)) return 0;
+  return b == -1 ? (T)0 : sparsetir_floormod(a, b);
+}
 template <typename T> static inline T sparsetir_iabs(T a) { return a < 0 ? -a : a; }
 
 // All lanes of a GCC vector set to one scalar (a single broadcast instruction).

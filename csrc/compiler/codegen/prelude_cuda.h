@@ -60,11 +60,33 @@ SPARSETIR_DEVICE uint16_t sparsetir_float_to_bf16(float f) {
 // min / max give NaN when either operand is NaN (IEEE 754-2019 minimum / maximum).
 template <typename T> SPARSETIR_DEVICE T sparsetir_min(T a, T b) { return (b < a || b != b) ? b : a; }
 template <typename T> SPARSETIR_DEVICE T sparsetir_max(T a, T b) { return (a < b || b != b) ? b : a; }
+// Integer division. A GPU gives an unspecified value for a zero divisor and
+// wraps the smallest integer divided by -1; the host stops the process on both
+// (SIGFPE), so under the emulator a zero divisor traps, naming it, and -1
+// negates as the GPU does.
+#ifdef SPARSETIR_EMULATE
+template <typename T> static inline bool sparsetir_divisor_is_minus_one(T b) {
+  if (b == 0) sparsetir_trap("an integer division or remainder by zero");
+  return b == (T)-1;
+}
+#define SPARSETIR_NEGATED_IF_MINUS_ONE(a, b) \
+  if (sparsetir_divisor_is_minus_one(b)) return (T)(0ULL - (unsigned long long)(a))
+#define SPARSETIR_ZERO_IF_MINUS_ONE(b) if (sparsetir_divisor_is_minus_one(b)) return (T)0
+#else
+#define SPARSETIR_NEGATED_IF_MINUS_ONE(a, b)
+#define SPARSETIR_ZERO_IF_MINUS_ONE(b)
+#endif
+template <typename T> SPARSETIR_DEVICE T sparsetir_truncdiv(T a, T b) {
+  SPARSETIR_NEGATED_IF_MINUS_ONE(a, b);
+  return a / b;
+}
 template <typename T> SPARSETIR_DEVICE T sparsetir_floordiv(T a, T b) {
+  SPARSETIR_NEGATED_IF_MINUS_ONE(a, b);
   T q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 template <typename T> SPARSETIR_DEVICE T sparsetir_floormod(T a, T b) {
+  SPARSETIR_ZERO_IF_MINUS_ONE(b);
   T r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }

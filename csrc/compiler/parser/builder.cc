@@ -1026,6 +1026,13 @@ class Builder {
                      span);
   }
 
+  // An integer division or remainder by the constant 0 has no value.
+  static void CheckDivisor(BinaryOp op, const Expr& divisor, const std::string& what, const Span& span) {
+    const bool division = op == BinaryOp::kDiv || op == BinaryOp::kFloorDiv || op == BinaryOp::kFloorMod;
+    const auto* imm = divisor->as<IntImmNode>();
+    if (division && imm && imm->value == 0) ThrowScriptError(what + " by zero", span);
+  }
+
   Expr Binary(const std::string& op, Expr a, Expr b, const Span& span) {
     bool weak = IsWeak(a) && IsWeak(b);
     UnifyOperands(&a, &b, op, span);
@@ -1051,6 +1058,7 @@ class Builder {
     if ((bop == BinaryOp::kFloorDiv || bop == BinaryOp::kFloorMod) && !IsInteger(a->dtype)) {
       ThrowScriptError("'" + op + "' needs integer operands, got " + ToString(a->dtype), span);
     }
+    if (IsInteger(a->dtype)) CheckDivisor(bop, b, "'" + op + "'", span);
     Expr e = MakeBinary(bop, a, b);
     const_cast<ExprNode*>(e.get())->span = span;
     return weak ? Weak(e) : e;
@@ -1196,6 +1204,7 @@ class Builder {
       UnifyOperands(&a, &b, callee, e->span);
       if (!IsInteger(a->dtype)) ThrowScriptError(callee + " needs integer operands", e->span);
       BinaryOp op = callee == "T.floordiv" ? BinaryOp::kFloorDiv : callee == "T.floormod" ? BinaryOp::kFloorMod : BinaryOp::kDiv;
+      CheckDivisor(op, b, callee, e->span);
       return MakeBinary(op, a, b);
     }
     if (callee == "T.Select" || callee == "T.if_then_else") {

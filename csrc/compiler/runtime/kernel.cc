@@ -105,7 +105,11 @@ std::array<int64_t, 6> Kernel::LaunchDims(const SparsetirArg* args) const {
 }
 
 void Kernel::RunUnchecked(const SparsetirArg* args, const SparsetirLauncher* launcher) const {
-  module_->Launch(args, launcher ? launcher : SerialLauncher());
+  try {
+    module_->Launch(args, launcher ? launcher : SerialLauncher());
+  } catch (const KernelStatusError& e) {
+    ThrowArgumentError(name_ + "(): " + e.what());
+  }
 }
 
 const SparsetirLauncher* SerialLauncher() {

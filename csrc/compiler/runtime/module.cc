@@ -32,6 +32,10 @@ CpuModule::~CpuModule() {
 
 void CpuModule::Launch(const SparsetirArg* args, const SparsetirLauncher* launcher) const {
   const int32_t status = entry_(args, launcher);
+  if (status == kStatusDivisionByZero) {
+    throw KernelStatusError("an integer division or remainder by zero: a divisor in the script is 0 for these "
+                            "arguments, where the result is undefined");
+  }
   ICHECK(status == 0) << "kernel " << path_ << " returned " << status;
 }
 

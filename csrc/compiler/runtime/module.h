@@ -11,11 +11,18 @@
 #pragma once
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "codegen/abi.h"
 
 namespace sparsetir {
+
+// A run stopped by what the kernel computed from its input (the entry's status,
+// codegen/abi.h); Kernel names the kernel in the error it raises.
+struct KernelStatusError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class Module {
  public:
