@@ -12,6 +12,7 @@ kernels/csrmm.py and kernels/sddmm.py:
 """
 import ast
 import random
+import re
 
 import numpy as np
 import pytest
@@ -1381,6 +1382,65 @@ def test_bind_unknown_axis():
     sch = _lowered()
     with pytest.raises(st.ScheduleError, match=r"bind: unknown thread axis 'threadIdx.q' \(expected blockIdx.x/y/z or threadIdx.x/y/z\)"):
         sch.bind("i", "threadIdx.q")
+
+
+@pytest.mark.parametrize("outer_first", [True, False])
+@pytest.mark.parametrize("axis", ["blockIdx.x", "threadIdx.x"])
+def test_bind_refuses_nested_loops_on_one_axis(axis, outer_first):
+    """A thread has one index per axis: two nested loops bound to it would both
+    read it and only their diagonal would run. Refused whichever is bound first;
+    sibling loops (csrmm_init's k_init and csrmm's k) may share an axis."""
+    sch = _lowered()
+    first, second = ("i", "k") if outer_first else ("k", "i")
+    sch.bind(first, axis)
+    with pytest.raises(st.ScheduleError, match=rf"bind: loop '{first}', which nests with loop '{second}', is bound to "
+                                                 rf"{re.escape(axis)} already"):
+        sch.bind(second, axis)
+    sch.bind(first, axis)  # the same loop again: no nesting
+    if outer_first:  # csrmm_init's k_init lies inside i too
+        with pytest.raises(st.ScheduleError, match="bind: loop 'i', which nests with loop 'k_init'"):
+            sch.bind("k_init", axis)
+    else:  # k_init and k are siblings inside i
+        sch.bind("k_init", axis)
+
+
+COUNT_2D = """
+@T.prim_func
+def count(c: T.handle, m: T.int32, n: T.int32) -> None:
+    I = T.sp.dense_fixed(m)
+    J = T.sp.dense_fixed(n)
+    C = T.sp.match_buffer(c, (I, J), "int32")
+    with T.sp.iteration([I, J], "SS", "count") as [i, j]:
+        C[i, j] = j + 1
+"""
+
+
+def test_split_and_fuse_refuse_trip_counts_past_the_index_type():
+    """An int32 loop of 2^31 or more iterations would wrap and run no
+    iteration: split and fuse refuse constant ones, and a call refuses a trip
+    count its scalar arguments make too large (m * n after a fuse), naming
+    the loop, before the kernel runs. Counts that fit run and are right."""
+    sch = _lowered("csrmm", feat=4)
+    k = sch.get_loops("csrmm")[2]
+    for factors in ([None, 2**31], [2**16, 2**15, 2]):
+        with pytest.raises(st.ScheduleError, match=r"split: loop 'k': the factors multiply to more than its int32 "
+                                                     r"index holds \(2147483647\)"):
+            sch.split(k, factors)
+    sch.split(k, [None, 2**31 - 1])  # fits
+    big = st.Schedule(COUNT_2D)
+    big.specialize(m=3, n=2**30)
+    with pytest.raises(st.ScheduleError, match=r"fuse: the loops run more times together than the fused loop's int32 "
+                                                 r"index holds"):
+        big.fuse(big.get_loops("count"))
+    sch = st.Schedule(COUNT_2D)
+    sch.fuse(sch.get_loops("count"))
+    kernel = st.compile(sch)
+    with pytest.raises(ValueError, match=r"count\(\): loop 'i_j_fused' would run 3221225472 times for these "
+                                         r"arguments, more than its int32 index holds \(2147483647\)"):
+        kernel(c=torch.zeros(1, dtype=torch.int32), m=3, n=2**30)  # refused before the tensors are looked at
+    c = torch.zeros(5, 7, dtype=torch.int32)
+    kernel(c=c, m=5, n=7)
+    assert torch.equal(c, torch.arange(1, 8, dtype=torch.int32).expand(5, 7))
 
 
 def test_bind_then_compile_for_cpu():

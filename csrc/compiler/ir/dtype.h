@@ -1,6 +1,8 @@
 // Scalar data types of the IR. `kHandle` is the type of a pointer parameter.
 #pragma once
 
+#include <cstdint>
+
 #include <optional>
 #include <string>
 
@@ -36,5 +38,7 @@ inline DataType AccumulatorOf(DataType t) {
 }
 // Size of one element in bytes (handles: 8).
 int BytesOf(DataType t);
+// The largest value of an integer type (int32 or int64).
+inline int64_t MaxValue(DataType t) { return t == DataType::kInt32 ? INT32_MAX : INT64_MAX; }
 
 }  // namespace sparsetir

@@ -241,7 +241,42 @@ Contract::Contract(std::string name, PrimFunc lowered, std::vector<IndptrRule> r
   structure_params_ = StructureParams();
   written_params_ = WrittenParams();
   workspaces_ = Workspaces();
+  loop_extents_ = ScalarLoopExtents();
   call_params_ = func_->params.size() - workspaces_.size();
+}
+
+std::vector<Contract::LoopExtent> Contract::ScalarLoopExtents() const {
+  struct Loops : IRVisitor {
+    std::set<const VarNode*> scalars;
+    std::vector<LoopExtent> out;
+    void Visit(const ForNode* n) override {
+      if (!n->extent->as<IntImmNode>() && Evaluable(n->extent)) {
+        out.push_back({n->var->name, n->extent, n->var->dtype});
+      }
+      IRVisitor::Visit(n);
+    }
+    // What ContractEvaluator computes from the scalars alone.
+    bool Evaluable(const Expr& e) const {
+      switch (e->kind) {
+        case ExprKind::kIntImm: return true;
+        case ExprKind::kVar: return scalars.count(e->as<VarNode>()) > 0;
+        case ExprKind::kCast: return Evaluable(e->as<CastNode>()->value);
+        case ExprKind::kBinary: {
+          const auto* b = e->as<BinaryNode>();
+          static const std::set<BinaryOp> kOps = {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kMin,
+                                                  BinaryOp::kMax, BinaryOp::kDiv, BinaryOp::kFloorDiv,
+                                                  BinaryOp::kFloorMod};
+          return kOps.count(b->op) > 0 && Evaluable(b->a) && Evaluable(b->b);
+        }
+        default: return false;
+      }
+    }
+  } loops;
+  for (const Var& p : func_->params) {
+    if (p->dtype != DataType::kHandle) loops.scalars.insert(p.get());
+  }
+  if (func_->body) loops.VisitStmt(func_->body);
+  return loops.out;
 }
 
 std::vector<size_t> Contract::workspace_params() const {
@@ -361,6 +396,14 @@ void Contract::Check(const std::vector<KernelArg>& args, bool contents) const {
   }
   ContractEvaluator eval;
   CheckScalars(name_, func_, args, &eval);
+  for (const LoopExtent& loop : loop_extents_) {
+    const int64_t trips = eval.Eval(loop.extent);
+    if (trips > MaxValue(loop.dtype)) {
+      ThrowArgumentError(name_ + "(): loop '" + loop.loop + "' would run " + std::to_string(trips) +
+                         " times for these arguments, more than its " + ToString(loop.dtype) + " index holds (" +
+                         std::to_string(MaxValue(loop.dtype)) + ")");
+    }
+  }
   const std::vector<HandleBinding> bindings = CheckTensors(name_, func_, target_, args);
   // Shapes and contents, structure arrays first: other shapes may read them.
   const ArgumentNames names{name_, func_->params, args};

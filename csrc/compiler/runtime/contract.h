@@ -94,6 +94,14 @@ class Contract {
   std::vector<size_t> StructureParams() const;
   std::vector<size_t> WrittenParams() const;
   std::vector<Workspace> Workspaces() const;
+  // A loop whose trip count depends on the scalar arguments alone (m * n after
+  // a fuse): checked at every call to fit its index's type.
+  struct LoopExtent {
+    std::string loop;
+    Expr extent;
+    DataType dtype;
+  };
+  std::vector<LoopExtent> ScalarLoopExtents() const;
 
   std::string name_;
   PrimFunc func_;  // stage III
@@ -105,6 +113,7 @@ class Contract {
   std::vector<size_t> structure_params_;
   std::vector<size_t> written_params_;
   std::vector<Workspace> workspaces_;  // the last parameters
+  std::vector<LoopExtent> loop_extents_;
   size_t call_params_ = 0;
 };
 

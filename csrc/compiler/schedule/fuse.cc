@@ -34,6 +34,17 @@ std::string Schedule::Fuse(const std::vector<std::string>& names) {
       }
     }
   }
+  // Constant extents are checked here; others when the kernel is called (runtime/contract.h).
+  int64_t product = 1;
+  for (const ForNode* loop : loops) {
+    const int64_t* e = AsConstInt(loop->extent);
+    if (e && (__builtin_mul_overflow(product, *e, &product) || product > MaxValue(loops[0]->var->dtype))) {
+      ThrowScheduleError("fuse: the loops run more times together than the fused loop's " +
+                             ToString(loops[0]->var->dtype) + " index holds (" +
+                             std::to_string(MaxValue(loops[0]->var->dtype)) + ")",
+                         context);
+    }
+  }
   std::string joined;
   for (const std::string& n : names) joined += n + "_";
   std::string fused_name = FreshName(func_, joined + "fused");

@@ -9,6 +9,7 @@
 // depend on the loop variable. A reduction loop bound to threadIdx.x runs as
 // lanes that combine their parts (transforms/lower_lane_reductions.h).
 #include <set>
+#include <vector>
 
 #include "ir/functor.h"
 #include "ir/substitute.h"
@@ -42,6 +43,34 @@ Buffer StoreIndependentOf(const Stmt& body, const VarNode* var) {
     }
   } finder;
   finder.dependent = VarsComputedFrom(body, var);
+  finder.VisitStmt(body);
+  return finder.found;
+}
+
+// A loop bound to `axis` around `loop` or inside it: a thread has one index on
+// each axis, so two nested loops bound to one axis would each see it, and
+// only their diagonal would run.
+const ForNode* NestedBindingTo(const Stmt& body, const ForNode* loop, const std::string& axis) {
+  struct Finder : IRVisitor {
+    const ForNode* loop;
+    std::string axis;
+    std::vector<const ForNode*> bound;  // the enclosing loops bound to axis
+    bool inside = false;
+    const ForNode* found = nullptr;
+    void Visit(const ForNode* n) override {
+      const bool same_axis = n->for_kind == ForKind::kThreadBinding && n->thread_tag == axis && n != loop;
+      if (n == loop && !bound.empty() && !found) found = bound.back();
+      if (same_axis && inside && !found) found = n;
+      if (same_axis) bound.push_back(n);
+      const bool was_inside = inside;
+      inside = inside || n == loop;
+      IRVisitor::Visit(n);
+      inside = was_inside;
+      if (same_axis) bound.pop_back();
+    }
+  } finder;
+  finder.loop = loop;
+  finder.axis = axis;
   finder.VisitStmt(body);
   return finder.found;
 }
@@ -109,6 +138,12 @@ void Schedule::Bind(const std::string& name, const std::string& thread_axis) {
                              "combine their parts) or keep it serial",
                          Excerpt(loop));
     }
+  }
+  if (const ForNode* other = NestedBindingTo(func_->body, loop, thread_axis)) {
+    ThrowScheduleError("bind: loop '" + other->var->name + "', which nests with loop '" + name + "', is bound to " +
+                           thread_axis + " already; a thread has one index on each axis, so bind nested loops to "
+                           "different axes",
+                       Excerpt(loop));
   }
   func_ = SetKind(func_, loop, ForKind::kThreadBinding, thread_axis);
   Record("sch.bind(" + PyStr(name) + ", " + PyStr(thread_axis) + ")");

@@ -59,8 +59,10 @@ std::vector<std::string> Schedule::Split(const std::string& loop_name,
       unknown = static_cast<int>(t);
     } else if (*factors[t] <= 0) {
       ThrowScheduleError(where + ": factor " + std::to_string(*factors[t]) + " is not positive", context);
-    } else {
-      product *= *factors[t];
+    } else if (__builtin_mul_overflow(product, *factors[t], &product) || product > MaxValue(loop->var->dtype)) {
+      ThrowScheduleError(where + ": the factors multiply to more than its " + ToString(loop->var->dtype) +
+                             " index holds (" + std::to_string(MaxValue(loop->var->dtype)) + ")",
+                         context);
     }
   }
   const Expr& extent = loop->extent;
