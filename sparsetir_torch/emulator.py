@@ -91,8 +91,10 @@ def emulate_cuda(source: str, kernel: str, grid: Dims, block: Dims, *args, share
     their header, else ``unsigned short*`` holding their bits;
     ``__nv_fp8_e4m3*`` / ``__nv_fp8_e5m2*`` (or their pairs and quads) for
     torch's float8 dtypes with cuda_fp8.h, else ``unsigned char*``; ...); Python
-    ints as ``long long`` and floats as ``double`` (the kernel's own
-    parameter types convert them); a tuple, list or dict for a struct or
+    ints and floats converted to their parameters' types and checked as
+    st.CudaKernel checks them (an int a parameter cannot hold, or a float
+    for an integer, is an error; where the declaration cannot be read, C++
+    converts them); a tuple, list or dict for a struct or
     vector parameter (``Params p``, ``float4 v``), its fields in order or by
     name, laid out as on the device (st.launch_cuda's conversions, tensors
     for pointer fields). The kernel writes the tensors in place.

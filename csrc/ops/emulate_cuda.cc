@@ -147,9 +147,7 @@ std::shared_ptr<const std::vector<CudaKernelParam>> ParamsOf(const std::string& 
 
 // The bytes of each struct or vector argument (a tuple, list or dict) as
 // its parameter lays them out, behind their count (which the emulated entry
-// checks against the parameter's size); empty for the other arguments. The
-// declaration is read only where there is one: st.emulate_cuda converts
-// ints and floats as C++ does.
+// checks against the parameter's size); empty for the other arguments.
 std::vector<std::vector<unsigned char>> StructArgs(const std::string& source, const std::string& kernel,
                                                    const std::vector<HandWrittenArg>& args,
                                                    const std::vector<std::string>& options) {
@@ -174,6 +172,28 @@ std::vector<std::vector<unsigned char>> StructArgs(const std::string& source, co
     std::memcpy(out[i].data() + sizeof(bytes), value.bytes.data(), bytes);
   }
   return out;
+}
+
+// Ints and floats checked against their parameters where the declaration can
+// be read, as st.CudaKernel and st.launch_cuda check them: an int a parameter
+// cannot hold (2^31 for an `int`) or a float for an integer is an error, not
+// a value C++ would wrap or truncate; the argument count must match. A
+// declaration the reader cannot read leaves the conversion to C++.
+void CheckScalarArgs(const std::string& source, const std::string& kernel, const std::vector<HandWrittenArg>& args,
+                     const std::vector<std::string>& options) {
+  std::shared_ptr<const std::vector<CudaKernelParam>> read;
+  try {
+    read = ParamsOf(source, kernel, options);
+  } catch (const UserError&) {
+    return;
+  }
+  TORCH_CHECK_VALUE(read->size() == args.size(), kOp, ": kernel '", kernel, "' takes ", read->size(),
+                    " parameters, got ", args.size(), " arguments");
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind == HandWrittenArg::Kind::kInt || args[i].kind == HandWrittenArg::Kind::kFloat) {
+      CudaParamValueOf(kOp, kernel, (*read)[i], i, args[i]);
+    }
+  }
 }
 
 }  // namespace
@@ -202,6 +222,7 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
     tensors.push_back(t);
     names.push_back(where);
   });
+  CheckScalarArgs(source, kernel, args, options);
   const std::vector<std::vector<unsigned char>> structs = StructArgs(source, kernel, args, options);
   std::vector<SparsetirArg> packed;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -171,3 +171,28 @@ def test_the_emulator_benchmark_checks_and_times_every_case():
         fields = row[0][len(name):].split()
         column = 2 if name in kernels else 1 if name in spins else 0
         assert float(fields[column]) > 0, row[0]  # the milliseconds (microseconds a call)
+
+
+@pytest.mark.parametrize("decl,arg,message", [
+    ("int n", 2**31 + 5, r"parameter 1 \('int n'\) cannot hold the int 2147483653"),
+    ("unsigned char u", 300, r"\('unsigned char u'\) cannot hold the int 300"),
+    ("int n", 3.9, r"\('int n'\) takes an integer: got the float 3.9"),
+])
+def test_a_scalar_its_parameter_cannot_take_is_named_as_on_the_gpu(decl, arg, message):
+    """The emulator converts ints and floats as st.CudaKernel and st.launch_cuda
+    do: a value the parameter would wrap or truncate (C++'s conversion) is an
+    error naming it; values it holds reach the kernel exactly."""
+    source = f'extern "C" __global__ void k(long long* out, {decl}) {{ out[0] = (long long)({decl.split()[-1]}); }}'
+    out = torch.zeros(1, dtype=torch.int64)
+    with pytest.raises(ValueError, match=r"st.emulate_cuda: kernel 'k' .*" + message):
+        st.emulate_cuda(source, "k", 1, 1, out, arg)
+    st.emulate_cuda(source, "k", 1, 1, out, 7)
+    assert out.item() == 7
+
+
+def test_an_argument_count_other_than_the_parameters_is_named():
+    source = 'extern "C" __global__ void k(float* out, int n) { out[0] = n; }'
+    out = torch.zeros(1)
+    for args in ((out,), (out, 1, 2)):
+        with pytest.raises(ValueError, match=rf"st.emulate_cuda: kernel 'k' takes 2 parameters, got {len(args)} arguments"):
+            st.emulate_cuda(source, "k", 1, 1, *args)
