@@ -119,3 +119,19 @@ def test_iteration_names_that_are_not_identifiers_are_refused(name, shown):
     message = str(info.value)
     assert "the name of T.sp.iteration must be an identifier" in message
     assert shown in message
+
+
+@pytest.mark.parametrize("char", ["\x00", "\x1b", "\x07", "\x7f"])
+def test_control_characters_are_escaped_in_error_messages(char):
+    """A NUL would end a message where C strings end (the location and the
+    excerpt were lost), an escape sequence would act on the terminal: errors
+    quote them as \\xNN, whole."""
+    escaped = f"\\x{ord(char):02x}"
+    with pytest.raises(st.ScriptError) as info:
+        st.parse(read_script("csrmm").replace("csrmm", f"csr{char}mm", 1))
+    message = str(info.value)
+    assert char not in message and escaped in message and "-->" in message and "^" in message
+    sch = st.Schedule(read_script("csrmm"))
+    with pytest.raises(st.ScheduleError) as info:
+        sch.get_loops(f"csrmm{char}zz")
+    assert str(info.value).startswith(f"get_loops: no block named 'csrmm{escaped}zz' in function 'csrmm'")

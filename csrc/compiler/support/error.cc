@@ -16,6 +16,23 @@ std::string FormatWithSpan(const std::string& message, const Span& span) {
   return out.str();
 }
 
+std::string Printable(const std::string& message) {
+  std::string out;
+  out.reserve(message.size());
+  for (const char c : message) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7f) {
+      static const char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 void ThrowScriptError(const std::string& message, const Span& span) {
   throw UserError(UserErrorKind::kScript, FormatWithSpan(message, span));
 }

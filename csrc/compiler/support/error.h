@@ -20,10 +20,16 @@ enum class UserErrorKind {
   kCompile,   // the system compiler failed or is missing (CompileError)
 };
 
+// `message` with the control characters it may quote from user input written
+// as \xNN: a NUL would end the message where C strings end (Python's and the
+// terminal's), an escape sequence would act on the terminal. Line breaks and
+// tabs stay.
+std::string Printable(const std::string& message);
+
 class UserError : public std::runtime_error {
  public:
   UserError(UserErrorKind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
+      : std::runtime_error(Printable(message)), kind_(kind) {}
   UserErrorKind kind() const { return kind_; }
 
  private:
