@@ -347,3 +347,47 @@ def test_a_constant_zero_divisor_is_a_script_error(expr, what):
 
     with pytest.raises(st.ScriptError, match=f"{re.escape(what)} by zero"):
         st.parse(ELEMENTWISE.format(dtype="int32", expr=expr))
+
+
+# --------------------------------------------------------------------------- lookups need sorted rows
+
+TO_DENSE = """
+@T.prim_func
+def todense(a: T.handle, d: T.handle, indptr: T.handle, indices: T.handle, m: T.int32, n: T.int32,
+            nnz: T.int32) -> None:
+    I = T.sp.dense_fixed(m)
+    J = T.sp.compressed_varied(I, (n, nnz), (indptr, indices), "int32")
+    JD = T.sp.dense_fixed(n)
+    A = T.sp.match_buffer(a, (I, J), "float32")
+    D = T.sp.match_buffer(d, (I, JD), "float32")
+    with T.sp.iteration([I, JD], "SS", "todense") as [i, jd]:
+        D[i, jd] = A[i, jd]
+"""
+
+
+@pytest.mark.parametrize("idtype", [torch.int32, torch.int64])
+def test_a_lookup_kernel_refuses_rows_out_of_order(idtype):
+    """A[i, jd] over a dense jd looks jd up in row i's columns by binary search,
+    which misses entries of an unsorted row: such indices are refused, naming
+    the row; sorted rows (repeats included) give the dense matrix."""
+    import sparsetir_torch as st
+
+    script = TO_DENSE if idtype == torch.int32 else TO_DENSE.replace('"int32")', '"int64")')
+    kernel = st.compile(st.parse(script))
+    indptr = torch.tensor([0, 0, 3, 5], dtype=idtype)
+    values = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0])
+
+    def run(indices):
+        d = torch.zeros(3, 5)
+        kernel(a=values, d=d, indptr=indptr, indices=torch.tensor(indices, dtype=idtype), m=3, n=5, nnz=5)
+        return d
+
+    expected = torch.zeros(3, 5)
+    expected[1, [0, 2, 4]] = torch.tensor([1.0, 2.0, 3.0])
+    expected[2, [1, 3]] = torch.tensor([4.0, 5.0])
+    torch.testing.assert_close(run([0, 2, 4, 1, 3]), expected)  # sorted within rows, not across them
+    with pytest.raises(ValueError, match=r"todense\(\): argument 'indices' must list each row's coordinates in "
+                                         r"increasing order: .* row 1 has 0 after 4 \(element 1\)"):
+        run([4, 0, 2, 1, 3])
+    with pytest.raises(ValueError, match=r"row 2 has 1 after 3 \(element 4\)"):
+        run([0, 2, 4, 3, 1])

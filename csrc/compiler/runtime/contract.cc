@@ -216,6 +216,38 @@ void CheckIndptr(const std::string& where, const KernelArg& a, const std::vector
   }
 }
 
+// Each row's segment indices[indptr[r]:indptr[r + 1]] is in non-decreasing
+// order, as the kernel's binary search over it needs. Both arrays were
+// checked already (indptr non-decreasing, in range).
+void CheckRowsSorted(const ArgumentNames& names, const std::vector<HandleBinding>& bindings, const VarNode* indices,
+                     const BufferNode* indptr) {
+  const HandleBinding* rows = nullptr;
+  const HandleBinding* columns = nullptr;
+  for (const HandleBinding& h : bindings) {
+    if (h.buffer.get() == indptr) rows = &h;
+    if (h.buffer->data.get() == indices) columns = &h;
+  }
+  if (!rows || !columns) return;
+  const KernelArg& p = names.args[rows->param];
+  const KernelArg& c = names.args[columns->param];
+  const int64_t row_count = p.shape.empty() ? 0 : p.shape[0] - 1;
+  int64_t stored = 1;
+  for (int64_t d : c.shape) stored *= d;
+  for (int64_t r = 0; r < row_count; ++r) {
+    const int64_t begin = ContractEvaluator::Element(p, r), end = ContractEvaluator::Element(p, r + 1);
+    if (begin < 0 || end > stored) continue;  // not this check's to report (nor to read past)
+    for (int64_t k = begin + 1; k < end; ++k) {
+      const int64_t before = ContractEvaluator::Element(c, k - 1), value = ContractEvaluator::Element(c, k);
+      if (value < before) {
+        ThrowArgumentError(names.Where(columns->param) + " must list each row's coordinates in increasing order: "
+                           "the kernel looks coordinates up by binary search, but row " + std::to_string(r) +
+                           " has " + std::to_string(value) + " after " + std::to_string(before) +
+                           " (element " + std::to_string(k) + ")");
+      }
+    }
+  }
+}
+
 // Every element of an index array lies in the range its assume_buffer_domain gives.
 void CheckDomain(const std::string& where, const KernelArg& a, const std::vector<int64_t>& shape,
                  const std::pair<Expr, Expr>& range, const ContractEvaluator& eval) {
@@ -242,7 +274,29 @@ Contract::Contract(std::string name, PrimFunc lowered, std::vector<IndptrRule> r
   written_params_ = WrittenParams();
   workspaces_ = Workspaces();
   loop_extents_ = ScalarLoopExtents();
+  searches_ = Searches();
   call_params_ = func_->params.size() - workspaces_.size();
+}
+
+std::vector<Contract::SearchedRows> Contract::Searches() const {
+  struct Finder : IRVisitor {
+    std::vector<SearchedRows> out;
+    void Visit(const CallNode* n) override {
+      if (n->op == Intrinsic::kLowerBound && n->args.size() == 4) {
+        const auto* indices = n->args[0]->as<VarNode>();
+        const auto* begin = n->args[1]->as<BufferLoadNode>();
+        if (indices && begin) {
+          const bool known = std::any_of(out.begin(), out.end(), [&](const SearchedRows& s) {
+            return s.indices == indices && s.indptr == begin->buffer.get();
+          });
+          if (!known) out.push_back({indices, begin->buffer.get()});
+        }
+      }
+      IRVisitor::Visit(n);
+    }
+  } finder;
+  if (func_->body) finder.VisitStmt(func_->body);
+  return finder.out;
 }
 
 std::vector<Contract::LoopExtent> Contract::ScalarLoopExtents() const {
@@ -422,6 +476,9 @@ void Contract::Check(const std::vector<KernelArg>& args, bool contents) const {
       auto range = domain_.find(h.buffer.get());
       if (range != domain_.end()) CheckDomain(where, a, shape, range->second, eval);
     }
+  }
+  if (contents) {
+    for (const SearchedRows& search : searches_) CheckRowsSorted(names, bindings, search.indices, search.indptr);
   }
 }
 

@@ -102,6 +102,14 @@ class Contract {
     DataType dtype;
   };
   std::vector<LoopExtent> ScalarLoopExtents() const;
+  // An index array the kernel looks coordinates up in by binary search
+  // (lower_bound over indices[indptr[r]:indptr[r + 1]], lower_sparse_iter):
+  // each row's segment must be sorted, or a lookup misses what is there.
+  struct SearchedRows {
+    const VarNode* indices;
+    const BufferNode* indptr;
+  };
+  std::vector<SearchedRows> Searches() const;
 
   std::string name_;
   PrimFunc func_;  // stage III
@@ -114,6 +122,7 @@ class Contract {
   std::vector<size_t> written_params_;
   std::vector<Workspace> workspaces_;  // the last parameters
   std::vector<LoopExtent> loop_extents_;
+  std::vector<SearchedRows> searches_;
   size_t call_params_ = 0;
 };
 
