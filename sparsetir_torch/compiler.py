@@ -1,6 +1,7 @@
 """The compiler's Python API: parse, lower, compile, and call kernels."""
 from __future__ import annotations
 
+import operator
 import os
 import threading
 from collections import OrderedDict
@@ -42,7 +43,10 @@ def specialize(f: PrimFunc, **values: int) -> PrimFunc:
     """Binds scalar parameters to constants at any stage, e.g.
     ``st.specialize(f, feat_size=128)``; the parameters stay in the signature and
     a call must pass exactly those values."""
-    return _C.specialize(f, {k: int(v) for k, v in values.items()})
+    for name, value in values.items():  # int() would truncate a float or parse a string silently
+        if isinstance(value, bool) or not hasattr(value, "__index__"):
+            raise ValueError(f"st.specialize: {name} must be an int, got {value!r}")
+    return _C.specialize(f, {k: operator.index(v) for k, v in values.items()})
 
 
 class Kernel:

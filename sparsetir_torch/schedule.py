@@ -14,15 +14,24 @@ Loops are named by their variables (strings), so the trace is plain Python:
 """
 from __future__ import annotations
 
+import operator
 from typing import Optional, Sequence, Union
 
 from . import _C
+from .errors import ScheduleError
 
 PrimFunc = _C.PrimFunc
 
 
 def _names(items) -> list:
     return [str(x) for x in items]
+
+
+def _int(value, what: str) -> int:
+    """An int argument as it is: int() would truncate a float or parse a string silently."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ScheduleError(f"{what} must be an int, got {value!r}")
+    return operator.index(value)
 
 
 class Schedule:
@@ -64,7 +73,7 @@ class Schedule:
     def specialize(self, **values: int) -> None:
         """Binds scalar parameters to constants (e.g. feat_size=128); calls must
         then pass exactly those values."""
-        self._native.specialize({k: int(v) for k, v in values.items()})
+        self._native.specialize({k: _int(v, f"specialize: {k}") for k, v in values.items()})
 
     def lower_sparse_iter(self) -> None:
         self._native.lower_sparse_iter()
@@ -77,7 +86,8 @@ class Schedule:
         return self._native.get_loops(block)
 
     def split(self, loop: str, factors: Sequence[Optional[int]]) -> list:
-        return self._native.split(str(loop), [None if f is None else int(f) for f in factors])
+        return self._native.split(str(loop), [None if f is None else _int(f, f"split: factor {k}")
+                                              for k, f in enumerate(factors)])
 
     def fuse(self, *loops) -> str:
         if len(loops) == 1 and not isinstance(loops[0], str):
@@ -134,7 +144,8 @@ class Schedule:
         ``cache_level`` is the nearest cache the lines are brought into: 1
         (L1) or 2 (L2 but not L1: for spans too long for L1, or an operand
         far out in DRAM, where L2 takes more misses in flight)."""
-        self._native.prefetch(str(loop), buffer, int(offset), int(cache_level))
+        self._native.prefetch(str(loop), buffer, _int(offset, "prefetch: offset"),
+                              _int(cache_level, "prefetch: cache_level"))
 
     def tensorize(self, loop: str, intrinsic: str = "mma_m16n8k16") -> None:
         """The nest of three loops from ``loop`` that multiply-accumulates one

@@ -108,8 +108,13 @@ void BindCompiler(py::module_& m) {
           attr->kind = AttrValue::Kind::kBool;
           attr->bool_value = value.cast<bool>();
         } else if (py::isinstance<py::int_>(value)) {
+          int overflow = 0;
           attr->kind = AttrValue::Kind::kInt;
-          attr->int_value = value.cast<int64_t>();
+          attr->int_value = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+          if (overflow) {
+            throw UserError(UserErrorKind::kSchedule,
+                            "annotate: the int " + std::string(py::str(value)) + " does not fit int64");
+          }
         } else if (py::isinstance<py::float_>(value)) {
           attr->kind = AttrValue::Kind::kFloat;
           attr->float_value = value.cast<double>();

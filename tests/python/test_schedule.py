@@ -1228,6 +1228,21 @@ def test_unknown_iteration():
         sch.sparse_reorder("nope", ["I", "J", "K"])
 
 
+def test_int_arguments_are_not_truncated():
+    """int() would make 2.5 a 2 and "4" a 4 without a word: split factors,
+    specialize values and prefetch offsets must be ints (numpy ints too)."""
+    sch = _lowered()
+    for bad in (2.5, "4", True):
+        with pytest.raises(st.ScheduleError, match=rf"split: factor 1 must be an int, got {re.escape(repr(bad))}"):
+            sch.split("k", [None, bad])
+        with pytest.raises(st.ScheduleError, match=rf"specialize: feat_size must be an int, got {re.escape(repr(bad))}"):
+            sch.specialize(feat_size=bad)
+        with pytest.raises(ValueError, match=rf"st.specialize: m must be an int, got {re.escape(repr(bad))}"):
+            st.specialize(sch.mod, m=bad)
+    sch.specialize(feat_size=np.int64(8))
+    sch.split("k", [None, np.int32(4)])
+
+
 def test_annotate_unknown_iteration():
     sch = new_schedule()
     with pytest.raises(st.ScheduleError, match=r"annotate: no sparse iteration named 'nope'"):
@@ -1238,6 +1253,34 @@ def test_annotate_bad_value():
     sch = new_schedule()
     with pytest.raises(st.ScheduleError, match=r"annotate: the value must be a bool, int, float or str"):
         sch.annotate("csrmm", "key", [1, 2])
+
+
+@pytest.mark.parametrize("value,message", [
+    (float("nan"), r"annotate: the value of 'key' must be a finite float \(the trace writes it as a literal\), got nan"),
+    (float("-inf"), r"must be a finite float .*got -inf"),
+    (2**70, r"annotate: the int 1180591620717411303424 does not fit int64"),
+])
+def test_annotate_refuses_values_a_trace_cannot_write(value, message):
+    sch = new_schedule()
+    with pytest.raises(st.ScheduleError, match=message):
+        sch.annotate("csrmm", "key", value)
+    sch.annotate("csrmm", "key", 2.5)  # a finite float replays
+    assert st.Schedule.replay(sch.trace, script("csrmm", "float32", "int32")).mod.script() == sch.mod.script()
+
+
+def test_annotate_keeps_the_function_one_the_parser_accepts():
+    """'accumulate' is True or False; setting it False on an iteration that has
+    no init (it reduces into an output initialized before) would give a
+    function the parser refuses, so annotate refuses it too."""
+    text = script("csrmm", "float32", "int32").replace(
+        "        with T.init():\n            C[i, k] = 0.0\n", '        T.sp.iteration_attr({"accumulate": True})\n')
+    sch = st.Schedule(text)
+    with pytest.raises(st.ScheduleError, match=r"annotate: 'accumulate' is True or False"):
+        sch.annotate("csrmm", "accumulate", "yes")
+    with pytest.raises(st.ScheduleError, match=r"annotate: with 'accumulate' set to False, .*has no 'with T.init\(\):'"):
+        sch.annotate("csrmm", "accumulate", False)
+    sch.annotate("csrmm", "accumulate", True)
+    st.parse(sch.mod.script())
 
 
 @pytest.mark.parametrize(
