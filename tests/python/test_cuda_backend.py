@@ -109,6 +109,32 @@ def test_bound_loop_over_a_ragged_extent_is_refused():
         st.compile(sch, target="cuda")
 
 
+@pytest.mark.parametrize("axis", ["threadIdx.x", "threadIdx.y"])
+def test_a_serial_init_under_threads_that_divide_the_updates_is_refused(axis):
+    """csrmm's k bound to a thread axis with csrmm_init's k_init left serial:
+    every thread would zero the whole row while the others accumulate into it
+    (the emulator's race check sees it). Refused at compile, naming the
+    buffer, the block and the loop; binding k_init as well compiles and is
+    right."""
+    sch = st.Schedule(read_script("csrmm"))
+    sch.specialize(feat_size=4)
+    i, j, k = sch.get_loops("csrmm")
+    sch.bind(i, "blockIdx.x")
+    sch.bind(k, axis)
+    with pytest.raises(st.ScheduleError, match=rf"a store into 'C' in block 'csrmm_init' runs on every thread of "
+                                                 rf"{axis}, while loop 'k' \(block 'csrmm'\) divides its other stores"):
+        st.compile(sch, target="cuda")
+    sch.bind(sch.get_loops("csrmm_init")[-1], axis)
+    kernel = st.compile(sch, target="cuda")  # CPU tensors: run under the emulator
+    c = make_csr(5, 6, density=0.5, seed=3, empty_rows=(2,))
+    indptr, indices = (torch.from_numpy(x.astype(np.int32)) for x in (c.indptr, c.indices))
+    b = torch.randn(6, 4, dtype=torch.float64).float()
+    out = torch.full((5, 4), float("nan"))
+    kernel(a=torch.from_numpy(c.values).float(), b=b, c=out, indptr=indptr, indices=indices, m=5, n=6, feat_size=4,
+           nnz=c.nnz)
+    torch.testing.assert_close(out.double(), torch.from_numpy(c.scipy().toarray()) @ b.double(), rtol=1e-5, atol=1e-5)
+
+
 def test_unknown_target_is_named():
     with pytest.raises(ValueError, match="unknown target 'rocm'"):
         st.compile(read_script("csrmm"), target="rocm")

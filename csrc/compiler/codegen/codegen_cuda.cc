@@ -10,6 +10,7 @@
 #include "ir/substitute.h"
 #include "support/error.h"
 #include "transforms/lift_workspaces.h"
+#include "transforms/check_thread_stores.h"
 #include "transforms/lower_lane_reductions.h"
 #include "transforms/lower_mma_fragments.h"
 #include "transforms/lower_shared_caches.h"
@@ -54,6 +55,7 @@ class CodegenCudaImpl : public CodegenC {
     CudaSource out;
     symbol_ = out.symbol = CudaKernelSymbol(f->name);
     out.source = Generate(f);
+    CheckThreadStores(f);  // after the loops' own refusals (a ragged extent bound to a thread axis)
     out.param_alignment = alignment_;
     CheckLaneGroups();
     out.launch = launch_;
