@@ -105,11 +105,28 @@ void RunOnDevice(const Kernel& kernel, std::vector<KernelArg>& args, const std::
   BumpWrittenVersions(kernel, tensors);
 }
 
+// A kernel writes its outputs in place where autograd does not see it: a
+// written tensor that requires grad would keep a graph that no longer
+// describes it (torch refuses in-place ops on a leaf that requires grad).
+void CheckWrittenTensorsTakeNoGradient(const Kernel& kernel, const std::vector<at::Tensor>& tensors) {
+  if (!at::GradMode::is_enabled()) return;
+  const std::vector<std::string> names = kernel.param_names();
+  for (size_t w : kernel.written_params()) {
+    if (w < tensors.size() && tensors[w].defined() && tensors[w].requires_grad()) {
+      throw UserError(UserErrorKind::kArgument,
+                      kernel.name() + "(): argument '" + names[w] + "' requires grad, but the kernel writes it in "
+                      "place, which autograd cannot follow: pass a tensor that does not require grad (or call "
+                      "under torch.no_grad())");
+    }
+  }
+}
+
 void RunKernel(const std::shared_ptr<Kernel>& kernel, const py::list& values) {
   std::vector<KernelArg> args;
   args.reserve(values.size());
   for (const py::handle& v : values) args.push_back(ToKernelArg(v));
   std::vector<at::Tensor> tensors = TensorsOf(values);
+  CheckWrittenTensorsTakeNoGradient(*kernel, tensors);
   if (kernel->target().is_cuda()) {
     for (const at::Tensor& t : tensors) {
       if (t.defined() && t.is_cuda()) return RunOnDevice(*kernel, args, tensors, t.device().index());

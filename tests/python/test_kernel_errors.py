@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import make_csr
+from conftest import make_csr, read_script
 
 M, N, F = 4, 5, 3
 INDPTR = [0, 2, 2, 3, 5]
@@ -391,3 +391,21 @@ def test_a_lookup_kernel_refuses_rows_out_of_order(idtype):
         run([4, 0, 2, 1, 3])
     with pytest.raises(ValueError, match=r"row 2 has 1 after 3 \(element 4\)"):
         run([0, 2, 4, 3, 1])
+
+
+def test_an_output_that_requires_grad_is_refused():
+    """The kernel writes c in place where autograd does not see it (torch
+    refuses in-place ops on a leaf that requires grad); under torch.no_grad()
+    the write is the caller's to account for."""
+    import sparsetir_torch as st
+
+    kernel = st.compile(st.parse(read_script("csrmm")))
+    args = good_args()
+    expected = reference(args)
+    for c in (torch.zeros(M, F, requires_grad=True), torch.zeros(M, F, requires_grad=True) * 1.0):
+        with pytest.raises(ValueError, match=r"csrmm\(\): argument 'c' requires grad, but the kernel writes it in place"):
+            kernel(**{**args, "c": c})
+    c = torch.zeros(M, F, requires_grad=True)
+    with torch.no_grad():
+        kernel(**{**args, "c": c})
+    torch.testing.assert_close(c.detach().double(), expected, rtol=1e-5, atol=1e-6)
