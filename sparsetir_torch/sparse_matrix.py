@@ -215,7 +215,8 @@ class SparseMatrix:
         self._check_not_block("ell")
         key = ("ell", int(width))
         if key not in self._derived:
-            _C.check_csr("SparseMatrix.ell", self.indptr, self.indices, self.shape[1], f"the columns of shape {self.shape}")
+            _C.check_csr("SparseMatrix.ell", self.indptr, self.indices, self.shape[1],
+                         f"the columns of shape {self.shape}")
             self._derived[key] = ops._csr_to_ell(self.indptr, self.indices, int(width))
         indices, slot = self._derived[key]
         values = scatter_values(self.values, slot, indices.numel(), self.indptr).view(indices.shape)

@@ -137,8 +137,8 @@ def _ops_with_autograd():
 
 def test_every_autograd_kernel_is_registered_in_cpp():
     with_autograd = _ops_with_autograd()
-    expected = {"spmm", "_spmm_extremum_backward", "_spmm_hyb", "sddmm", "bsrmm", "bsr_linear", "_bsr_linear_grad_blocks",
-                "sparse_attention",
+    expected = {"spmm", "_spmm_extremum_backward", "_spmm_hyb", "sddmm", "bsrmm", "bsr_linear",
+                "_bsr_linear_grad_blocks", "sparse_attention",
                 "_sparse_attention_backward", "edge_softmax", "_edge_softmax_backward", "_scatter_by_slot",
                 "gat_attention", "_gat_attention_backward", "_spmm_dense_backward", "dropout"}
     assert {n.split("::")[1] for n in with_autograd} == expected

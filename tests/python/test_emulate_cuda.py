@@ -194,5 +194,6 @@ def test_an_argument_count_other_than_the_parameters_is_named():
     source = 'extern "C" __global__ void k(float* out, int n) { out[0] = n; }'
     out = torch.zeros(1)
     for args in ((out,), (out, 1, 2)):
-        with pytest.raises(ValueError, match=rf"st.emulate_cuda: kernel 'k' takes 2 parameters, got {len(args)} arguments"):
+        with pytest.raises(ValueError,
+                           match=rf"st.emulate_cuda: kernel 'k' takes 2 parameters, got {len(args)} arguments"):
             st.emulate_cuda(source, "k", 1, 1, *args)

@@ -340,8 +340,8 @@ def test_integer_division_by_zero_raises_and_the_rest_is_exact(division, dtype, 
     assert c.tolist() == [DIVISIONS[division][1](9, 4), DIVISIONS[division][1](-9, 4)]
 
 
-@pytest.mark.parametrize("expr,what", [("A[i] // 0", "'//'"), ("A[i] % 0", "'%'"), ("T.truncdiv(A[i], 0)", "T.truncdiv"),
-                                       ("T.floordiv(A[i], 0)", "T.floordiv")])
+@pytest.mark.parametrize("expr,what", [("A[i] // 0", "'//'"), ("A[i] % 0", "'%'"),
+                                       ("T.truncdiv(A[i], 0)", "T.truncdiv"), ("T.floordiv(A[i], 0)", "T.floordiv")])
 def test_a_constant_zero_divisor_is_a_script_error(expr, what):
     import sparsetir_torch as st
 
@@ -403,7 +403,8 @@ def test_an_output_that_requires_grad_is_refused():
     args = good_args()
     expected = reference(args)
     for c in (torch.zeros(M, F, requires_grad=True), torch.zeros(M, F, requires_grad=True) * 1.0):
-        with pytest.raises(ValueError, match=r"csrmm\(\): argument 'c' requires grad, but the kernel writes it in place"):
+        with pytest.raises(ValueError,
+                           match=r"csrmm\(\): argument 'c' requires grad, but the kernel writes it in place"):
             kernel(**{**args, "c": c})
     c = torch.zeros(M, F, requires_grad=True)
     with torch.no_grad():

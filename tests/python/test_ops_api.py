@@ -699,7 +699,8 @@ def test_coo_marked_coalesced_but_unsorted_is_sorted_here(coo_cache, entries, re
 @pytest.mark.parametrize("coalesced", [False, True])
 @pytest.mark.parametrize("bad", [(5, 1, "row index 5, out of range for 3 rows"),
                                  (-1, 1, "row index -1, out of range for 3 rows"),
-                                 (0, 4, "column index 4, out of range for 4 columns")], ids=["row", "negative", "column"])
+                                 (0, 4, "column index 4, out of range for 4 columns")],
+                         ids=["row", "negative", "column"])
 def test_coo_indices_out_of_range_are_named(coo_cache, bad, coalesced):
     """A COO tensor made without torch's checks (check_invariants=False) whose
     indices lie outside its shape: torch's coalesce() would write out of

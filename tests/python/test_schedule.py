@@ -1235,7 +1235,8 @@ def test_int_arguments_are_not_truncated():
     for bad in (2.5, "4", True):
         with pytest.raises(st.ScheduleError, match=rf"split: factor 1 must be an int, got {re.escape(repr(bad))}"):
             sch.split("k", [None, bad])
-        with pytest.raises(st.ScheduleError, match=rf"specialize: feat_size must be an int, got {re.escape(repr(bad))}"):
+        with pytest.raises(st.ScheduleError,
+                           match=rf"specialize: feat_size must be an int, got {re.escape(repr(bad))}"):
             sch.specialize(feat_size=bad)
         with pytest.raises(ValueError, match=rf"st.specialize: m must be an int, got {re.escape(repr(bad))}"):
             st.specialize(sch.mod, m=bad)
@@ -1256,7 +1257,8 @@ def test_annotate_bad_value():
 
 
 @pytest.mark.parametrize("value,message", [
-    (float("nan"), r"annotate: the value of 'key' must be a finite float \(the trace writes it as a literal\), got nan"),
+    (float("nan"), r"annotate: the value of 'key' must be a finite float \(the trace writes it as a literal\), "
+                   r"got nan"),
     (float("-inf"), r"must be a finite float .*got -inf"),
     (2**70, r"annotate: the int 1180591620717411303424 does not fit int64"),
 ])
@@ -1277,7 +1279,8 @@ def test_annotate_keeps_the_function_one_the_parser_accepts():
     sch = st.Schedule(text)
     with pytest.raises(st.ScheduleError, match=r"annotate: 'accumulate' is True or False"):
         sch.annotate("csrmm", "accumulate", "yes")
-    with pytest.raises(st.ScheduleError, match=r"annotate: with 'accumulate' set to False, .*has no 'with T.init\(\):'"):
+    with pytest.raises(st.ScheduleError,
+                       match=r"annotate: with 'accumulate' set to False, .*has no 'with T.init\(\):'"):
         sch.annotate("csrmm", "accumulate", False)
     sch.annotate("csrmm", "accumulate", True)
     st.parse(sch.mod.script())
