@@ -437,8 +437,12 @@ class _ConversionCache:
 
     @staticmethod
     def _convert(t: torch.Tensor) -> SparseMatrix:
-        # COO tensors come here only coalesced and in CSR order (as_sparse_matrix).
-        return SparseMatrix.from_torch(t)
+        if t.layout != torch.sparse_coo:
+            return SparseMatrix.from_torch(t)
+        # COO tensors come here only coalesced and in CSR order (as_sparse_matrix
+        # checked it): from_torch would look at the order a second time.
+        _check_coo_indices(t)
+        return _coalesced_coo_matrix(t)
 
     def clear(self):
         with self._lock:

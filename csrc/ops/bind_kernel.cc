@@ -110,11 +110,10 @@ void RunOnDevice(const Kernel& kernel, std::vector<KernelArg>& args, const std::
 // describes it (torch refuses in-place ops on a leaf that requires grad).
 void CheckWrittenTensorsTakeNoGradient(const Kernel& kernel, const std::vector<at::Tensor>& tensors) {
   if (!at::GradMode::is_enabled()) return;
-  const std::vector<std::string> names = kernel.param_names();
   for (size_t w : kernel.written_params()) {
     if (w < tensors.size() && tensors[w].defined() && tensors[w].requires_grad()) {
       throw UserError(UserErrorKind::kArgument,
-                      kernel.name() + "(): argument '" + names[w] + "' requires grad, but the kernel writes it in "
+                      kernel.name() + "(): argument '" + kernel.param_names()[w] + "' requires grad, but the kernel writes it in "
                       "place, which autograd cannot follow: pass a tensor that does not require grad (or call "
                       "under torch.no_grad())");
     }

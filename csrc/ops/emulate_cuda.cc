@@ -145,55 +145,41 @@ std::shared_ptr<const std::vector<CudaKernelParam>> ParamsOf(const std::string& 
   return params;
 }
 
-// The bytes of each struct or vector argument (a tuple, list or dict) as
-// its parameter lays them out, behind their count (which the emulated entry
-// checks against the parameter's size); empty for the other arguments.
-std::vector<std::vector<unsigned char>> StructArgs(const std::string& source, const std::string& kernel,
-                                                   const std::vector<HandWrittenArg>& args,
-                                                   const std::vector<std::string>& options) {
+// Checks the arguments against the kernel's parameters where its declaration
+// can be read, as st.CudaKernel and st.launch_cuda do: the count, and ints and
+// floats (an int the parameter cannot hold, 2^31 for an `int`, or a float for
+// an integer is an error, not a value C++ would wrap or truncate). Returns the
+// bytes of each struct or vector argument (a tuple, list or dict) as its
+// parameter lays them out, behind their count (which the emulated entry
+// checks against the parameter's size); empty for the other arguments. A
+// declaration the reader cannot read leaves ints and floats to C++, and is an
+// error only for a struct argument, which needs its layout.
+std::vector<std::vector<unsigned char>> CheckedArgs(const std::string& source, const std::string& kernel,
+                                                    const std::vector<HandWrittenArg>& args,
+                                                    const std::vector<std::string>& options) {
   std::vector<std::vector<unsigned char>> out(args.size());
   std::shared_ptr<const std::vector<CudaKernelParam>> read;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].kind != HandWrittenArg::Kind::kAggregate) continue;
-    if (!read) {
-      try {
-        read = ParamsOf(source, kernel, options);
-      } catch (const UserError& e) {
-        TORCH_CHECK_VALUE(false, kOp, ": argument ", i, " is a tuple, list or dict (a struct's fields), but ",
-                          e.what());
-      }
-      TORCH_CHECK_VALUE(read->size() == args.size(), kOp, ": kernel '", kernel, "' takes ", read->size(),
-                        " parameters, got ", args.size(), " arguments");
+  try {
+    read = ParamsOf(source, kernel, options);
+  } catch (const UserError& e) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      TORCH_CHECK_VALUE(args[i].kind != HandWrittenArg::Kind::kAggregate, kOp, ": argument ", i,
+                        " is a tuple, list or dict (a struct's fields), but ", e.what());
     }
+    return out;
+  }
+  TORCH_CHECK_VALUE(read->size() == args.size(), kOp, ": kernel '", kernel, "' takes ", read->size(),
+                    " parameters, got ", args.size(), " arguments");
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind == HandWrittenArg::Kind::kTensor) continue;  // taken as the emulator takes pointers
     const CudaParamValue value = CudaParamValueOf(kOp, kernel, (*read)[i], i, args[i]);
+    if (args[i].kind != HandWrittenArg::Kind::kAggregate) continue;
     const uint64_t bytes = value.bytes.size();
     out[i].resize(sizeof(bytes) + bytes);
     std::memcpy(out[i].data(), &bytes, sizeof(bytes));
     std::memcpy(out[i].data() + sizeof(bytes), value.bytes.data(), bytes);
   }
   return out;
-}
-
-// Ints and floats checked against their parameters where the declaration can
-// be read, as st.CudaKernel and st.launch_cuda check them: an int a parameter
-// cannot hold (2^31 for an `int`) or a float for an integer is an error, not
-// a value C++ would wrap or truncate; the argument count must match. A
-// declaration the reader cannot read leaves the conversion to C++.
-void CheckScalarArgs(const std::string& source, const std::string& kernel, const std::vector<HandWrittenArg>& args,
-                     const std::vector<std::string>& options) {
-  std::shared_ptr<const std::vector<CudaKernelParam>> read;
-  try {
-    read = ParamsOf(source, kernel, options);
-  } catch (const UserError&) {
-    return;
-  }
-  TORCH_CHECK_VALUE(read->size() == args.size(), kOp, ": kernel '", kernel, "' takes ", read->size(),
-                    " parameters, got ", args.size(), " arguments");
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i].kind == HandWrittenArg::Kind::kInt || args[i].kind == HandWrittenArg::Kind::kFloat) {
-      CudaParamValueOf(kOp, kernel, (*read)[i], i, args[i]);
-    }
-  }
 }
 
 }  // namespace
@@ -222,8 +208,7 @@ void EmulateCuda(const std::string& source, const std::string& kernel, const std
     tensors.push_back(t);
     names.push_back(where);
   });
-  CheckScalarArgs(source, kernel, args, options);
-  const std::vector<std::vector<unsigned char>> structs = StructArgs(source, kernel, args, options);
+  const std::vector<std::vector<unsigned char>> structs = CheckedArgs(source, kernel, args, options);
   std::vector<SparsetirArg> packed;
   for (size_t i = 0; i < args.size(); ++i) {
     SparsetirArg a;

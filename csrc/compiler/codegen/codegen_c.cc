@@ -353,12 +353,10 @@ std::string CodegenC::Expr2C(const Expr& e) {
         case BinaryOp::kMax: return "sparsetir_max<" + std::string(ValueType(e->dtype)) + ">(" + a + ", " + b + ")";
         case BinaryOp::kFloorDiv:
         case BinaryOp::kFloorMod:
-          if (DivisorMayTrap(n->b)) return IntegerDivision(n->op, a, b);
-          return std::string(n->op == BinaryOp::kFloorDiv ? "sparsetir_floordiv(" : "sparsetir_floormod(") + a +
-                 ", " + b + ")";
         case BinaryOp::kDiv:
-          if (IsInteger(e->dtype) && DivisorMayTrap(n->b)) return IntegerDivision(n->op, a, b);
-          return "(" + a + " / " + b + ")";
+          if (n->op == BinaryOp::kDiv && !IsInteger(e->dtype)) return "(" + a + " / " + b + ")";
+          // A constant divisor other than 0 and -1 needs no check: the plain forms.
+          return DivisorMayTrap(n->b) ? IntegerDivision(n->op, a, b) : CodegenC::IntegerDivision(n->op, a, b);
         case BinaryOp::kAnd: return "(" + a + " && " + b + ")";
         case BinaryOp::kOr: return "(" + a + " || " + b + ")";
         default: return "(" + a + " " + ToString(n->op) + " " + b + ")";
